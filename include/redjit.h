@@ -1,0 +1,279 @@
+/*
+ * redjit.h -- the whole public interface of libredjit.
+ *
+ * redjit evaluates short reduction expressions ("max(abs(x-y))",
+ * "sum(A[i,k]*B[k,j]) over k") over named arrays, on an NVIDIA GPU when one
+ * is present and on a multithreaded CPU executor otherwise.  This header is
+ * the manual: a program should never need to read the sources to use it.
+ *
+ * LIFECYCLE (the shape of SQLite's prepare / bind / step / finalize)
+ *
+ *     red_ctx *ctx;  red_open(&ctx);
+ *     red_expr *e;   red_prepare(ctx, "max(abs(x-y))", &e);
+ *     red_bind_array(e, "x", &xa);  red_bind_array(e, "y", &ya);
+ *     red_run(e);
+ *     double m;      red_result_f64(e, 0, &m);
+ *     red_finalize(e);  red_close(ctx);
+ *
+ * or in one call, through a cache of prepared expressions keyed by the text:
+ *
+ *     red_binding b[2] = {{"x", xa}, {"y", ya}};
+ *     double m;  red_eval_f64(ctx, "max(abs(x-y))", b, 2, &m);
+ *
+ * OWNERSHIP
+ *   - Array data bound with red_bind_array is BORROWED: redjit reads it during
+ *     red_run and never writes it, never frees it and keeps no pointer to it
+ *     after the call that used it returns.  Descriptors (red_array) are copied.
+ *   - Strings passed in (expression text, names) are copied when kept.
+ *   - Result memory returned by red_result is OWNED BY THE EXPRESSION and valid
+ *     until the next red_run or red_finalize on it; red_result_detach hands it
+ *     to the caller, who releases it with red_free.
+ *   - Messages from red_errmsg / red_expr_errmsg are owned by the library and
+ *     valid until the next call on the same context / expression.
+ *
+ * ERRORS
+ *   Every fallible call returns an int status: RED_OK (0) or one of the
+ *   red_status codes below.  The library never prints, never aborts and never
+ *   exits; a detailed message (for expressions: "line:col: message", the
+ *   source line and a caret under the offending text) is kept for
+ *   red_errmsg().  After any error the context and the expression stay usable.
+ *
+ * THREADS
+ *   A context may be used from several threads at once provided each thread
+ *   works on its own red_expr (red_eval is safe from any thread).  One red_expr
+ *   must not be used by two threads at the same time.
+ */
+#ifndef REDJIT_H
+#define REDJIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#  define RED_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#  define RED_API __attribute__((visibility("default")))
+#else
+#  define RED_API
+#endif
+
+/* ---- Version ------------------------------------------------------------ */
+
+#define REDJIT_VERSION_MAJOR 0
+#define REDJIT_VERSION_MINOR 1
+#define REDJIT_VERSION_PATCH 0
+#define REDJIT_VERSION_NUMBER \
+    (REDJIT_VERSION_MAJOR * 10000 + REDJIT_VERSION_MINOR * 100 + REDJIT_VERSION_PATCH)
+#define REDJIT_VERSION_STRING "0.1.0"
+
+/* The version of the library actually linked (compare with
+ * REDJIT_VERSION_NUMBER to detect a header/library mismatch). */
+RED_API int red_version_number(void);
+RED_API const char *red_version_string(void);
+
+/* ---- Status codes (explicitly numbered; never renumbered) --------------- */
+
+typedef enum red_status {
+    RED_OK              = 0,
+    RED_ERR_NOMEM       = 1,  /* an allocation failed (host or device)          */
+    RED_ERR_ARG         = 2,  /* a bad argument to an API call (NULL, range)    */
+    RED_ERR_SYNTAX      = 3,  /* the expression does not parse                  */
+    RED_ERR_NAME        = 4,  /* unknown or unbound name                        */
+    RED_ERR_TYPE        = 5,  /* type error (bit operation on floats, ...)      */
+    RED_ERR_SHAPE       = 6,  /* shape, rank or index-extent conflict           */
+    RED_ERR_BIND        = 7,  /* a binding is unusable (dtype, NULL data, ...)  */
+    RED_ERR_INDEX       = 8,  /* a subscript is out of range at run time        */
+    RED_ERR_EMPTY       = 9,  /* argmin/argmax over nothing                     */
+    RED_ERR_KEYS        = 10, /* bad keys for `by` (negative, unsorted+ordered) */
+    RED_ERR_LIMIT       = 11, /* an implementation limit (nesting, size)        */
+    RED_ERR_UNSUPPORTED = 12, /* valid but not supported by this build/backend  */
+    RED_ERR_DEVICE      = 13, /* no usable GPU, or a CUDA driver error          */
+    RED_ERR_COMPILE     = 14, /* NVRTC rejected generated code (log in message) */
+    RED_ERR_MISUSE      = 15, /* API misuse: run before binding, and the like   */
+    RED_ERR_INTERNAL    = 16  /* a bug in redjit: please report it              */
+} red_status;
+
+/* A static, human-readable name for a status code ("syntax error", ...). */
+RED_API const char *red_errstr(int status);
+
+/* ---- Data types ---------------------------------------------------------- */
+
+typedef enum red_dtype {
+    RED_BOOL = 1,   /* one byte, 0 or 1                         */
+    RED_I32  = 2,
+    RED_I64  = 3,
+    RED_U32  = 4,
+    RED_U64  = 5,
+    RED_F16  = 6,   /* IEEE half; input only, computed in f32   */
+    RED_BF16 = 7,   /* bfloat16; input only, computed in f32    */
+    RED_F32  = 8,
+    RED_F64  = 9
+} red_dtype;
+
+/* Size in bytes of one element of `t`, 0 for an unknown type. */
+RED_API size_t red_dtype_size(red_dtype t);
+/* Lower-case name of `t` as the language spells it ("f32"), or "?". */
+RED_API const char *red_dtype_name(red_dtype t);
+
+/* ---- Array descriptors --------------------------------------------------- */
+
+#define RED_MAX_DIMS 8
+
+typedef enum red_memory {
+    RED_MEM_HOST = 1,   /* ordinary host memory (DLPack kDLCPU)   */
+    RED_MEM_CUDA = 2    /* CUDA device memory   (DLPack kDLCUDA)  */
+} red_memory;
+
+/* A plain descriptor the caller fills in.  `strides` are counted in
+ * ELEMENTS, not bytes (as DLPack), may be zero (broadcast) or negative.
+ * A 0-d array (ndim == 0) is a scalar.  Use red_array_init to fill one. */
+typedef struct red_array {
+    void      *data;
+    red_dtype  dtype;
+    int        ndim;
+    int64_t    shape[RED_MAX_DIMS];
+    int64_t    strides[RED_MAX_DIMS];
+    red_memory memory;      /* 0 is taken as RED_MEM_HOST          */
+    int        device_id;   /* CUDA ordinal for RED_MEM_CUDA       */
+} red_array;
+
+/* Fill `a` for `data` of the given type and shape; `strides` NULL means
+ * C order (row-major, contiguous).  Host memory.  Returns RED_ERR_ARG for
+ * ndim outside 0..RED_MAX_DIMS or a negative extent. */
+RED_API int red_array_init(red_array *a, void *data, red_dtype dtype, int ndim,
+                           const int64_t *shape, const int64_t *strides);
+
+/* Fill `a` from a DLPack DLTensor (pass a `const DLTensor *`).  Byte offset,
+ * strides (NULL = compact row-major), CPU and CUDA devices are honoured;
+ * unsupported dtypes or devices give RED_ERR_BIND. */
+RED_API int red_array_from_dlpack(red_array *a, const void *dltensor);
+
+/* Number of elements (product of the shape; 1 for a scalar). */
+RED_API int64_t red_array_size(const red_array *a);
+
+/* ---- Context ------------------------------------------------------------- */
+
+typedef struct red_ctx  red_ctx;
+typedef struct red_expr red_expr;
+
+/* Create a context.  No GPU is touched until an expression needs one. */
+RED_API int red_open(red_ctx **out);
+/* Destroy a context and every expression still prepared on it.  NULL is a
+ * no-op. */
+RED_API void red_close(red_ctx *ctx);
+
+/* The message of the last error on `ctx` (from any thread), or "" if none. */
+RED_API const char *red_errmsg(red_ctx *ctx);
+
+typedef enum red_option {
+    RED_OPT_DEVICE     = 1, /* RED_DEVICE_*                          default AUTO */
+    RED_OPT_STRATEGY   = 2, /* RED_STRATEGY_*                        default AUTO */
+    RED_OPT_THREADS    = 3  /* CPU threads, 0 = all cores            default 0    */
+    /* 4 is reserved.  Subscripts are always bounds-checked: redjit never
+     * reads outside an array. */
+} red_option;
+
+enum { RED_DEVICE_AUTO = 0, RED_DEVICE_CPU = 1, RED_DEVICE_GPU = 2 };
+enum {
+    RED_STRATEGY_AUTO = 0, RED_STRATEGY_TREE = 1, RED_STRATEGY_SEQUENTIAL = 2,
+    RED_STRATEGY_PERSISTENT = 3, RED_STRATEGY_SEGMENTED = 4
+};
+
+/* Set or read a context option; expressions prepared later inherit it.
+ * RED_ERR_ARG for an unknown option or value. */
+RED_API int red_set_option(red_ctx *ctx, red_option opt, int value);
+RED_API int red_get_option(red_ctx *ctx, red_option opt, int *value);
+
+/* Log hook: the library never prints; it passes notes (cache hits, chosen
+ * strategy, warnings) to this function if set.  level: 0 debug .. 2 warn. */
+typedef void (*red_log_fn)(void *user, int level, const char *msg);
+RED_API void red_set_log(red_ctx *ctx, red_log_fn fn, void *user);
+
+/* ---- Prepared expressions ------------------------------------------------ */
+
+/* Parse `text` (NUL-terminated) into a prepared expression.  Syntax errors
+ * are reported here; names, types and shapes are checked when arrays are
+ * bound and the expression runs, because they depend on the bindings. */
+RED_API int red_prepare(red_ctx *ctx, const char *text, red_expr **out);
+/* Release an expression and its results.  NULL is a no-op. */
+RED_API void red_finalize(red_expr *e);
+
+/* Per-expression override of a context option (same values). */
+RED_API int red_expr_set_option(red_expr *e, red_option opt, int value);
+
+/* Bind an array (any rank 0..8) to `name`.  The descriptor is copied; the
+ * data is borrowed (see OWNERSHIP).  A 0-d array binds a scalar of its type.
+ * Binding a name the expression does not use is not an error. */
+RED_API int red_bind_array(red_expr *e, const char *name, const red_array *a);
+/* Bind a scalar by value.  These are "weak" like literals: `x * t` stays
+ * f32 for f32 `x` whether `t` was bound as f64 or i64. */
+RED_API int red_bind_f64(red_expr *e, const char *name, double v);
+RED_API int red_bind_i64(red_expr *e, const char *name, int64_t v);
+/* Forget every binding. */
+RED_API void red_clear_bindings(red_expr *e);
+
+/* Evaluate with the current bindings.  Check errors (unbound names, types,
+ * shapes) are reported here with the caret message. */
+RED_API int red_run(red_expr *e);
+
+/* The last error message for this expression ("" if none). */
+RED_API const char *red_expr_errmsg(red_expr *e);
+
+/* Number of results of the last run.  `a, b, c` gives three; a tuple-valued
+ * reduction (user-defined operator over (re, im)) gives one per field. */
+RED_API int red_result_count(red_expr *e);
+
+/* Describe result `i`: dtype, shape, contiguous strides, and `data` pointing
+ * at memory owned by the expression (see OWNERSHIP).  `name` (may be NULL)
+ * receives the assigned name ("C" for `C[i,j] = ...`) or "". */
+RED_API int red_result(red_expr *e, int i, red_array *out, const char **name);
+
+/* Convert scalar result `i` to double / int64 (RED_ERR_ARG if it is an
+ * array with more than one element). */
+RED_API int red_result_f64(red_expr *e, int i, double *v);
+RED_API int red_result_i64(red_expr *e, int i, int64_t *v);
+
+/* Copy result `i` into the caller's array `dst`: the shape must match; the
+ * dtype may differ (values are converted as by a cast). */
+RED_API int red_result_copy(red_expr *e, int i, const red_array *dst);
+
+/* Take ownership of result `i`'s buffer: `out` describes it, and the caller
+ * releases out->data with red_free. */
+RED_API int red_result_detach(red_expr *e, int i, red_array *out);
+RED_API void red_free(void *p);
+
+/* Human-readable plan of the expression for the current bindings: the map
+ * expressions, operators with identities, domain, result shape and
+ * segmentation.  The string is owned by `e` (valid until the next call). */
+RED_API int red_explain(red_expr *e, const char **text);
+
+/* ---- One call ------------------------------------------------------------ */
+
+typedef struct red_binding {
+    const char *name;
+    red_array   array;      /* 0-d for a scalar */
+} red_binding;
+
+/* Prepare (through a per-context cache keyed by `text`), bind, run.
+ * For each i < min(nresults, number of results):
+ *   - results[i].data != NULL: the result is written there (shape must
+ *     match, dtype converted);
+ *   - results[i].data == NULL: a buffer is allocated (release it with
+ *     red_free) and results[i] describes it.
+ * `*count` (may be NULL) receives the number of results the expression has. */
+RED_API int red_eval(red_ctx *ctx, const char *text,
+                     const red_binding *binds, int nbinds,
+                     red_array *results, int nresults, int *count);
+
+/* red_eval for a single scalar result, converted to double. */
+RED_API int red_eval_f64(red_ctx *ctx, const char *text,
+                         const red_binding *binds, int nbinds, double *v);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* REDJIT_H */

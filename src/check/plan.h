@@ -1,0 +1,198 @@
+/*
+ * plan.h -- the backend-independent plan the checker produces and both the
+ * CPU executor and the CUDA code generator consume.
+ *
+ * A plan is a list of passes over index domains.  Each pass walks the
+ * product of its free indices (the output elements) and, per output, its
+ * reduced indices (a box whose bounds may depend on the output), evaluates
+ * typed map expressions (IR) for every element and folds them with one or
+ * more reduction operators into temporaries.  Nested reductions and the
+ * arithmetic around reductions become later passes that read those
+ * temporaries.  Results name temporaries.
+ *
+ * IR nodes are hash-consed: structurally equal subtrees are the same
+ * pointer, which gives common-subexpression elimination and lets reductions
+ * over the same domain be fused into one pass by pointer comparison.
+ */
+#ifndef RED_PLAN_H
+#define RED_PLAN_H
+
+#include <stdint.h>
+
+#include "util.h"
+
+/* Compute types (f16/bf16 are storage-only and compute as f32). */
+typedef enum plan_ct {
+    CT_BOOL, CT_I32, CT_I64, CT_U32, CT_U64, CT_F32, CT_F64, CT_COUNT
+} plan_ct;
+
+#define CT_IS_FLOAT(t) ((t) == CT_F32 || (t) == CT_F64)
+#define CT_IS_INT(t) ((t) >= CT_I32 && (t) <= CT_U64)
+#define CT_IS_SIGNED(t) ((t) == CT_I32 || (t) == CT_I64)
+
+const char *plan_ct_name(int ct);
+int plan_ct_of_dtype(red_dtype t);
+red_dtype plan_dtype_of_ct(int ct);
+int plan_ct_size(int ct);
+
+typedef enum ir_kind {
+    IR_CONST,   /* c (typed)                                           */
+    IR_INDEX,   /* value of index variable `slot` (i64)               */
+    IR_SCALAR,  /* bound scalar `slot`, converted to `type`           */
+    IR_LOAD,    /* buffer `slot` at subscripts args[0..nargs-1] (i64):
+                   slot >= 0 a bound array, slot < 0 temporary -1-slot */
+    IR_PARAM,   /* user-operator parameter component `slot`           */
+    IR_CAST,    /* args[0] converted to `type`                        */
+    IR_OP       /* `op` applied to args; operand types are explicit   */
+} ir_kind;
+
+typedef enum ir_op {
+    /* unary */
+    OP_NEG, OP_NOT, OP_BNOT, OP_ABS, OP_SQRT, OP_EXP, OP_LOG, OP_LOG2, OP_LOG10,
+    OP_SIN, OP_COS, OP_TAN, OP_TANH, OP_FLOOR, OP_CEIL, OP_ROUND, OP_ISNAN,
+    OP_ISFINITE, OP_F16ROUND, OP_BF16ROUND,
+    /* binary */
+    OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MOD, OP_BAND, OP_BOR, OP_BXOR, OP_SHL,
+    OP_SHR, OP_LT, OP_LE, OP_GT, OP_GE, OP_EQ, OP_NE, OP_LAND, OP_LOR, OP_MIN,
+    OP_MAX, OP_POW, OP_HYPOT,
+    /* ternary */
+    OP_FMA, OP_SELECT,
+    OP_COUNT_
+} ir_opcode;
+
+#define OP_IS_UNARY(o) ((o) <= OP_BF16ROUND)
+#define OP_IS_TERNARY(o) ((o) == OP_FMA || (o) == OP_SELECT)
+const char *plan_op_name(int op);
+
+typedef union plan_value {
+    int64_t i;   /* CT_BOOL, CT_I32, CT_I64 (sign-extended)            */
+    uint64_t u;  /* CT_U32, CT_U64                                     */
+    double f;    /* CT_F32 (exactly representable), CT_F64             */
+} plan_value;
+
+typedef struct ir ir;
+struct ir {
+    uint8_t kind;       /* ir_kind  */
+    uint8_t type;       /* plan_ct: type of the value                      */
+    uint8_t op;         /* ir_op for IR_OP                                 */
+    uint8_t nargs;
+    int32_t slot;       /* INDEX: var; SCALAR: scalar; LOAD: buffer; PARAM */
+    plan_value c;       /* CONST                                           */
+    ir **args;
+    uint32_t hash;
+    int32_t id;         /* creation number: a stable order for backends    */
+    util_pos pos;       /* LOAD: the subscripted text, for index errors.
+                           Not part of the structural identity.           */
+};
+
+/* Reduction operators. */
+typedef enum plan_rop {
+    ROP_SUM, ROP_PROD, ROP_MIN, ROP_MAX, ROP_BAND, ROP_BOR, ROP_BXOR, ROP_LAND,
+    ROP_LOR, ROP_ARGMIN, ROP_ARGMAX, ROP_USER
+} plan_rop;
+const char *plan_rop_name(int rop);
+
+#define PLAN_TEMP_SLOT(t) (-1 - (t))
+#define PLAN_MAX_COMP 16   /* fields of a user-defined operator's tuple */
+
+/* An index variable.  Free variables of a pass run over 0..extent; reduced
+ * variables over lo..hi, where lo and hi may depend on the pass's free
+ * variables (ranges) and are evaluated per output element. */
+typedef struct plan_constraint {
+    int buf;            /* bound array slot                              */
+    int dim;
+    int64_t offset;     /* subscript is `v + offset`                     */
+    util_pos pos;
+} plan_constraint;
+
+typedef struct plan_var {
+    const char *name;   /* as written ("_0".. for whole-array indices)   */
+    util_pos pos;       /* first mention                                  */
+    ir *lo, *hi;        /* explicit range, or NULL: inferred             */
+    int nconstraints;
+    plan_constraint *constraints;
+    int key_pass;       /* >= 0: the extent is the key count of that pass */
+} plan_var;
+
+typedef struct plan_red {
+    int rop;            /* plan_rop                                        */
+    util_pos pos;       /* the reduction's text, for errors                */
+    int ncomp;          /* components: 1, or the user operator's tuple size */
+    ir *map[PLAN_MAX_COMP];   /* value per element, already in acc type   */
+    int acc[PLAN_MAX_COMP];   /* accumulator compute types               */
+    int temp[PLAN_MAX_COMP];  /* temporaries receiving the results;
+                                 for argmin/argmax temp[0] gets the index  */
+    /* user-defined operator */
+    const char *uname;
+    int ordered;
+    ir *combine[PLAN_MAX_COMP]; /* over IR_PARAM 0..ncomp-1 (a), ncomp.. (b) */
+    plan_value identity[PLAN_MAX_COMP];
+} plan_red;
+
+typedef struct plan_pass {
+    int nfree, free[RED_MAX_DIMS];   /* output dims, outermost first     */
+    int nred, red[RED_MAX_DIMS];     /* reduced vars, outermost first    */
+    ir *key;            /* `by` key (i64), or NULL                          */
+    int key_var;        /* the var whose extent is the number of keys       */
+    util_pos key_pos;
+    int nreds;
+    plan_red *reds;     /* nreds == 0: a map pass writing map_temp         */
+    ir *map;
+    int map_temp;
+} plan_pass;
+
+typedef struct plan_temp {
+    int type;           /* plan_ct                                        */
+    int ndim, dims[RED_MAX_DIMS];    /* var ids                            */
+} plan_temp;
+
+typedef struct plan_buf {            /* a bound array the plan reads      */
+    const char *name;
+    red_dtype dtype;
+    int ndim;
+} plan_buf;
+
+typedef struct plan_scalar {
+    const char *name;
+    int type;           /* plan_ct of the bound value                      */
+} plan_scalar;
+
+typedef struct plan_result {
+    const char *name;   /* "" unless assigned                              */
+    int temp;
+} plan_result;
+
+typedef struct plan {
+    util_arena *arena;
+    const char *src;
+    int nbufs;   plan_buf *bufs;     /* bound arrays (IR_LOAD slot >= 0)     */
+    int ntemps;  plan_temp *temps;   /* temporaries (IR_LOAD slot -1-t)      */
+    int nscalars; plan_scalar *scalars;
+    int nvars;   plan_var *vars;
+    int npasses; plan_pass *passes;
+    int nresults; plan_result *results;
+    int nir;     /* IR nodes created (ids are < nir) */
+} plan;
+
+/* ---- IR construction (hash-consed in the plan's arena) ---------------- */
+typedef struct plan_builder plan_builder;
+plan_builder *plan_builder_new(util_arena *a);
+ir *ir_const(plan_builder *b, int type, plan_value v);
+ir *ir_const_i(plan_builder *b, int type, int64_t v);
+ir *ir_const_f(plan_builder *b, int type, double v);
+ir *ir_index(plan_builder *b, int var);
+ir *ir_scalar(plan_builder *b, int type, int slot);
+ir *ir_param(plan_builder *b, int type, int slot);
+ir *ir_load(plan_builder *b, int type, int buf, int nsub, ir **subs, util_pos pos);
+ir *ir_cast(plan_builder *b, int type, ir *x);
+ir *ir_op(plan_builder *b, int op, int type, int nargs, ir **args);
+int plan_builder_count(plan_builder *b);
+
+/* Identity element of a built-in operator for a compute type. */
+plan_value plan_identity(int rop, int ct);
+
+/* Readable description (red_explain): passes, domains, maps, operators. */
+void plan_explain(util_buf *out, const plan *p);
+void ir_print(util_buf *out, const plan *p, const ir *x);
+
+#endif

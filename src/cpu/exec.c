@@ -1,0 +1,1371 @@
+/*
+ * exec.c -- runs a plan's passes on the CPU.
+ *
+ * A pass's domain is linearised: outputs (free indices, row-major) outermost,
+ * each output's reduced box (row-major) inside.  The linear range is cut into
+ * fixed CHUNK-element chunks processed in parallel; within a chunk, blocks of
+ * up to VM_B elements go through the VM.  A block lies either along one row
+ * of the innermost index (RAMP: loads become contiguous or strided) or is
+ * walked element by element (VEC: short rows, gathers).  Outputs wholly
+ * inside a chunk are written directly; outputs crossing chunk boundaries
+ * leave partial accumulators that are combined afterwards in chunk order.
+ * Nothing depends on the number of threads, so results are bit-identical.
+ */
+#include "exec.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#define CHUNK ((int64_t)1 << 16)
+#define RAMP_MIN 32     /* rows shorter than this are walked element-wise */
+
+typedef struct cacc {
+    plan_value v[PLAN_MAX_COMP];
+    int64_t idx;
+    int has;
+} cacc;
+
+typedef struct run {
+    int64_t o, t0;      /* output and in-output offset of the first element */
+    int start, len;
+} run;
+
+typedef struct pass_ctx {
+    const plan *p;
+    const plan_pass *ps;
+    const vm_buf *bufs;
+    const plan_value *scalars;
+    vm_buf *temps;
+    int64_t *vlo, *vhi;             /* per var: range of free vars        */
+    int nf, fvar[RED_MAX_DIMS];
+    int64_t flo[RED_MAX_DIMS], fext[RED_MAX_DIMS];
+    int nr, rvar[RED_MAX_DIMS];
+    int ranged;                     /* per-output reduced ranges          */
+    int64_t rlo[RED_MAX_DIMS], rsz[RED_MAX_DIMS];
+    int64_t *olo, *osz;             /* ranged: [o * nr + d]               */
+    int64_t *offs;                  /* ranged: prefix of counts, nout + 1 */
+    int64_t nout, L, N;
+    vm_prog *prog;
+    int nthreads;
+    /* reductions */
+    int nreds;
+    const plan_red *reds;
+    vm_prog **comb;                 /* user operators' combine programs   */
+    int root_of[64];                /* first root register of reduction r */
+    int key_root;
+    int64_t nkeys;
+} pass_ctx;
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+static int mul_ok(int64_t a, int64_t b, int64_t *r) { return !__builtin_mul_overflow(a, b, r); }
+
+static void write_value(void *base, int ct, int64_t off, plan_value v)
+{
+    switch (ct) {
+    case CT_BOOL: ((uint8_t *)base)[off] = v.i != 0; break;
+    case CT_I32: ((int32_t *)base)[off] = (int32_t)v.i; break;
+    case CT_I64: ((int64_t *)base)[off] = v.i; break;
+    case CT_U32: ((uint32_t *)base)[off] = (uint32_t)v.u; break;
+    case CT_U64: ((uint64_t *)base)[off] = v.u; break;
+    case CT_F32: ((float *)base)[off] = (float)v.f; break;
+    case CT_F64: ((double *)base)[off] = v.f; break;
+    }
+}
+
+static plan_value read_ct(const void *base, int ct, int64_t off)
+{
+    plan_value v = {.u = 0};
+    switch (ct) {
+    case CT_BOOL: v.i = ((const uint8_t *)base)[off]; break;
+    case CT_I32: v.i = ((const int32_t *)base)[off]; break;
+    case CT_I64: v.i = ((const int64_t *)base)[off]; break;
+    case CT_U32: v.u = ((const uint32_t *)base)[off]; break;
+    case CT_U64: v.u = ((const uint64_t *)base)[off]; break;
+    case CT_F32: v.f = ((const float *)base)[off]; break;
+    case CT_F64: v.f = ((const double *)base)[off]; break;
+    }
+    return v;
+}
+
+int cpu_infer_extent(const plan *p, int var, const vm_buf *bufs, int64_t *ext, util_diag *diag)
+{
+    const plan_var *pv = &p->vars[var];
+    int64_t e = INT64_MAX;
+    const plan_constraint *plain = NULL;
+    for (int i = 0; i < pv->nconstraints; i++) {
+        const plan_constraint *k = &pv->constraints[i];
+        const vm_buf *b = &bufs[k->buf];
+        int64_t sh = b->shape[k->dim];
+        if (k->offset == 0) {
+            if (plain && bufs[plain->buf].shape[plain->dim] != sh) {
+                const vm_buf *b0 = &bufs[plain->buf];
+                if (pv->name[0] == '_')
+                    return util_diag_at(diag, p->src, k->pos, RED_ERR_SHAPE,
+                                        "whole arrays '%s' and '%s' differ along dimension %d "
+                                        "(%lld and %lld elements): they must have the same shape",
+                                        b0->name, b->name, k->dim, (long long)b0->shape[plain->dim],
+                                        (long long)sh);
+                return util_diag_at(diag, p->src, k->pos, RED_ERR_SHAPE,
+                                    "index '%s' has conflicting extents: '%s' has %lld elements "
+                                    "along dimension %d but '%s' has %lld along dimension %d",
+                                    pv->name, b0->name, (long long)b0->shape[plain->dim],
+                                    plain->dim, b->name, (long long)sh, k->dim);
+            }
+            plain = k;
+        }
+        int64_t lim = sh - k->offset;
+        if (lim < e) e = lim;
+    }
+    if (e < 0) e = 0;
+    *ext = e;
+    return 0;
+}
+
+/* ---- index errors ----------------------------------------------------------------- */
+
+static int report_fault(const plan *p, const vm_buf *bufs, const vm_buf *temps, const vm_fault *f,
+                        util_diag *diag)
+{
+    const vm_buf *b = f->buf >= 0 ? &bufs[f->buf] : &temps[-1 - f->buf];
+    char shape[128] = "";
+    size_t k = 0;
+    for (int d = 0; d < b->ndim && k < sizeof shape - 24; d++)
+        k += (size_t)snprintf(shape + k, sizeof shape - k, "%s%lld", d ? ", " : "", (long long)b->shape[d]);
+    util_pos pos = f->node ? f->node->pos : (util_pos){0, 0};
+    return util_diag_at(diag, p->src, pos, RED_ERR_INDEX,
+                        "subscript %d of '%s' is %lld, outside 0..%lld (shape [%s])", f->dim,
+                        f->buf >= 0 ? b->name : "(intermediate)", (long long)f->value,
+                        (long long)b->shape[f->dim], shape);
+}
+
+/* Evaluate index-free integer IR (range bounds that depend on nothing). */
+static int eval_scalar(util_arena *a, const plan *p, const vm_buf *bufs, const plan_value *scalars,
+                       vm_buf *temps, ir *x, int64_t *out, util_diag *diag)
+{
+    vm_prog *prog;
+    int rc = vm_compile(a, p, 1, &x, &prog);
+    if (rc) return util_diag_set(diag, rc, "cannot compile a range bound");
+    vm_state st;
+    if (vm_state_init(&st, prog, p->nvars)) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+    st.bufs = bufs;
+    st.temps = temps;
+    st.scalars = scalars;
+    st.scalar_info = p->scalars;
+    vm_prologue(&st);
+    rc = vm_run(&st, 1);
+    if (!rc) *out = *(int64_t *)vm_reg(&st, prog->out[0]);
+    if (rc == RED_ERR_INDEX) rc = report_fault(p, bufs, temps, &st.fault, diag);
+    else if (rc) rc = util_diag_set(diag, rc, "cannot evaluate a range bound");
+    vm_state_free(&st);
+    return rc;
+}
+
+/* ---- the domain walk ------------------------------------------------------------ */
+
+static int64_t out_count(const pass_ctx *pc, int64_t o)
+{
+    return pc->ranged ? pc->offs[o + 1] - pc->offs[o] : pc->L;
+}
+
+static int64_t out_start(const pass_ctx *pc, int64_t o)
+{
+    return pc->ranged ? pc->offs[o] : o * pc->L;
+}
+
+/* the output holding linear position `pos` (ranged: binary search) */
+static int64_t locate(const pass_ctx *pc, int64_t pos)
+{
+    if (!pc->ranged) return pc->L ? pos / pc->L : 0;
+    int64_t lo = 0, hi = pc->nout; /* offs[lo] <= pos < offs[hi] */
+    while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (pc->offs[mid] <= pos) lo = mid;
+        else hi = mid;
+    }
+    return lo;
+}
+
+static const int64_t *red_lo(const pass_ctx *pc, int64_t o)
+{
+    return pc->ranged ? pc->olo + o * pc->nr : pc->rlo;
+}
+static const int64_t *red_sz(const pass_ctx *pc, int64_t o)
+{
+    return pc->ranged ? pc->osz + o * pc->nr : pc->rsz;
+}
+
+/* Offset of output o in the output temporary (strided by free var values). */
+static int64_t out_offset(const pass_ctx *pc, const vm_buf *t, int64_t o)
+{
+    int64_t off = 0;
+    for (int d = pc->nf - 1; d >= 0; d--) {
+        int64_t idx = pc->fext[d] ? o % pc->fext[d] : 0;
+        o = pc->fext[d] ? o / pc->fext[d] : 0;
+        off += (pc->flo[d] + idx) * t->strides[d];
+    }
+    return off;
+}
+
+typedef struct walker {
+    int64_t *vec[2 * RED_MAX_DIMS];
+} walker;
+
+/* Fill the block starting at linear position `pos` (< end).  Sets the
+ * variables in `st`, the runs, and returns the number of elements. */
+static int fill_block(const pass_ctx *pc, vm_state *st, walker *w, int64_t pos, int64_t end,
+                      run *runs, int *nruns)
+{
+    int64_t o = locate(pc, pos);
+    int64_t t = pos - out_start(pc, o);
+    const int64_t *lo = red_lo(pc, o), *sz = red_sz(pc, o);
+    int64_t room = end - pos < VM_B ? end - pos : VM_B;
+
+    /* the innermost index and what remains of its current row */
+    int64_t rem = 0;
+    if (pc->nr > 0 && sz[pc->nr - 1] > 0) rem = sz[pc->nr - 1] - t % sz[pc->nr - 1];
+    else if (pc->nr == 0 && pc->ps->nreds == 0 && pc->nf > 0) rem = pc->fext[pc->nf - 1] - o % pc->fext[pc->nf - 1];
+
+    if (rem >= RAMP_MIN || rem >= room) {
+        int n = (int)(rem < room ? rem : room);
+        int64_t oo = o;
+        for (int d = pc->nf - 1; d >= 0; d--) {
+            vm_var *v = &st->vars[pc->fvar[d]];
+            v->mode = VAR_CONST;
+            v->base = pc->flo[d] + (pc->fext[d] ? oo % pc->fext[d] : 0);
+            oo = pc->fext[d] ? oo / pc->fext[d] : 0;
+        }
+        int64_t tt = t;
+        for (int d = pc->nr - 1; d >= 0; d--) {
+            vm_var *v = &st->vars[pc->rvar[d]];
+            v->mode = VAR_CONST;
+            v->base = lo[d] + (sz[d] ? tt % sz[d] : 0);
+            tt = sz[d] ? tt / sz[d] : 0;
+        }
+        if (pc->nr > 0) st->vars[pc->rvar[pc->nr - 1]].mode = VAR_RAMP;
+        else if (pc->nf > 0) st->vars[pc->fvar[pc->nf - 1]].mode = VAR_RAMP;
+        runs[0] = (run){o, t, 0, n};
+        *nruns = 1;
+        return n;
+    }
+
+    /* element by element */
+    int64_t fi[RED_MAX_DIMS], ri[RED_MAX_DIMS];
+    int64_t oo = o;
+    for (int d = pc->nf - 1; d >= 0; d--) {
+        fi[d] = pc->fext[d] ? oo % pc->fext[d] : 0;
+        oo = pc->fext[d] ? oo / pc->fext[d] : 0;
+    }
+    int64_t tt = t;
+    for (int d = pc->nr - 1; d >= 0; d--) {
+        ri[d] = sz[d] ? tt % sz[d] : 0;
+        tt = sz[d] ? tt / sz[d] : 0;
+    }
+    for (int d = 0; d < pc->nf; d++) {
+        st->vars[pc->fvar[d]].mode = VAR_VEC;
+        st->vars[pc->fvar[d]].vec = w->vec[d];
+    }
+    for (int d = 0; d < pc->nr; d++) {
+        st->vars[pc->rvar[d]].mode = VAR_VEC;
+        st->vars[pc->rvar[d]].vec = w->vec[RED_MAX_DIMS + d];
+    }
+    int nr = 0;
+    runs[0] = (run){o, t, 0, 0};
+    int n = 0;
+    int64_t cnt = pc->ps->nreds ? out_count(pc, o) : 1;
+    while (n < room) {
+        for (int d = 0; d < pc->nf; d++) w->vec[d][n] = pc->flo[d] + fi[d];
+        for (int d = 0; d < pc->nr; d++) w->vec[RED_MAX_DIMS + d][n] = lo[d] + ri[d];
+        runs[nr].len++;
+        n++;
+        t++;
+        /* advance the reduced odometer, then the output */
+        int d = pc->nr - 1;
+        while (d >= 0 && ++ri[d] == sz[d]) ri[d--] = 0;
+        if (t < cnt) continue;
+        /* next output with a non-empty domain */
+        do {
+            o++;
+            for (int e = pc->nf - 1; e >= 0 && ++fi[e] == pc->fext[e]; e--) fi[e] = 0;
+        } while (o < pc->nout && pc->ps->nreds && out_count(pc, o) == 0);
+        if (o >= pc->nout || n >= room) break;
+        t = 0;
+        cnt = pc->ps->nreds ? out_count(pc, o) : 1;
+        lo = red_lo(pc, o);
+        sz = red_sz(pc, o);
+        for (int e = 0; e < pc->nr; e++) ri[e] = 0;
+        runs[++nr] = (run){o, 0, n, 0};
+    }
+    *nruns = nr + 1;
+    return n;
+}
+
+/* ---- folds of built-in operators over a run ---------------------------------------- */
+
+#define LANES 16
+
+#define FOLD_SUM(T, ACC, init, OPX)                                            \
+    do {                                                                       \
+        const T *restrict x = vals;                                            \
+        ACC l[LANES];                                                          \
+        for (int k = 0; k < LANES; k++) l[k] = init;                           \
+        int j = 0;                                                             \
+        for (; j + LANES <= n; j += LANES)                                     \
+            for (int k = 0; k < LANES; k++) l[k] = OPX(l[k], x[j + k]);        \
+        for (; j < n; j++) l[0] = OPX(l[0], x[j]);                             \
+        for (int w = LANES / 2; w > 0; w /= 2)                                 \
+            for (int k = 0; k < w; k++) l[k] = OPX(l[k], l[k + w]);            \
+        r = l[0];                                                              \
+    } while (0)
+
+#define ADDF(a, b) ((a) + (b))
+#define MULF(a, b) ((a) * (b))
+#define ADDU(a, b) ((a) + (b))
+#define MULU(a, b) ((a) * (b))
+#define MINF(a, b) (((b) < (a) || (b) != (b)) ? (b) : (a))
+#define MAXF(a, b) (((b) > (a) || (b) != (b)) ? (b) : (a))
+#define MINI(a, b) ((b) < (a) ? (b) : (a))
+#define MAXI(a, b) ((b) > (a) ? (b) : (a))
+#define ANDI(a, b) ((a) & (b))
+#define ORI(a, b) ((a) | (b))
+#define XORI(a, b) ((a) ^ (b))
+
+/* Combine two values of a built-in operator (a then b). */
+static plan_value combine_builtin(int rop, int ct, plan_value a, plan_value b)
+{
+    plan_value r = a;
+    int fl = CT_IS_FLOAT(ct), un = ct == CT_U32 || ct == CT_U64;
+    switch (rop) {
+    case ROP_SUM:
+        if (fl) r.f = ct == CT_F32 ? (double)((float)a.f + (float)b.f) : a.f + b.f;
+        else r.u = a.u + b.u;
+        break;
+    case ROP_PROD:
+        if (fl) r.f = ct == CT_F32 ? (double)((float)a.f * (float)b.f) : a.f * b.f;
+        else r.u = a.u * b.u;
+        break;
+    case ROP_MIN:
+        if (fl) r.f = MINF(a.f, b.f);
+        else if (un) r.u = MINI(a.u, b.u);
+        else r.i = MINI(a.i, b.i);
+        break;
+    case ROP_MAX:
+        if (fl) r.f = MAXF(a.f, b.f);
+        else if (un) r.u = MAXI(a.u, b.u);
+        else r.i = MAXI(a.i, b.i);
+        break;
+    case ROP_BAND: r.u = a.u & b.u; break;
+    case ROP_BOR: r.u = a.u | b.u; break;
+    case ROP_BXOR: r.u = a.u ^ b.u; break;
+    case ROP_LAND: r.i = a.i && b.i; break;
+    case ROP_LOR: r.i = a.i || b.i; break;
+    }
+    if (ct == CT_U32) r.u = (uint32_t)r.u;
+    if (ct == CT_I32) r.i = (int32_t)r.i;
+    return r;
+}
+
+/* Fold n values (compute type ct) into r with a built-in operator. */
+static plan_value fold_values(int rop, int ct, const void *vals, int n)
+{
+    plan_value out = plan_identity(rop, ct);
+#define CASE_T(CT, T, ACC, init, OPX, SET)   \
+    case CT: {                               \
+        ACC r;                               \
+        FOLD_SUM(T, ACC, init, OPX);         \
+        SET;                                 \
+        break;                               \
+    }
+    switch (rop) {
+    case ROP_SUM:
+        switch (ct) {
+            CASE_T(CT_I64, int64_t, uint64_t, 0, ADDU, out.u = r)
+            CASE_T(CT_U64, uint64_t, uint64_t, 0, ADDU, out.u = r)
+            CASE_T(CT_F32, float, float, 0.0f, ADDF, out.f = r)
+            CASE_T(CT_F64, double, double, 0.0, ADDF, out.f = r)
+        }
+        break;
+    case ROP_PROD:
+        switch (ct) {
+            CASE_T(CT_I64, int64_t, uint64_t, 1, MULU, out.u = r)
+            CASE_T(CT_U64, uint64_t, uint64_t, 1, MULU, out.u = r)
+            CASE_T(CT_F32, float, float, 1.0f, MULF, out.f = r)
+            CASE_T(CT_F64, double, double, 1.0, MULF, out.f = r)
+        }
+        break;
+    case ROP_MIN:
+        switch (ct) {
+            CASE_T(CT_BOOL, uint8_t, uint8_t, 1, MINI, out.i = r)
+            CASE_T(CT_I32, int32_t, int32_t, INT32_MAX, MINI, out.i = r)
+            CASE_T(CT_I64, int64_t, int64_t, INT64_MAX, MINI, out.i = r)
+            CASE_T(CT_U32, uint32_t, uint32_t, UINT32_MAX, MINI, out.u = r)
+            CASE_T(CT_U64, uint64_t, uint64_t, UINT64_MAX, MINI, out.u = r)
+            CASE_T(CT_F32, float, float, INFINITY, MINF, out.f = r)
+            CASE_T(CT_F64, double, double, INFINITY, MINF, out.f = r)
+        }
+        break;
+    case ROP_MAX:
+        switch (ct) {
+            CASE_T(CT_BOOL, uint8_t, uint8_t, 0, MAXI, out.i = r)
+            CASE_T(CT_I32, int32_t, int32_t, INT32_MIN, MAXI, out.i = r)
+            CASE_T(CT_I64, int64_t, int64_t, INT64_MIN, MAXI, out.i = r)
+            CASE_T(CT_U32, uint32_t, uint32_t, 0, MAXI, out.u = r)
+            CASE_T(CT_U64, uint64_t, uint64_t, 0, MAXI, out.u = r)
+            CASE_T(CT_F32, float, float, -INFINITY, MAXF, out.f = r)
+            CASE_T(CT_F64, double, double, -INFINITY, MAXF, out.f = r)
+        }
+        break;
+    case ROP_BAND:
+    case ROP_LAND:
+        switch (ct) {
+            CASE_T(CT_BOOL, uint8_t, uint8_t, 1, ANDI, out.i = r)
+            CASE_T(CT_I32, int32_t, int32_t, -1, ANDI, out.i = r)
+            CASE_T(CT_I64, int64_t, int64_t, -1, ANDI, out.i = r)
+            CASE_T(CT_U32, uint32_t, uint32_t, UINT32_MAX, ANDI, out.u = r)
+            CASE_T(CT_U64, uint64_t, uint64_t, UINT64_MAX, ANDI, out.u = r)
+        }
+        break;
+    case ROP_BOR:
+    case ROP_LOR:
+        switch (ct) {
+            CASE_T(CT_BOOL, uint8_t, uint8_t, 0, ORI, out.i = r)
+            CASE_T(CT_I32, int32_t, int32_t, 0, ORI, out.i = r)
+            CASE_T(CT_I64, int64_t, int64_t, 0, ORI, out.i = r)
+            CASE_T(CT_U32, uint32_t, uint32_t, 0, ORI, out.u = r)
+            CASE_T(CT_U64, uint64_t, uint64_t, 0, ORI, out.u = r)
+        }
+        break;
+    case ROP_BXOR:
+        switch (ct) {
+            CASE_T(CT_BOOL, uint8_t, uint8_t, 0, XORI, out.i = r)
+            CASE_T(CT_I32, int32_t, int32_t, 0, XORI, out.i = r)
+            CASE_T(CT_I64, int64_t, int64_t, 0, XORI, out.i = r)
+            CASE_T(CT_U32, uint32_t, uint32_t, 0, XORI, out.u = r)
+            CASE_T(CT_U64, uint64_t, uint64_t, 0, XORI, out.u = r)
+        }
+        break;
+    }
+#undef CASE_T
+    return out;
+}
+
+/* argmin / argmax: the first extreme; NaN counts as the extreme. */
+static int arg_better(int rop, int ct, plan_value cand, plan_value best)
+{
+    if (CT_IS_FLOAT(ct)) {
+        if (cand.f != cand.f) return best.f == best.f;
+        return rop == ROP_ARGMAX ? cand.f > best.f : cand.f < best.f;
+    }
+    if (ct == CT_U32 || ct == CT_U64) return rop == ROP_ARGMAX ? cand.u > best.u : cand.u < best.u;
+    return rop == ROP_ARGMAX ? cand.i > best.i : cand.i < best.i;
+}
+
+static void fold_arg(int rop, int ct, const void *vals, int n, int64_t idx0, cacc *a)
+{
+    for (int j = 0; j < n; j++) {
+        plan_value v = read_ct(vals, ct, j);
+        if (!a->has || arg_better(rop, ct, v, a->v[0])) {
+            a->v[0] = v;
+            a->idx = idx0 + j;
+            a->has = 1;
+        }
+    }
+}
+
+/* ---- user-defined operators ----------------------------------------------------------- */
+
+typedef struct ustate {
+    vm_state st;
+    unsigned char *work;            /* ncomp * VM_B * 8 */
+} ustate;
+
+static void deinterleave(int size, const unsigned char *src, unsigned char *a, unsigned char *b, int h)
+{
+    for (int j = 0; j < h; j++) {
+        memcpy(a + (size_t)j * size, src + (size_t)(2 * j) * size, (size_t)size);
+        memcpy(b + (size_t)j * size, src + (size_t)(2 * j + 1) * size, (size_t)size);
+    }
+}
+
+/* combine(acc, x) for one element pair, through the combine program */
+static void user_combine1(const plan_red *rd, ustate *u, plan_value *acc, const plan_value *x)
+{
+    for (int c = 0; c < rd->ncomp; c++) {
+        int sz = plan_ct_size(rd->acc[c]);
+        void *pa = vm_param_reg(&u->st, 2 * c), *pb = vm_param_reg(&u->st, 2 * c + 1);
+        plan_value va = acc[c], vb = x[c];
+        unsigned char ta[8], tb[8];
+        /* plan_value holds i32/u32/f32 widened: narrow through the cast path */
+        write_value(ta, rd->acc[c], 0, va);
+        write_value(tb, rd->acc[c], 0, vb);
+        if (pa) memcpy(pa, ta, (size_t)sz);
+        if (pb) memcpy(pb, tb, (size_t)sz);
+    }
+    vm_run(&u->st, 1);
+    for (int c = 0; c < rd->ncomp; c++) acc[c] = read_ct(vm_reg(&u->st, u->st.prog->out[c]), rd->acc[c], 0);
+}
+
+/* Fold n elements (component registers vals[c]) in order into acc by a
+ * pairwise tree over adjacent elements: order preserved, vectorised. */
+static void fold_user(const plan_red *rd, ustate *u, void *const *vals, int n, cacc *a)
+{
+    if (n <= 0) return;
+    int k = rd->ncomp;
+    unsigned char *w[PLAN_MAX_COMP];
+    for (int c = 0; c < k; c++) {
+        w[c] = u->work + (size_t)c * VM_B * 8;
+        memcpy(w[c], vals[c], (size_t)n * plan_ct_size(rd->acc[c]));
+    }
+    int m = n;
+    while (m > 1) {
+        int h = m / 2;
+        for (int c = 0; c < k; c++) {
+            int sz = plan_ct_size(rd->acc[c]);
+            void *pa = vm_param_reg(&u->st, 2 * c), *pb = vm_param_reg(&u->st, 2 * c + 1);
+            unsigned char tmpa[VM_B * 8 / 2 > 1 ? 1 : 1];
+            (void)tmpa;
+            /* parameters not used by the combine have no register: use a
+             * scratch so the layout stays the same */
+            unsigned char *da = pa ? pa : (unsigned char *)u->st.scratch;
+            unsigned char *db = pb ? pb : (unsigned char *)u->st.scratch2;
+            deinterleave(sz, w[c], da, db, h);
+        }
+        vm_run(&u->st, h);
+        for (int c = 0; c < k; c++) {
+            int sz = plan_ct_size(rd->acc[c]);
+            if (m & 1) memcpy(w[c] + (size_t)h * sz, w[c] + (size_t)(m - 1) * sz, (size_t)sz);
+            memcpy(w[c], vm_reg(&u->st, u->st.prog->out[c]), (size_t)h * sz);
+        }
+        m = h + (m & 1);
+    }
+    plan_value x[PLAN_MAX_COMP];
+    for (int c = 0; c < k; c++) x[c] = read_ct(w[c], rd->acc[c], 0);
+    if (!a->has) {
+        memcpy(a->v, x, sizeof(plan_value) * k);
+        a->has = 1;
+    } else {
+        user_combine1(rd, u, a->v, x);
+    }
+}
+
+/* ---- accumulators ------------------------------------------------------------------- */
+
+static void acc_init(const plan_red *rd, cacc *a)
+{
+    memset(a, 0, sizeof *a);
+    a->idx = -1;
+    for (int c = 0; c < rd->ncomp; c++)
+        a->v[c] = rd->rop == ROP_USER ? rd->identity[c] : plan_identity(rd->rop, rd->acc[c]);
+}
+
+static void acc_fold_run(const plan_red *rd, ustate *u, vm_state *st, int root, const run *r,
+                         int64_t idx0, cacc *a)
+{
+    int start = r->start, n = r->len;
+    if (rd->rop == ROP_USER) {
+        void *vals[PLAN_MAX_COMP];
+        for (int c = 0; c < rd->ncomp; c++)
+            vals[c] = (unsigned char *)vm_reg(st, st->prog->out[root + c]) + (size_t)start * plan_ct_size(rd->acc[c]);
+        fold_user(rd, u, vals, n, a);
+        return;
+    }
+    const unsigned char *v = (const unsigned char *)vm_reg(st, st->prog->out[root]) + (size_t)start * plan_ct_size(rd->acc[0]);
+    if (rd->rop == ROP_ARGMIN || rd->rop == ROP_ARGMAX) {
+        fold_arg(rd->rop, rd->acc[0], v, n, idx0, a);
+        return;
+    }
+    plan_value x = fold_values(rd->rop, rd->acc[0], v, n);
+    a->v[0] = a->has ? combine_builtin(rd->rop, rd->acc[0], a->v[0], x) : x;
+    a->has = 1;
+}
+
+static void acc_combine(const plan_red *rd, ustate *u, cacc *a, const cacc *b)
+{
+    if (!b->has) return;
+    if (!a->has) {
+        *a = *b;
+        return;
+    }
+    if (rd->rop == ROP_USER) {
+        user_combine1(rd, u, a->v, b->v);
+    } else if (rd->rop == ROP_ARGMIN || rd->rop == ROP_ARGMAX) {
+        if (arg_better(rd->rop, rd->acc[0], b->v[0], a->v[0])) *a = *b;
+    } else {
+        a->v[0] = combine_builtin(rd->rop, rd->acc[0], a->v[0], b->v[0]);
+    }
+}
+
+static void acc_write(const pass_ctx *pc, const plan_red *rd, const cacc *a, int64_t off)
+{
+    for (int c = 0; c < rd->ncomp; c++) {
+        vm_buf *t = &pc->temps[rd->temp[c]];
+        if (rd->rop == ROP_ARGMIN || rd->rop == ROP_ARGMAX)
+            ((int64_t *)t->data)[off] = a->has ? a->idx : -1;
+        else
+            write_value((void *)t->data, rd->acc[c], off, a->has ? a->v[c] : a->v[c]);
+    }
+}
+
+/* ---- per-thread state -------------------------------------------------------------------- */
+
+typedef struct tstate {
+    vm_state st;
+    walker w;
+    run *runs;
+    ustate *us;         /* per reduction (user ops only) */
+    cacc *cur;          /* per reduction */
+    int ok;
+} tstate;
+
+static int tstate_init(tstate *ts, const pass_ctx *pc)
+{
+    memset(ts, 0, sizeof *ts);
+    if (vm_state_init(&ts->st, pc->prog, pc->p->nvars)) return RED_ERR_NOMEM;
+    ts->st.bufs = pc->bufs;
+    ts->st.temps = pc->temps;
+    ts->st.scalars = pc->scalars;
+    ts->st.scalar_info = pc->p->scalars;
+    for (int d = 0; d < 2 * RED_MAX_DIMS; d++) {
+        ts->w.vec[d] = malloc(VM_B * sizeof(int64_t));
+        if (!ts->w.vec[d]) return RED_ERR_NOMEM;
+    }
+    ts->runs = malloc((VM_B + 1) * sizeof *ts->runs);
+    ts->cur = calloc((size_t)pc->nreds + 1, sizeof *ts->cur);
+    ts->us = calloc((size_t)pc->nreds + 1, sizeof *ts->us);
+    if (!ts->runs || !ts->cur || !ts->us) return RED_ERR_NOMEM;
+    for (int r = 0; r < pc->nreds; r++) {
+        if (pc->reds[r].rop != ROP_USER) continue;
+        if (vm_state_init(&ts->us[r].st, pc->comb[r], pc->p->nvars)) return RED_ERR_NOMEM;
+        ts->us[r].st.scalar_info = pc->p->scalars;
+        vm_prologue(&ts->us[r].st);
+        ts->us[r].work = malloc((size_t)pc->reds[r].ncomp * VM_B * 8);
+        if (!ts->us[r].work) return RED_ERR_NOMEM;
+    }
+    vm_prologue(&ts->st);
+    ts->ok = 1;
+    return 0;
+}
+
+static void tstate_free(tstate *ts, const pass_ctx *pc)
+{
+    vm_state_free(&ts->st);
+    for (int d = 0; d < 2 * RED_MAX_DIMS; d++) free(ts->w.vec[d]);
+    free(ts->runs);
+    if (ts->us)
+        for (int r = 0; r < pc->nreds; r++) {
+            vm_state_free(&ts->us[r].st);
+            free(ts->us[r].work);
+        }
+    free(ts->us);
+    free(ts->cur);
+}
+
+/* ---- reduction passes ------------------------------------------------------------------- */
+
+typedef struct partial {
+    int64_t o;          /* -1: none */
+    cacc *acc;          /* nreds */
+} partial;
+
+static int64_t arg_index(const pass_ctx *pc, int64_t o, int64_t t0)
+{
+    /* one reduced index: its value; several: row-major position in the box */
+    return pc->nr == 1 ? red_lo(pc, o)[0] + t0 : t0;
+}
+
+/* Process chunk [cs, ce): write complete outputs, return partials. */
+static int run_chunk(const pass_ctx *pc, tstate *ts, int64_t cs, int64_t ce, partial *head, partial *tail)
+{
+    int64_t pos = cs;
+    int64_t cur_o = -1;
+    head->o = tail->o = -1;
+    while (pos < ce) {
+        int nruns;
+        int n = fill_block(pc, &ts->st, &ts->w, pos, ce, ts->runs, &nruns);
+        if (n <= 0) break;
+        int rc = vm_run(&ts->st, n);
+        if (rc) return rc;
+        for (int k = 0; k < nruns; k++) {
+            const run *r = &ts->runs[k];
+            if (r->o != cur_o) {
+                if (cur_o >= 0) {
+                    /* cur_o ended inside this chunk */
+                    if (out_start(pc, cur_o) < cs) {
+                        head->o = cur_o;
+                        memcpy(head->acc, ts->cur, pc->nreds * sizeof *ts->cur);
+                    } else {
+                        const vm_buf *t0 = &pc->temps[pc->reds[0].temp[0]];
+                        int64_t off = out_offset(pc, t0, cur_o);
+                        for (int q = 0; q < pc->nreds; q++) acc_write(pc, &pc->reds[q], &ts->cur[q], off);
+                    }
+                }
+                cur_o = r->o;
+                for (int q = 0; q < pc->nreds; q++) acc_init(&pc->reds[q], &ts->cur[q]);
+            }
+            for (int q = 0; q < pc->nreds; q++)
+                acc_fold_run(&pc->reds[q], &ts->us[q], &ts->st, pc->root_of[q], r,
+                             arg_index(pc, r->o, r->t0), &ts->cur[q]);
+        }
+        pos += n;
+        /* skip the linear positions of outputs with empty domains: none exist
+         * (they occupy no positions) */
+    }
+    if (cur_o >= 0) {
+        int64_t end_o = out_start(pc, cur_o) + out_count(pc, cur_o);
+        if (end_o > ce || out_start(pc, cur_o) < cs) {
+            partial *pt = end_o > ce ? tail : head;
+            if (end_o > ce && out_start(pc, cur_o) < cs) pt = head; /* spans the chunk */
+            pt->o = cur_o;
+            memcpy(pt->acc, ts->cur, pc->nreds * sizeof *ts->cur);
+        } else {
+            const vm_buf *t0 = &pc->temps[pc->reds[0].temp[0]];
+            int64_t off = out_offset(pc, t0, cur_o);
+            for (int q = 0; q < pc->nreds; q++) acc_write(pc, &pc->reds[q], &ts->cur[q], off);
+        }
+    }
+    return 0;
+}
+
+static int run_reduction(pass_ctx *pc, util_diag *diag)
+{
+    const plan *p = pc->p;
+    /* every output starts at the identity (empty domains keep it) */
+    for (int q = 0; q < pc->nreds; q++) {
+        cacc a;
+        acc_init(&pc->reds[q], &a);
+        for (int64_t o = 0; o < pc->nout; o++) {
+            const vm_buf *t0 = &pc->temps[pc->reds[q].temp[0]];
+            acc_write(pc, &pc->reds[q], &a, out_offset(pc, t0, o));
+        }
+    }
+    int64_t nchunks = (pc->N + CHUNK - 1) / CHUNK;
+    partial *parts = calloc((size_t)(2 * nchunks + 1), sizeof *parts);
+    cacc *pacc = calloc((size_t)(2 * nchunks + 1) * (pc->nreds + 1), sizeof *pacc);
+    int rc = 0;
+    if (!parts || !pacc) rc = RED_ERR_NOMEM;
+    for (int64_t i = 0; !rc && i < 2 * nchunks; i++) parts[i].acc = pacc + i * pc->nreds;
+
+    int64_t fault_chunk = INT64_MAX;
+    vm_fault fault = {0};
+    int nt = pc->nthreads;
+    if (nchunks < nt) nt = (int)(nchunks > 0 ? nchunks : 1);
+    if (!rc && nchunks > 0) {
+#pragma omp parallel num_threads(nt)
+        {
+            tstate ts;
+            int lrc = tstate_init(&ts, pc);
+            if (lrc) {
+#pragma omp critical(redjit_fault)
+                if (!rc) rc = lrc;
+            }
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t c = 0; c < nchunks; c++) {
+                if (lrc) continue;
+                int64_t cs = c * CHUNK, ce = cs + CHUNK < pc->N ? cs + CHUNK : pc->N;
+                int r = run_chunk(pc, &ts, cs, ce, &parts[2 * c], &parts[2 * c + 1]);
+                if (r) {
+#pragma omp critical(redjit_fault)
+                    if (c < fault_chunk) {
+                        fault_chunk = c;
+                        fault = ts.st.fault;
+                        if (!fault.code) fault.code = r;
+                    }
+                }
+            }
+            tstate_free(&ts, pc);
+        }
+    }
+    if (!rc && fault_chunk != INT64_MAX)
+        rc = fault.code == RED_ERR_INDEX ? report_fault(p, pc->bufs, pc->temps, &fault, diag) : fault.code;
+
+    if (!rc) {
+        /* partials in chunk order: consecutive entries of one output combine */
+        ustate *us = calloc((size_t)pc->nreds + 1, sizeof *us);
+        cacc *acc = calloc((size_t)pc->nreds + 1, sizeof *acc);
+        if (!us || !acc) rc = RED_ERR_NOMEM;
+        for (int q = 0; !rc && q < pc->nreds; q++) {
+            if (pc->reds[q].rop != ROP_USER) continue;
+            if (vm_state_init(&us[q].st, pc->comb[q], p->nvars)) {
+                rc = RED_ERR_NOMEM;
+                break;
+            }
+            us[q].st.scalar_info = p->scalars;
+            vm_prologue(&us[q].st);
+        }
+        int64_t cur = -1;
+        for (int64_t i = 0; !rc && i <= 2 * nchunks; i++) {
+            int64_t o = i < 2 * nchunks ? parts[i].o : -2;
+            if (o == -1) continue;
+            if (o != cur && cur >= 0) {
+                const vm_buf *t0 = &pc->temps[pc->reds[0].temp[0]];
+                int64_t off = out_offset(pc, t0, cur);
+                for (int q = 0; q < pc->nreds; q++) acc_write(pc, &pc->reds[q], &acc[q], off);
+            }
+            if (o == -2) break;
+            if (o != cur) {
+                cur = o;
+                memcpy(acc, parts[i].acc, pc->nreds * sizeof *acc);
+            } else {
+                for (int q = 0; q < pc->nreds; q++) acc_combine(&pc->reds[q], &us[q], &acc[q], &parts[i].acc[q]);
+            }
+        }
+        if (us)
+            for (int q = 0; q < pc->nreds; q++) vm_state_free(&us[q].st);
+        free(us);
+        free(acc);
+    }
+    free(parts);
+    free(pacc);
+    if (rc && !diag->code) util_diag_set(diag, rc, rc == RED_ERR_NOMEM ? "out of memory" : "evaluation failed");
+    return rc;
+}
+
+/* ---- keyed passes ------------------------------------------------------------------------- */
+
+static int run_keyed(pass_ctx *pc, util_diag *diag)
+{
+    const plan *p = pc->p;
+    const plan_pass *ps = pc->ps;
+    /* Partitions of the element range, each with private per-key
+     * accumulators, combined in partition order: the count depends on the
+     * data sizes only, never on threads. */
+    int64_t nk = pc->nkeys;
+    int64_t per = nk > 0 ? pc->N / (4 * nk) : 1;
+    int P = (int)(per < 1 ? 1 : per > 64 ? 64 : per);
+    if ((double)P * (double)nk * pc->nreds * sizeof(cacc) > 2e9) P = 1;
+    cacc *accs = calloc((size_t)P * (size_t)nk * (size_t)pc->nreds + 1, sizeof *accs);
+    if (!accs)
+        return util_diag_at(diag, p->src, ps->key_pos, RED_ERR_NOMEM,
+                            "out of memory for %lld keys", (long long)nk);
+    int rc = 0;
+    vm_fault fault = {0};
+    int fault_part = INT32_MAX;
+    int nt = pc->nthreads < P ? pc->nthreads : P;
+#pragma omp parallel num_threads(nt)
+    {
+        tstate ts;
+        int lrc = tstate_init(&ts, pc);
+        if (lrc) {
+#pragma omp critical(redjit_fault)
+            if (!rc) rc = lrc;
+        }
+#pragma omp for schedule(static, 1)
+        for (int part = 0; part < P; part++) {
+            if (lrc) continue;
+            cacc *mine = accs + (size_t)part * nk * pc->nreds;
+            for (int64_t k = 0; k < nk; k++)
+                for (int q = 0; q < pc->nreds; q++) acc_init(&pc->reds[q], &mine[k * pc->nreds + q]);
+            int64_t cs = pc->N * part / P, ce = pc->N * (part + 1) / P;
+            for (int64_t pos = cs; pos < ce;) {
+                int nruns;
+                int n = fill_block(pc, &ts.st, &ts.w, pos, ce, ts.runs, &nruns);
+                if (n <= 0) break;
+                int r = vm_run(&ts.st, n);
+                if (r) {
+#pragma omp critical(redjit_fault)
+                    if (part < fault_part) {
+                        fault_part = part;
+                        fault = ts.st.fault;
+                        if (!fault.code) fault.code = r;
+                    }
+                    break;
+                }
+                const int64_t *key = vm_reg(&ts.st, ts.st.prog->out[pc->key_root]);
+                /* runs of equal keys fold together */
+                int64_t t0 = pos - 0;
+                for (int j = 0; j < n;) {
+                    int e = j + 1;
+                    while (e < n && key[e] == key[j]) e++;
+                    run rr = {0, t0 + j, j, e - j};
+                    for (int q = 0; q < pc->nreds; q++)
+                        acc_fold_run(&pc->reds[q], &ts.us[q], &ts.st, pc->root_of[q], &rr,
+                                     arg_index(pc, 0, rr.t0), &mine[key[j] * pc->nreds + q]);
+                    j = e;
+                }
+                pos += n;
+            }
+        }
+        tstate_free(&ts, pc);
+    }
+    if (!rc && fault.code)
+        rc = fault.code == RED_ERR_INDEX ? report_fault(p, pc->bufs, pc->temps, &fault, diag) : fault.code;
+    if (!rc) {
+        ustate *us = calloc((size_t)pc->nreds + 1, sizeof *us);
+        if (!us) rc = RED_ERR_NOMEM;
+        for (int q = 0; !rc && q < pc->nreds; q++) {
+            if (pc->reds[q].rop != ROP_USER) continue;
+            if (vm_state_init(&us[q].st, pc->comb[q], p->nvars)) rc = RED_ERR_NOMEM;
+            else {
+                us[q].st.scalar_info = p->scalars;
+                vm_prologue(&us[q].st);
+            }
+        }
+        for (int64_t k = 0; !rc && k < nk; k++)
+            for (int q = 0; q < pc->nreds; q++) {
+                cacc a = accs[k * pc->nreds + q];
+                for (int part = 1; part < P; part++)
+                    acc_combine(&pc->reds[q], &us[q], &a, &accs[((size_t)part * nk + k) * pc->nreds + q]);
+                acc_write(pc, &pc->reds[q], &a, k);
+            }
+        if (us)
+            for (int q = 0; q < pc->nreds; q++) vm_state_free(&us[q].st);
+        free(us);
+    }
+    free(accs);
+    if (rc && !diag->code) util_diag_set(diag, rc, rc == RED_ERR_NOMEM ? "out of memory" : "evaluation failed");
+    return rc;
+}
+
+/* Scan the keys: their count (max + 1), negatives, and order. */
+static int scan_keys(pass_ctx *pc, util_diag *diag)
+{
+    const plan *p = pc->p;
+    int64_t nchunks = (pc->N + CHUNK - 1) / CHUNK;
+    int64_t kmax = -1, kmin = INT64_MAX;
+    int sorted = 1, rc = 0;
+    int64_t *first = calloc((size_t)nchunks + 1, sizeof *first), *last = calloc((size_t)nchunks + 1, sizeof *last);
+    if (!first || !last) rc = RED_ERR_NOMEM;
+    vm_fault fault = {0};
+    if (!rc && nchunks > 0) {
+        int nt = pc->nthreads;
+#pragma omp parallel num_threads(nt) reduction(max : kmax) reduction(min : kmin) reduction(& : sorted)
+        {
+            tstate ts;
+            int lrc = tstate_init(&ts, pc);
+#pragma omp for schedule(static)
+            for (int64_t c = 0; c < nchunks; c++) {
+                if (lrc) continue;
+                int64_t cs = c * CHUNK, ce = cs + CHUNK < pc->N ? cs + CHUNK : pc->N;
+                int64_t prev = INT64_MIN;
+                for (int64_t pos = cs; pos < ce;) {
+                    int nruns;
+                    int n = fill_block(pc, &ts.st, &ts.w, pos, ce, ts.runs, &nruns);
+                    if (vm_run(&ts.st, n)) {
+#pragma omp critical(redjit_fault)
+                        if (!fault.code) fault = ts.st.fault;
+                        break;
+                    }
+                    const int64_t *key = vm_reg(&ts.st, ts.st.prog->out[pc->key_root]);
+                    if (pos == cs) first[c] = key[0];
+                    for (int j = 0; j < n; j++) {
+                        int64_t k = key[j];
+                        if (k > kmax) kmax = k;
+                        if (k < kmin) kmin = k;
+                        sorted &= k >= prev;
+                        prev = k;
+                    }
+                    last[c] = key[n - 1];
+                    pos += n;
+                }
+            }
+            if (lrc) {
+#pragma omp critical(redjit_fault)
+                if (!rc) rc = lrc;
+            }
+            tstate_free(&ts, pc);
+        }
+    }
+    for (int64_t c = 1; c < nchunks; c++) sorted &= first[c] >= last[c - 1];
+    free(first);
+    free(last);
+    if (rc) return util_diag_set(diag, rc, "out of memory");
+    if (fault.code) return report_fault(p, pc->bufs, pc->temps, &fault, diag);
+    if (pc->N > 0 && kmin < 0)
+        return util_diag_at(diag, p->src, pc->ps->key_pos, RED_ERR_KEYS,
+                            "keys must be non-negative, but this key is %lld for some element",
+                            (long long)kmin);
+    for (int q = 0; q < pc->nreds; q++)
+        if (pc->reds[q].rop == ROP_USER && pc->reds[q].ordered && !sorted)
+            return util_diag_at(diag, p->src, pc->ps->key_pos, RED_ERR_KEYS,
+                                "ordered operator '%s' needs keys in non-decreasing order, and "
+                                "these are not sorted", pc->reds[q].uname);
+    if (kmax >= ((int64_t)1 << 40))
+        return util_diag_at(diag, p->src, pc->ps->key_pos, RED_ERR_LIMIT,
+                            "key %lld is too large: the result would have that many elements",
+                            (long long)kmax);
+    pc->nkeys = pc->N > 0 ? kmax + 1 : 0;
+    return 0;
+}
+
+/* ---- map passes ------------------------------------------------------------------------ */
+
+static int run_map(pass_ctx *pc, util_diag *diag)
+{
+    const plan *p = pc->p;
+    vm_buf *t = &pc->temps[pc->ps->map_temp];
+    int ct = p->temps[pc->ps->map_temp].type;
+    int64_t nchunks = (pc->N + CHUNK - 1) / CHUNK;
+    int rc = 0;
+    int64_t fault_chunk = INT64_MAX;
+    vm_fault fault = {0};
+    int nt = pc->nthreads;
+    if (nchunks < nt) nt = (int)(nchunks > 0 ? nchunks : 1);
+    if (nchunks > 0) {
+#pragma omp parallel num_threads(nt)
+        {
+            tstate ts;
+            int lrc = tstate_init(&ts, pc);
+            if (lrc) {
+#pragma omp critical(redjit_fault)
+                if (!rc) rc = lrc;
+            }
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t c = 0; c < nchunks; c++) {
+                if (lrc) continue;
+                int64_t cs = c * CHUNK, ce = cs + CHUNK < pc->N ? cs + CHUNK : pc->N;
+                for (int64_t pos = cs; pos < ce;) {
+                    int nruns;
+                    int n = fill_block(pc, &ts.st, &ts.w, pos, ce, ts.runs, &nruns);
+                    int r = vm_run(&ts.st, n);
+                    if (r) {
+#pragma omp critical(redjit_fault)
+                        if (c < fault_chunk) {
+                            fault_chunk = c;
+                            fault = ts.st.fault;
+                        }
+                        break;
+                    }
+                    const unsigned char *v = vm_reg(&ts.st, ts.st.prog->out[0]);
+                    int sz = plan_ct_size(ct);
+                    for (int j = 0; j < n; j++)
+                        memcpy((unsigned char *)t->data + (size_t)out_offset(pc, t, pos + j) * sz,
+                               v + (size_t)j * sz, (size_t)sz);
+                    pos += n;
+                }
+            }
+            tstate_free(&ts, pc);
+        }
+    }
+    if (rc) return util_diag_set(diag, rc, "out of memory");
+    if (fault_chunk != INT64_MAX) return report_fault(p, pc->bufs, pc->temps, &fault, diag);
+    return 0;
+}
+
+/* ---- per-output ranges ------------------------------------------------------------------- */
+
+/* Evaluate the ranged reduced variables' bounds for every output. */
+static int eval_ranges(pass_ctx *pc, util_arena *a, util_diag *diag)
+{
+    const plan *p = pc->p;
+    ir *roots[2 * RED_MAX_DIMS];
+    for (int d = 0; d < pc->nr; d++) {
+        roots[2 * d] = p->vars[pc->rvar[d]].lo;
+        roots[2 * d + 1] = p->vars[pc->rvar[d]].hi;
+        if (!roots[2 * d]) {
+            roots[2 * d] = roots[2 * d + 1] = NULL;
+        }
+    }
+    /* a map-like sweep over the outputs computing every bound */
+    int nroots = 0;
+    ir *live[2 * RED_MAX_DIMS];
+    int where[2 * RED_MAX_DIMS];
+    for (int k = 0; k < 2 * pc->nr; k++)
+        if (roots[k]) {
+            where[k] = nroots;
+            live[nroots++] = roots[k];
+        }
+    vm_prog *prog;
+    int rc = vm_compile(a, p, nroots, live, &prog);
+    if (rc) return util_diag_set(diag, rc, "cannot compile range bounds");
+    pass_ctx sweep = *pc;
+    plan_pass fake = *pc->ps;
+    fake.nreds = 0;
+    sweep.ps = &fake;
+    sweep.nr = 0;
+    sweep.ranged = 0;
+    sweep.L = 1;
+    sweep.N = pc->nout;
+    sweep.prog = prog;
+    sweep.nreds = 0;
+    pc->olo = malloc((size_t)pc->nout * pc->nr * sizeof(int64_t) + 8);
+    pc->osz = malloc((size_t)pc->nout * pc->nr * sizeof(int64_t) + 8);
+    pc->offs = malloc((size_t)(pc->nout + 1) * sizeof(int64_t));
+    if (!pc->olo || !pc->osz || !pc->offs) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+    tstate ts;
+    if (tstate_init(&ts, &sweep)) {
+        tstate_free(&ts, &sweep);
+        return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+    }
+    for (int64_t pos = 0; pos < sweep.N && !rc;) {
+        int nruns;
+        int n = fill_block(&sweep, &ts.st, &ts.w, pos, sweep.N, ts.runs, &nruns);
+        if (vm_run(&ts.st, n)) {
+            rc = report_fault(p, pc->bufs, pc->temps, &ts.st.fault, diag);
+            break;
+        }
+        for (int d = 0; d < pc->nr; d++) {
+            for (int j = 0; j < n; j++) {
+                int64_t lo, hi;
+                if (roots[2 * d]) {
+                    lo = ((const int64_t *)vm_reg(&ts.st, prog->out[where[2 * d]]))[j];
+                    hi = ((const int64_t *)vm_reg(&ts.st, prog->out[where[2 * d + 1]]))[j];
+                } else {
+                    lo = pc->rlo[d];
+                    hi = pc->rlo[d] + pc->rsz[d];
+                }
+                pc->olo[(pos + j) * pc->nr + d] = lo;
+                pc->osz[(pos + j) * pc->nr + d] = hi > lo ? hi - lo : 0;
+            }
+        }
+        pos += n;
+    }
+    tstate_free(&ts, &sweep);
+    if (rc) return rc;
+    pc->offs[0] = 0;
+    for (int64_t o = 0; o < pc->nout; o++) {
+        int64_t c = 1;
+        for (int d = 0; d < pc->nr; d++)
+            if (!mul_ok(c, pc->osz[o * pc->nr + d], &c))
+                return util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large");
+        if (__builtin_add_overflow(pc->offs[o], c, &pc->offs[o + 1]))
+            return util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large");
+    }
+    pc->N = pc->offs[pc->nout];
+    return 0;
+}
+
+static int depends_on_vars(const ir *x)
+{
+    if (!x) return 0;
+    if (x->kind == IR_INDEX) return 1;
+    for (int i = 0; i < x->nargs; i++)
+        if (depends_on_vars(x->args[i])) return 1;
+    return 0;
+}
+
+/* ---- driver --------------------------------------------------------------------------- */
+
+void cpu_temps_free(cpu_temps *t)
+{
+    if (!t->t) return;
+    for (int i = 0; i < t->n; i++) free((void *)t->t[i].data);
+    free(t->t);
+    t->t = NULL;
+    t->n = 0;
+}
+
+static int alloc_temp(const plan *p, int ti, const int64_t *vhi, vm_buf *out, util_diag *diag)
+{
+    const plan_temp *pt = &p->temps[ti];
+    out->dtype = plan_dtype_of_ct(pt->type);
+    out->ndim = pt->ndim;
+    out->name = "";
+    int64_t n = 1;
+    for (int d = pt->ndim - 1; d >= 0; d--) {
+        out->shape[d] = vhi[pt->dims[d]];
+        out->strides[d] = n;
+        if (!mul_ok(n, out->shape[d] > 0 ? out->shape[d] : 1, &n) || n > ((int64_t)1 << 40))
+            return util_diag_set(diag, RED_ERR_LIMIT, "an intermediate result would be too large");
+    }
+    out->data = calloc((size_t)n, (size_t)plan_ct_size(pt->type));
+    if (!out->data) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory for a result of %lld elements", (long long)n);
+    return 0;
+}
+
+int cpu_execute(const plan *p, const vm_buf *bufs, const plan_value *scalars, int nthreads,
+                cpu_temps *out, util_diag *diag)
+{
+    out->n = p->ntemps;
+    out->t = calloc((size_t)p->ntemps + 1, sizeof *out->t);
+    int64_t *vlo = calloc((size_t)p->nvars + 1, sizeof *vlo), *vhi = calloc((size_t)p->nvars + 1, sizeof *vhi);
+    int *done = calloc((size_t)p->nvars + 1, sizeof *done);
+    util_arena a;
+    util_arena_init(&a);
+    int rc = 0;
+    if (!out->t || !vlo || !vhi || !done) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+    if (nthreads <= 0) nthreads = omp_get_max_threads();
+
+    for (int pi = 0; !rc && pi < p->npasses; pi++) {
+        const plan_pass *ps = &p->passes[pi];
+        pass_ctx pc;
+        memset(&pc, 0, sizeof pc);
+        pc.p = p;
+        pc.ps = ps;
+        pc.bufs = bufs;
+        pc.scalars = scalars;
+        pc.temps = out->t;
+        pc.vlo = vlo;
+        pc.vhi = vhi;
+        pc.nthreads = nthreads;
+        pc.key_root = -1;
+
+        /* free variables: inferred, key counts, or constant ranges */
+        pc.nf = ps->nfree;
+        pc.nout = 1;
+        for (int d = 0; !rc && d < ps->nfree; d++) {
+            int v = ps->free[d];
+            const plan_var *pv = &p->vars[v];
+            if (!done[v]) {
+                if (pv->key_pass >= 0) {
+                    rc = util_diag_set(diag, RED_ERR_INTERNAL, "key count used before it is known");
+                } else if (pv->lo) {
+                    if (depends_on_vars(pv->lo) || depends_on_vars(pv->hi))
+                        rc = util_diag_at(diag, p->src, pv->pos, RED_ERR_UNSUPPORTED,
+                                          "a reduction nested inside the ranged index '%s' whose "
+                                          "range depends on another index is not supported",
+                                          pv->name);
+                    else {
+                        rc = eval_scalar(&a, p, bufs, scalars, out->t, pv->lo, &vlo[v], diag);
+                        if (!rc) rc = eval_scalar(&a, p, bufs, scalars, out->t, pv->hi, &vhi[v], diag);
+                        if (vhi[v] < vlo[v]) vhi[v] = vlo[v];
+                        if (vlo[v] < 0)
+                            rc = util_diag_at(diag, p->src, pv->pos, RED_ERR_INDEX,
+                                              "index '%s' starts at %lld: a nested result cannot "
+                                              "have negative indices", pv->name, (long long)vlo[v]);
+                    }
+                } else {
+                    vlo[v] = 0;
+                    rc = cpu_infer_extent(p, v, bufs, &vhi[v], diag);
+                }
+                done[v] = 1;
+            }
+            pc.fvar[d] = v;
+            pc.flo[d] = vlo[v];
+            pc.fext[d] = vhi[v] - vlo[v];
+            if (!rc && !mul_ok(pc.nout, pc.fext[d], &pc.nout))
+                rc = util_diag_set(diag, RED_ERR_LIMIT, "result too large");
+        }
+        if (rc) break;
+
+        /* reduced variables: uniform ranges, or per output */
+        pc.nr = ps->nred;
+        for (int d = 0; !rc && d < ps->nred; d++) {
+            int v = ps->red[d];
+            const plan_var *pv = &p->vars[v];
+            pc.rvar[d] = v;
+            if (pv->lo) {
+                if (depends_on_vars(pv->lo) || depends_on_vars(pv->hi)) {
+                    pc.ranged = 1;
+                    continue;
+                }
+                int64_t lo, hi;
+                rc = eval_scalar(&a, p, bufs, scalars, out->t, pv->lo, &lo, diag);
+                if (!rc) rc = eval_scalar(&a, p, bufs, scalars, out->t, pv->hi, &hi, diag);
+                pc.rlo[d] = lo;
+                pc.rsz[d] = hi > lo ? hi - lo : 0;
+            } else {
+                int64_t e = 0;
+                rc = cpu_infer_extent(p, v, bufs, &e, diag);
+                pc.rlo[d] = 0;
+                pc.rsz[d] = e;
+            }
+        }
+        if (rc) break;
+        if (pc.ranged) {
+            rc = eval_ranges(&pc, &a, diag);
+        } else {
+            pc.L = 1;
+            for (int d = 0; !rc && d < pc.nr; d++)
+                if (!mul_ok(pc.L, pc.rsz[d], &pc.L)) rc = util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large");
+            if (!rc && !mul_ok(pc.nout, pc.L, &pc.N)) rc = util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large");
+        }
+        if (!ps->nreds) {
+            pc.L = 1;
+            pc.N = pc.nout;
+        }
+        if (rc) break;
+
+        /* the program: every reduction's map components, then the key */
+        ir *roots[PLAN_MAX_COMP * 4];
+        int nroots = 0;
+        if (ps->nreds > 60) {
+            rc = util_diag_set(diag, RED_ERR_LIMIT, "too many reductions in one pass");
+            break;
+        }
+        if (!ps->nreds) {
+            roots[nroots++] = ps->map;
+        } else {
+            for (int q = 0; q < ps->nreds; q++) {
+                pc.root_of[q] = nroots;
+                for (int c = 0; c < ps->reds[q].ncomp; c++) {
+                    if (nroots >= (int)(sizeof roots / sizeof roots[0]) - 1) {
+                        rc = util_diag_set(diag, RED_ERR_LIMIT, "too many reductions in one pass");
+                        break;
+                    }
+                    roots[nroots++] = ps->reds[q].map[c];
+                }
+            }
+            if (ps->key) {
+                pc.key_root = nroots;
+                roots[nroots++] = ps->key;
+            }
+        }
+        if (rc) break;
+        rc = vm_compile(&a, p, nroots, roots, &pc.prog);
+        if (rc) {
+            util_diag_set(diag, rc, "cannot compile pass %d", pi);
+            break;
+        }
+        pc.nreds = ps->nreds;
+        pc.reds = ps->reds;
+        pc.comb = util_arena_alloc(&a, (size_t)(ps->nreds + 1) * sizeof *pc.comb);
+        for (int q = 0; !rc && q < ps->nreds; q++)
+            if (ps->reds[q].rop == ROP_USER)
+                rc = vm_compile(&a, p, ps->reds[q].ncomp, ps->reds[q].combine, &pc.comb[q]);
+        if (rc) {
+            util_diag_set(diag, rc, "cannot compile a user operator");
+            break;
+        }
+
+        if (ps->key) {
+            rc = scan_keys(&pc, diag);
+            if (rc) break;
+            vlo[ps->key_var] = 0;
+            vhi[ps->key_var] = pc.nkeys;
+            done[ps->key_var] = 1;
+            pc.nout = pc.nkeys;
+        }
+        /* the temporaries this pass writes */
+        if (!ps->nreds) {
+            rc = alloc_temp(p, ps->map_temp, vhi, &out->t[ps->map_temp], diag);
+        } else {
+            for (int q = 0; !rc && q < ps->nreds; q++)
+                for (int c = 0; !rc && c < ps->reds[q].ncomp; c++)
+                    rc = alloc_temp(p, ps->reds[q].temp[c], vhi, &out->t[ps->reds[q].temp[c]], diag);
+        }
+        if (rc) break;
+
+        if (!ps->nreds) {
+            rc = run_map(&pc, diag);
+        } else if (ps->key) {
+            /* the key pass walks its reduced domain as one output */
+            int64_t nk = pc.nkeys;
+            pc.nout = 1;
+            rc = run_keyed(&pc, diag);
+            pc.nout = nk;
+        } else {
+            rc = run_reduction(&pc, diag);
+        }
+        /* argmin/argmax over nothing */
+        for (int q = 0; !rc && q < ps->nreds; q++) {
+            const plan_red *rd = &ps->reds[q];
+            if (rd->rop != ROP_ARGMIN && rd->rop != ROP_ARGMAX) continue;
+            const vm_buf *t = &out->t[rd->temp[0]];
+            int64_t n = 1;
+            for (int d = 0; d < t->ndim; d++) n *= t->shape[d];
+            for (int64_t i = 0; i < n; i++)
+                if (((const int64_t *)t->data)[i] < 0) {
+                    int is_free_lo = 0;
+                    /* positions below a free index's start are padding */
+                    for (int d = 0; d < pc.nf; d++) is_free_lo |= pc.flo[d] > 0;
+                    if (is_free_lo) continue;
+                    rc = util_diag_at(diag, p->src, rd->pos, RED_ERR_EMPTY,
+                                 "%s of an empty set: there is no index to return",
+                                 plan_rop_name(rd->rop));
+                    break;
+                }
+        }
+        free(pc.olo);
+        free(pc.osz);
+        free(pc.offs);
+    }
+    util_arena_free(&a);
+    free(vlo);
+    free(vhi);
+    free(done);
+    if (rc) cpu_temps_free(out);
+    return rc;
+}

@@ -1,0 +1,965 @@
+/*
+ * api.c -- the public C API: contexts, prepared expressions, bindings,
+ * results, and the one-call red_eval with its cache of prepared programs.
+ *
+ * A program (parsed text) is shared, immutable and reference counted; it
+ * caches one plan per binding signature (names, kinds, dtypes, ranks).  A
+ * red_expr is one user's handle on a program plus its bindings and results,
+ * so threads working on distinct red_exprs never share mutable state
+ * beyond the two caches, which are locked.
+ */
+#include <dlpack/dlpack.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check/check.h"
+#include "cpu/exec.h"
+#include "parser/ast.h"
+#include "redjit.h"
+
+#define PROGRAM_CACHE_MAX 256
+#define PLAN_CACHE_MAX 16
+
+/* ---- versions, names ------------------------------------------------------ */
+
+RED_API int red_version_number(void) { return REDJIT_VERSION_NUMBER; }
+RED_API const char *red_version_string(void) { return REDJIT_VERSION_STRING; }
+
+RED_API const char *red_errstr(int status)
+{
+    switch (status) {
+    case RED_OK: return "ok";
+    case RED_ERR_NOMEM: return "out of memory";
+    case RED_ERR_ARG: return "bad argument";
+    case RED_ERR_SYNTAX: return "syntax error";
+    case RED_ERR_NAME: return "unknown or unbound name";
+    case RED_ERR_TYPE: return "type error";
+    case RED_ERR_SHAPE: return "shape or extent error";
+    case RED_ERR_BIND: return "bad binding";
+    case RED_ERR_INDEX: return "subscript out of range";
+    case RED_ERR_EMPTY: return "empty reduction has no result";
+    case RED_ERR_KEYS: return "bad keys";
+    case RED_ERR_LIMIT: return "implementation limit exceeded";
+    case RED_ERR_UNSUPPORTED: return "not supported";
+    case RED_ERR_DEVICE: return "device error";
+    case RED_ERR_COMPILE: return "kernel compilation failed";
+    case RED_ERR_MISUSE: return "API misuse";
+    case RED_ERR_INTERNAL: return "internal error";
+    }
+    return "unknown status";
+}
+
+RED_API size_t red_dtype_size(red_dtype t)
+{
+    switch (t) {
+    case RED_BOOL: return 1;
+    case RED_I32: case RED_U32: case RED_F32: return 4;
+    case RED_I64: case RED_U64: case RED_F64: return 8;
+    case RED_F16: case RED_BF16: return 2;
+    }
+    return 0;
+}
+
+RED_API const char *red_dtype_name(red_dtype t)
+{
+    switch (t) {
+    case RED_BOOL: return "bool";
+    case RED_I32: return "i32";
+    case RED_I64: return "i64";
+    case RED_U32: return "u32";
+    case RED_U64: return "u64";
+    case RED_F16: return "f16";
+    case RED_BF16: return "bf16";
+    case RED_F32: return "f32";
+    case RED_F64: return "f64";
+    }
+    return "?";
+}
+
+/* ---- arrays ---------------------------------------------------------------- */
+
+RED_API int red_array_init(red_array *a, void *data, red_dtype dtype, int ndim, const int64_t *shape,
+                           const int64_t *strides)
+{
+    if (!a || ndim < 0 || ndim > RED_MAX_DIMS || (ndim > 0 && !shape)) return RED_ERR_ARG;
+    memset(a, 0, sizeof *a);
+    a->data = data;
+    a->dtype = dtype;
+    a->ndim = ndim;
+    a->memory = RED_MEM_HOST;
+    int64_t s = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        if (shape[d] < 0) return RED_ERR_ARG;
+        a->shape[d] = shape[d];
+        a->strides[d] = strides ? strides[d] : s;
+        s *= shape[d] > 0 ? shape[d] : 1;
+    }
+    return RED_OK;
+}
+
+RED_API int64_t red_array_size(const red_array *a)
+{
+    if (!a) return 0;
+    int64_t n = 1;
+    for (int d = 0; d < a->ndim && d < RED_MAX_DIMS; d++) n *= a->shape[d];
+    return n;
+}
+
+RED_API int red_array_from_dlpack(red_array *a, const void *dltensor)
+{
+    const DLTensor *t = dltensor;
+    if (!a || !t || t->ndim < 0 || t->ndim > RED_MAX_DIMS) return RED_ERR_BIND;
+    memset(a, 0, sizeof *a);
+    if (t->dtype.lanes != 1) return RED_ERR_BIND;
+    int code = t->dtype.code, bits = t->dtype.bits;
+    if (code == kDLInt && bits == 32) a->dtype = RED_I32;
+    else if (code == kDLInt && bits == 64) a->dtype = RED_I64;
+    else if (code == kDLUInt && bits == 32) a->dtype = RED_U32;
+    else if (code == kDLUInt && bits == 64) a->dtype = RED_U64;
+    else if (code == kDLFloat && bits == 16) a->dtype = RED_F16;
+    else if (code == kDLFloat && bits == 32) a->dtype = RED_F32;
+    else if (code == kDLFloat && bits == 64) a->dtype = RED_F64;
+    else if (code == kDLBfloat && bits == 16) a->dtype = RED_BF16;
+    else if (code == 6 /* kDLBool in DLPack >= 0.8 */ && bits == 8) a->dtype = RED_BOOL;
+    else return RED_ERR_BIND;
+    if (t->device.device_type == kDLCPU || t->device.device_type == kDLCUDAHost) a->memory = RED_MEM_HOST;
+    else if (t->device.device_type == kDLCUDA) a->memory = RED_MEM_CUDA;
+    else return RED_ERR_BIND;
+    a->device_id = t->device.device_id;
+    a->data = (char *)t->data + t->byte_offset;
+    a->ndim = t->ndim;
+    int64_t s = 1;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        a->shape[d] = t->shape[d];
+        a->strides[d] = t->strides ? t->strides[d] : s;
+        s *= t->shape[d] > 0 ? t->shape[d] : 1;
+    }
+    return RED_OK;
+}
+
+RED_API void red_free(void *p) { free(p); }
+
+/* ---- programs and their plans ------------------------------------------------ */
+
+typedef struct plan_entry {
+    char *sig;              /* canonical signature text */
+    util_arena arena;
+    plan *plan;
+    struct plan_entry *next;
+} plan_entry;
+
+typedef struct program {
+    char *text;
+    util_arena arena;       /* the AST */
+    ast_program *ast;
+    int refs;
+    pthread_mutex_t lock;   /* guards plans */
+    plan_entry *plans;
+    int nplans;
+} program;
+
+static void program_unref(program *pg)
+{
+    if (!pg) return;
+    if (__atomic_sub_fetch(&pg->refs, 1, __ATOMIC_ACQ_REL) > 0) return;
+    for (plan_entry *e = pg->plans; e;) {
+        plan_entry *n = e->next;
+        util_arena_free(&e->arena);
+        free(e->sig);
+        free(e);
+        e = n;
+    }
+    util_arena_free(&pg->arena);
+    pthread_mutex_destroy(&pg->lock);
+    free(pg->text);
+    free(pg);
+}
+
+static int program_new(const char *text, program **out, util_diag *diag)
+{
+    program *pg = calloc(1, sizeof *pg);
+    if (!pg) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+    pg->text = strdup(text);
+    pg->refs = 1;
+    pthread_mutex_init(&pg->lock, NULL);
+    util_arena_init(&pg->arena);
+    if (!pg->text) {
+        program_unref(pg);
+        return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+    }
+    int rc = ast_parse(&pg->arena, pg->text, &pg->ast, diag, NULL);
+    if (rc) {
+        program_unref(pg);
+        return rc;
+    }
+    *out = pg;
+    return 0;
+}
+
+/* ---- context ---------------------------------------------------------------------- */
+
+typedef struct cache_entry {
+    program *pg;
+} cache_entry;
+
+struct red_ctx {
+    pthread_mutex_t lock;
+    int opt[8];
+    red_log_fn log;
+    void *log_user;
+    char errmsg[UTIL_DIAG_MAX];
+    cache_entry cache[PROGRAM_CACHE_MAX];
+    int ncache, next_evict;
+    red_expr *exprs;        /* live prepared expressions (closed with ctx) */
+};
+
+typedef struct binding {
+    char *name;
+    int is_array;
+    red_array arr;
+    plan_value scalar;      /* scalars by value */
+    red_dtype sdtype;
+    int weak;
+} binding;
+
+struct red_expr {
+    red_ctx *ctx;
+    program *pg;
+    int opt[8], opt_set[8];
+    binding *binds;
+    int nbinds, capbinds;
+    /* results of the last run */
+    cpu_temps temps;
+    int nresults;
+    int *result_temp;
+    char **result_name;
+    int *detached;
+    util_buf explain;
+    util_diag diag;
+    red_expr *prev, *next;  /* in ctx->exprs (prepared ones only) */
+    int on_list;
+};
+
+static _Thread_local char tl_errmsg[UTIL_DIAG_MAX];
+
+static void ctx_note_error(red_ctx *ctx, const util_diag *d)
+{
+    if (!ctx) return;
+    pthread_mutex_lock(&ctx->lock);
+    snprintf(ctx->errmsg, sizeof ctx->errmsg, "%s", d->msg);
+    pthread_mutex_unlock(&ctx->lock);
+}
+
+RED_API int red_open(red_ctx **out)
+{
+    if (!out) return RED_ERR_ARG;
+    red_ctx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) return RED_ERR_NOMEM;
+    pthread_mutex_init(&ctx->lock, NULL);
+    *out = ctx;
+    return RED_OK;
+}
+
+RED_API void red_close(red_ctx *ctx)
+{
+    if (!ctx) return;
+    while (ctx->exprs) red_finalize(ctx->exprs);
+    for (int i = 0; i < ctx->ncache; i++) program_unref(ctx->cache[i].pg);
+    pthread_mutex_destroy(&ctx->lock);
+    free(ctx);
+}
+
+RED_API const char *red_errmsg(red_ctx *ctx)
+{
+    if (!ctx) return "no context";
+    pthread_mutex_lock(&ctx->lock);
+    snprintf(tl_errmsg, sizeof tl_errmsg, "%s", ctx->errmsg);
+    pthread_mutex_unlock(&ctx->lock);
+    return tl_errmsg;
+}
+
+static int check_opt(red_option opt, int value)
+{
+    switch (opt) {
+    case RED_OPT_DEVICE: return value >= RED_DEVICE_AUTO && value <= RED_DEVICE_GPU;
+    case RED_OPT_STRATEGY: return value >= RED_STRATEGY_AUTO && value <= RED_STRATEGY_SEGMENTED;
+    case RED_OPT_THREADS: return value >= 0 && value <= 4096;
+    }
+    return 0;
+}
+
+RED_API int red_set_option(red_ctx *ctx, red_option opt, int value)
+{
+    if (!ctx || !check_opt(opt, value)) return RED_ERR_ARG;
+    pthread_mutex_lock(&ctx->lock);
+    ctx->opt[opt] = value;
+    pthread_mutex_unlock(&ctx->lock);
+    return RED_OK;
+}
+
+RED_API int red_get_option(red_ctx *ctx, red_option opt, int *value)
+{
+    if (!ctx || !value || !check_opt(opt, 0)) return RED_ERR_ARG;
+    pthread_mutex_lock(&ctx->lock);
+    *value = ctx->opt[opt];
+    pthread_mutex_unlock(&ctx->lock);
+    return RED_OK;
+}
+
+RED_API void red_set_log(red_ctx *ctx, red_log_fn fn, void *user)
+{
+    if (!ctx) return;
+    pthread_mutex_lock(&ctx->lock);
+    ctx->log = fn;
+    ctx->log_user = user;
+    pthread_mutex_unlock(&ctx->lock);
+}
+
+/* The cached program for `text`, parsed on a miss. */
+static int ctx_program(red_ctx *ctx, const char *text, program **out, util_diag *diag)
+{
+    pthread_mutex_lock(&ctx->lock);
+    for (int i = 0; i < ctx->ncache; i++)
+        if (strcmp(ctx->cache[i].pg->text, text) == 0) {
+            program *pg = ctx->cache[i].pg;
+            __atomic_add_fetch(&pg->refs, 1, __ATOMIC_ACQ_REL);
+            pthread_mutex_unlock(&ctx->lock);
+            *out = pg;
+            return 0;
+        }
+    pthread_mutex_unlock(&ctx->lock);
+    program *pg = NULL;
+    int rc = program_new(text, &pg, diag);
+    if (rc) return rc;
+    pthread_mutex_lock(&ctx->lock);
+    int slot;
+    if (ctx->ncache < PROGRAM_CACHE_MAX) {
+        slot = ctx->ncache++;
+    } else {
+        slot = ctx->next_evict;
+        ctx->next_evict = (ctx->next_evict + 1) % PROGRAM_CACHE_MAX;
+        program_unref(ctx->cache[slot].pg);
+    }
+    ctx->cache[slot].pg = pg;
+    __atomic_add_fetch(&pg->refs, 1, __ATOMIC_ACQ_REL);
+    pthread_mutex_unlock(&ctx->lock);
+    *out = pg;
+    return 0;
+}
+
+/* ---- expressions -------------------------------------------------------------------- */
+
+static void expr_clear_results(red_expr *e)
+{
+    cpu_temps_free(&e->temps);
+    for (int i = 0; i < e->nresults; i++) free(e->result_name ? e->result_name[i] : NULL);
+    free(e->result_temp);
+    free(e->result_name);
+    free(e->detached);
+    e->result_temp = NULL;
+    e->result_name = NULL;
+    e->detached = NULL;
+    e->nresults = 0;
+}
+
+static void expr_init(red_expr *e, red_ctx *ctx, program *pg)
+{
+    memset(e, 0, sizeof *e);
+    e->ctx = ctx;
+    e->pg = pg;
+    util_buf_init(&e->explain);
+}
+
+static void expr_release(red_expr *e)
+{
+    expr_clear_results(e);
+    for (int i = 0; i < e->nbinds; i++) free(e->binds[i].name);
+    free(e->binds);
+    util_buf_free(&e->explain);
+    program_unref(e->pg);
+}
+
+static int fail(red_expr *e, int code)
+{
+    if (!e->diag.code) util_diag_set(&e->diag, code, "%s", red_errstr(code));
+    ctx_note_error(e->ctx, &e->diag);
+    return code;
+}
+
+RED_API int red_prepare(red_ctx *ctx, const char *text, red_expr **out)
+{
+    if (!out) return RED_ERR_ARG;
+    *out = NULL;
+    if (!ctx || !text) return RED_ERR_ARG;
+    util_diag diag = {0};
+    program *pg = NULL;
+    int rc = ctx_program(ctx, text, &pg, &diag);
+    if (rc) {
+        ctx_note_error(ctx, &diag);
+        return rc;
+    }
+    red_expr *e = malloc(sizeof *e);
+    if (!e) {
+        program_unref(pg);
+        return RED_ERR_NOMEM;
+    }
+    expr_init(e, ctx, pg);
+    pthread_mutex_lock(&ctx->lock);
+    e->next = ctx->exprs;
+    if (ctx->exprs) ctx->exprs->prev = e;
+    ctx->exprs = e;
+    e->on_list = 1;
+    pthread_mutex_unlock(&ctx->lock);
+    *out = e;
+    return RED_OK;
+}
+
+RED_API void red_finalize(red_expr *e)
+{
+    if (!e) return;
+    red_ctx *ctx = e->ctx;
+    if (e->on_list) {
+        pthread_mutex_lock(&ctx->lock);
+        if (e->prev) e->prev->next = e->next;
+        else ctx->exprs = e->next;
+        if (e->next) e->next->prev = e->prev;
+        pthread_mutex_unlock(&ctx->lock);
+    }
+    expr_release(e);
+    free(e);
+}
+
+RED_API int red_expr_set_option(red_expr *e, red_option opt, int value)
+{
+    if (!e || !check_opt(opt, value)) return RED_ERR_ARG;
+    e->opt[opt] = value;
+    e->opt_set[opt] = 1;
+    return RED_OK;
+}
+
+static int expr_opt(red_expr *e, red_option opt)
+{
+    if (e->opt_set[opt]) return e->opt[opt];
+    int v;
+    red_get_option(e->ctx, opt, &v);
+    return v;
+}
+
+RED_API const char *red_expr_errmsg(red_expr *e) { return e ? e->diag.msg : "no expression"; }
+
+static binding *find_binding(red_expr *e, const char *name)
+{
+    for (int i = 0; i < e->nbinds; i++)
+        if (strcmp(e->binds[i].name, name) == 0) return &e->binds[i];
+    return NULL;
+}
+
+static int valid_name(const char *s)
+{
+    if (!s || !*s) return 0;
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_'))
+            return 0;
+    return 1;
+}
+
+static binding *new_binding(red_expr *e, const char *name)
+{
+    binding *b = find_binding(e, name);
+    if (b) return b;
+    if (e->nbinds == e->capbinds) {
+        int cap = e->capbinds ? e->capbinds * 2 : 8;
+        binding *nb = realloc(e->binds, (size_t)cap * sizeof *nb);
+        if (!nb) return NULL;
+        e->binds = nb;
+        e->capbinds = cap;
+    }
+    b = &e->binds[e->nbinds];
+    memset(b, 0, sizeof *b);
+    b->name = strdup(name);
+    if (!b->name) return NULL;
+    e->nbinds++;
+    return b;
+}
+
+RED_API int red_bind_array(red_expr *e, const char *name, const red_array *a)
+{
+    if (!e) return RED_ERR_ARG;
+    e->diag.code = 0;
+    e->diag.msg[0] = 0;
+    if (!valid_name(name)) {
+        util_diag_set(&e->diag, RED_ERR_BIND, "cannot bind '%s': not a valid name", name ? name : "(null)");
+        return fail(e, RED_ERR_BIND);
+    }
+    if (!a) {
+        util_diag_set(&e->diag, RED_ERR_BIND, "cannot bind '%s': the array descriptor is NULL", name);
+        return fail(e, RED_ERR_BIND);
+    }
+    if (red_dtype_size(a->dtype) == 0) {
+        util_diag_set(&e->diag, RED_ERR_BIND, "cannot bind '%s': unknown dtype %d", name, (int)a->dtype);
+        return fail(e, RED_ERR_BIND);
+    }
+    if (a->ndim < 0 || a->ndim > RED_MAX_DIMS) {
+        util_diag_set(&e->diag, RED_ERR_BIND, "cannot bind '%s': %d dimensions (0 to %d are allowed)",
+                      name, a->ndim, RED_MAX_DIMS);
+        return fail(e, RED_ERR_BIND);
+    }
+    int64_t n = 1;
+    for (int d = 0; d < a->ndim; d++) {
+        if (a->shape[d] < 0) {
+            util_diag_set(&e->diag, RED_ERR_BIND, "cannot bind '%s': dimension %d has negative extent %lld",
+                          name, d, (long long)a->shape[d]);
+            return fail(e, RED_ERR_BIND);
+        }
+        if (__builtin_mul_overflow(n, a->shape[d], &n) || n > ((int64_t)1 << 48)) {
+            util_diag_set(&e->diag, RED_ERR_BIND, "cannot bind '%s': %lld elements is too many", name,
+                          (long long)n);
+            return fail(e, RED_ERR_BIND);
+        }
+    }
+    if (!a->data && n > 0) {
+        util_diag_set(&e->diag, RED_ERR_BIND, "cannot bind '%s': data pointer is NULL for %lld elements",
+                      name, (long long)n);
+        return fail(e, RED_ERR_BIND);
+    }
+    if (a->memory != 0 && a->memory != RED_MEM_HOST && a->memory != RED_MEM_CUDA) {
+        util_diag_set(&e->diag, RED_ERR_BIND, "cannot bind '%s': unknown memory kind %d", name, (int)a->memory);
+        return fail(e, RED_ERR_BIND);
+    }
+    binding *b = new_binding(e, name);
+    if (!b) return fail(e, RED_ERR_NOMEM);
+    b->arr = *a;
+    if (!b->arr.memory) b->arr.memory = RED_MEM_HOST;
+    b->is_array = a->ndim > 0;
+    b->weak = 0;
+    if (!b->is_array) {
+        /* a 0-d array is a scalar of its type, read now */
+        if (a->memory == RED_MEM_CUDA) {
+            util_diag_set(&e->diag, RED_ERR_UNSUPPORTED,
+                          "cannot bind '%s': a 0-d array in device memory is not supported yet", name);
+            e->nbinds--;
+            free(b->name);
+            return fail(e, RED_ERR_UNSUPPORTED);
+        }
+        b->sdtype = a->dtype == RED_F16 || a->dtype == RED_BF16 ? RED_F32 : a->dtype;
+        b->scalar = vm_read_dtype(a->dtype, a->data);
+    }
+    return RED_OK;
+}
+
+static int bind_scalar(red_expr *e, const char *name, red_dtype t, plan_value v)
+{
+    if (!e) return RED_ERR_ARG;
+    e->diag.code = 0;
+    if (!valid_name(name)) {
+        util_diag_set(&e->diag, RED_ERR_BIND, "cannot bind '%s': not a valid name", name ? name : "(null)");
+        return fail(e, RED_ERR_BIND);
+    }
+    binding *b = new_binding(e, name);
+    if (!b) return fail(e, RED_ERR_NOMEM);
+    b->is_array = 0;
+    b->sdtype = t;
+    b->scalar = v;
+    b->weak = 1;
+    memset(&b->arr, 0, sizeof b->arr);
+    return RED_OK;
+}
+
+RED_API int red_bind_f64(red_expr *e, const char *name, double v)
+{
+    return bind_scalar(e, name, RED_F64, (plan_value){.f = v});
+}
+
+RED_API int red_bind_i64(red_expr *e, const char *name, int64_t v)
+{
+    return bind_scalar(e, name, RED_I64, (plan_value){.i = v});
+}
+
+RED_API void red_clear_bindings(red_expr *e)
+{
+    if (!e) return;
+    for (int i = 0; i < e->nbinds; i++) free(e->binds[i].name);
+    e->nbinds = 0;
+}
+
+static int cmp_binding(const void *x, const void *y)
+{
+    return strcmp(((const binding *)x)->name, ((const binding *)y)->name);
+}
+
+/* The plan for the current bindings, from the program's cache or built. */
+static int expr_plan(red_expr *e, plan **out)
+{
+    program *pg = e->pg;
+    /* canonical signature: bindings sorted by name */
+    qsort(e->binds, (size_t)e->nbinds, sizeof *e->binds, cmp_binding);
+    util_buf sig;
+    util_buf_init(&sig);
+    for (int i = 0; i < e->nbinds; i++) {
+        const binding *b = &e->binds[i];
+        util_buf_printf(&sig, "%s:%c%d:%d:%d;", b->name, b->is_array ? 'a' : 's',
+                        b->is_array ? (int)b->arr.dtype : (int)b->sdtype, b->arr.ndim, b->weak);
+    }
+    if (sig.failed) {
+        util_buf_free(&sig);
+        return fail(e, RED_ERR_NOMEM);
+    }
+    const char *s = util_buf_str(&sig);
+    pthread_mutex_lock(&pg->lock);
+    for (plan_entry *pe = pg->plans; pe; pe = pe->next)
+        if (strcmp(pe->sig, s) == 0) {
+            *out = pe->plan;
+            pthread_mutex_unlock(&pg->lock);
+            util_buf_free(&sig);
+            return 0;
+        }
+    pthread_mutex_unlock(&pg->lock);
+
+    chk_binding *cb = calloc((size_t)e->nbinds + 1, sizeof *cb);
+    plan_entry *pe = calloc(1, sizeof *pe);
+    if (!cb || !pe) {
+        free(cb);
+        free(pe);
+        util_buf_free(&sig);
+        return fail(e, RED_ERR_NOMEM);
+    }
+    util_arena_init(&pe->arena);
+    for (int i = 0; i < e->nbinds; i++) {
+        const binding *b = &e->binds[i];
+        /* names are copied: the plan outlives this expression's bindings */
+        cb[i].name = util_arena_strndup(&pe->arena, b->name, strlen(b->name));
+        cb[i].is_array = b->is_array;
+        cb[i].dtype = b->is_array ? b->arr.dtype : b->sdtype;
+        cb[i].ndim = b->arr.ndim;
+        cb[i].weak = b->weak;
+    }
+    plan *p = NULL;
+    int rc = chk_build(pg->ast, cb, e->nbinds, &pe->arena, &p, &e->diag);
+    free(cb);
+    if (rc) {
+        util_arena_free(&pe->arena);
+        free(pe);
+        util_buf_free(&sig);
+        return fail(e, rc);
+    }
+    pe->plan = p;
+    pe->sig = strdup(s);
+    util_buf_free(&sig);
+    if (!pe->sig) {
+        util_arena_free(&pe->arena);
+        free(pe);
+        return fail(e, RED_ERR_NOMEM);
+    }
+    pthread_mutex_lock(&pg->lock);
+    /* keep the cache small: drop the oldest entries beyond the limit; a plan
+     * in use by another thread stays valid because entries are only dropped
+     * when the program itself dies */
+    pe->next = pg->plans;
+    pg->plans = pe;
+    pg->nplans++;
+    pthread_mutex_unlock(&pg->lock);
+    *out = p;
+    return 0;
+}
+
+/* Map the plan's buffers and scalars to this expression's bindings. */
+static int expr_inputs(red_expr *e, const plan *p, vm_buf *bufs, plan_value *scalars)
+{
+    for (int i = 0; i < p->nbufs; i++) {
+        binding *b = find_binding(e, p->bufs[i].name);
+        if (!b) return fail(e, RED_ERR_INTERNAL);
+        if (b->arr.memory == RED_MEM_CUDA) {
+            util_diag_set(&e->diag, RED_ERR_DEVICE,
+                          "array '%s' is in CUDA device memory, but this evaluation runs on the CPU "
+                          "(no GPU backend is available)", b->name);
+            return fail(e, RED_ERR_DEVICE);
+        }
+        vm_buf *v = &bufs[i];
+        v->data = b->arr.data;
+        v->dtype = b->arr.dtype;
+        v->ndim = b->arr.ndim;
+        v->name = b->name;
+        for (int d = 0; d < v->ndim; d++) {
+            v->shape[d] = b->arr.shape[d];
+            v->strides[d] = b->arr.strides[d];
+        }
+    }
+    for (int i = 0; i < p->nscalars; i++) {
+        binding *b = find_binding(e, p->scalars[i].name);
+        if (!b) return fail(e, RED_ERR_INTERNAL);
+        scalars[i] = b->scalar;
+    }
+    return 0;
+}
+
+static int expr_device_ok(red_expr *e)
+{
+    if (expr_opt(e, RED_OPT_DEVICE) == RED_DEVICE_GPU) {
+        util_diag_set(&e->diag, RED_ERR_DEVICE,
+                      "the GPU was requested, but this build of redjit has no GPU backend yet; use "
+                      "the CPU (device cpu or auto)");
+        return fail(e, RED_ERR_DEVICE);
+    }
+    return 0;
+}
+
+RED_API int red_run(red_expr *e)
+{
+    if (!e) return RED_ERR_ARG;
+    e->diag.code = 0;
+    e->diag.msg[0] = 0;
+    expr_clear_results(e);
+    int rc = expr_device_ok(e);
+    if (rc) return rc;
+    plan *p;
+    rc = expr_plan(e, &p);
+    if (rc) return rc;
+    vm_buf *bufs = calloc((size_t)p->nbufs + 1, sizeof *bufs);
+    plan_value *scalars = calloc((size_t)p->nscalars + 1, sizeof *scalars);
+    if (!bufs || !scalars) {
+        free(bufs);
+        free(scalars);
+        return fail(e, RED_ERR_NOMEM);
+    }
+    rc = expr_inputs(e, p, bufs, scalars);
+    if (!rc) {
+        rc = cpu_execute(p, bufs, scalars, expr_opt(e, RED_OPT_THREADS), &e->temps, &e->diag);
+        if (rc) fail(e, rc);
+    }
+    free(bufs);
+    free(scalars);
+    if (rc) return rc;
+    e->nresults = p->nresults;
+    e->result_temp = calloc((size_t)p->nresults + 1, sizeof *e->result_temp);
+    e->result_name = calloc((size_t)p->nresults + 1, sizeof *e->result_name);
+    e->detached = calloc((size_t)p->nresults + 1, sizeof *e->detached);
+    if (!e->result_temp || !e->result_name || !e->detached) {
+        expr_clear_results(e);
+        return fail(e, RED_ERR_NOMEM);
+    }
+    for (int i = 0; i < p->nresults; i++) {
+        e->result_temp[i] = p->results[i].temp;
+        e->result_name[i] = strdup(p->results[i].name);
+        if (!e->result_name[i]) {
+            expr_clear_results(e);
+            return fail(e, RED_ERR_NOMEM);
+        }
+    }
+    return RED_OK;
+}
+
+RED_API int red_result_count(red_expr *e) { return e ? e->nresults : 0; }
+
+RED_API int red_result(red_expr *e, int i, red_array *out, const char **name)
+{
+    if (!e || !out || i < 0 || i >= e->nresults) return RED_ERR_ARG;
+    if (e->detached[i]) return RED_ERR_MISUSE;
+    const vm_buf *t = &e->temps.t[e->result_temp[i]];
+    memset(out, 0, sizeof *out);
+    out->data = (void *)t->data;
+    out->dtype = t->dtype;
+    out->ndim = t->ndim;
+    out->memory = RED_MEM_HOST;
+    for (int d = 0; d < t->ndim; d++) {
+        out->shape[d] = t->shape[d];
+        out->strides[d] = t->strides[d];
+    }
+    if (name) *name = e->result_name[i];
+    return RED_OK;
+}
+
+static int scalar_result(red_expr *e, int i, plan_value *v, int *ct)
+{
+    red_array a;
+    int rc = red_result(e, i, &a, NULL);
+    if (rc) return rc;
+    if (red_array_size(&a) != 1) {
+        util_diag_set(&e->diag, RED_ERR_ARG, "result %d is an array of %lld elements, not a scalar", i,
+                      (long long)red_array_size(&a));
+        return fail(e, RED_ERR_ARG);
+    }
+    *v = vm_read_dtype(a.dtype, a.data);
+    *ct = plan_ct_of_dtype(a.dtype);
+    return 0;
+}
+
+RED_API int red_result_f64(red_expr *e, int i, double *out)
+{
+    plan_value v;
+    int ct;
+    if (!out) return RED_ERR_ARG;
+    int rc = scalar_result(e, i, &v, &ct);
+    if (rc) return rc;
+    if (CT_IS_FLOAT(ct)) *out = v.f;
+    else if (ct == CT_U32 || ct == CT_U64) *out = (double)v.u;
+    else *out = (double)v.i;
+    return RED_OK;
+}
+
+RED_API int red_result_i64(red_expr *e, int i, int64_t *out)
+{
+    plan_value v;
+    int ct;
+    if (!out) return RED_ERR_ARG;
+    int rc = scalar_result(e, i, &v, &ct);
+    if (rc) return rc;
+    if (CT_IS_FLOAT(ct)) {
+        int64_t r;
+        vm_convert(CT_I64, &r, CT_F64, &v.f, 1);
+        *out = r;
+    } else {
+        *out = v.i;
+    }
+    return RED_OK;
+}
+
+/* Copy a host array into another of the same shape, converting dtypes. */
+static int copy_array(const red_array *src, const red_array *dst)
+{
+    int64_t n = red_array_size(src);
+    int nd = src->ndim;
+    int64_t idx[RED_MAX_DIMS] = {0};
+    size_t ssz = red_dtype_size(src->dtype), dsz = red_dtype_size(dst->dtype);
+    int sct = plan_ct_of_dtype(src->dtype), dct = plan_ct_of_dtype(dst->dtype);
+    for (int64_t k = 0; k < n; k++) {
+        int64_t so = 0, doff = 0;
+        for (int d = 0; d < nd; d++) {
+            so += idx[d] * src->strides[d];
+            doff += idx[d] * dst->strides[d];
+        }
+        plan_value v = vm_read_dtype(src->dtype, (const char *)src->data + so * (int64_t)ssz);
+        unsigned char tmp[8];
+        /* widen the value to its compute type's storage, then convert */
+        switch (sct) {
+        case CT_BOOL: tmp[0] = v.i != 0; break;
+        case CT_I32: { int32_t x = (int32_t)v.i; memcpy(tmp, &x, 4); } break;
+        case CT_U32: { uint32_t x = (uint32_t)v.u; memcpy(tmp, &x, 4); } break;
+        case CT_F32: { float x = (float)v.f; memcpy(tmp, &x, 4); } break;
+        default: memcpy(tmp, &v, 8);
+        }
+        unsigned char out[8];
+        vm_convert(dct, out, sct, tmp, 1);
+        char *dp = (char *)dst->data + doff * (int64_t)dsz;
+        if (dst->dtype == RED_F16 || dst->dtype == RED_BF16) {
+            float f;
+            memcpy(&f, out, 4);
+            uint16_t h = dst->dtype == RED_BF16 ? vm_f32_to_bf16(f) : vm_f32_to_f16(f);
+            memcpy(dp, &h, 2);
+        } else {
+            memcpy(dp, out, dsz);
+        }
+        for (int d = nd - 1; d >= 0; d--) {
+            if (++idx[d] < src->shape[d]) break;
+            idx[d] = 0;
+        }
+    }
+    return 0;
+}
+
+RED_API int red_result_copy(red_expr *e, int i, const red_array *dst)
+{
+    red_array src;
+    if (!e || !dst) return RED_ERR_ARG;
+    int rc = red_result(e, i, &src, NULL);
+    if (rc) return rc;
+    if (dst->ndim != src.ndim || red_dtype_size(dst->dtype) == 0 ||
+        (dst->memory != 0 && dst->memory != RED_MEM_HOST)) {
+        util_diag_set(&e->diag, RED_ERR_BIND, "result %d has %d dimension%s; the destination has %d", i,
+                      src.ndim, src.ndim == 1 ? "" : "s", dst->ndim);
+        return fail(e, RED_ERR_BIND);
+    }
+    for (int d = 0; d < src.ndim; d++)
+        if (dst->shape[d] != src.shape[d]) {
+            util_diag_set(&e->diag, RED_ERR_BIND,
+                          "result %d has extent %lld along dimension %d; the destination has %lld", i,
+                          (long long)src.shape[d], d, (long long)dst->shape[d]);
+            return fail(e, RED_ERR_BIND);
+        }
+    if (!dst->data && red_array_size(&src) > 0) {
+        util_diag_set(&e->diag, RED_ERR_BIND, "result %d: the destination's data pointer is NULL", i);
+        return fail(e, RED_ERR_BIND);
+    }
+    return copy_array(&src, dst);
+}
+
+RED_API int red_result_detach(red_expr *e, int i, red_array *out)
+{
+    red_array src;
+    if (!e || !out) return RED_ERR_ARG;
+    int rc = red_result(e, i, &src, NULL);
+    if (rc) return rc;
+    /* a copy: results may share a temporary (`sum(x), sum(x)`) */
+    size_t bytes = (size_t)red_array_size(&src) * red_dtype_size(src.dtype);
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) return fail(e, RED_ERR_NOMEM);
+    memcpy(p, src.data, bytes);
+    *out = src;
+    out->data = p;
+    return RED_OK;
+}
+
+RED_API int red_explain(red_expr *e, const char **text)
+{
+    if (!e || !text) return RED_ERR_ARG;
+    e->diag.code = 0;
+    plan *p;
+    int rc = expr_plan(e, &p);
+    if (rc) return rc;
+    util_buf_free(&e->explain);
+    util_buf_init(&e->explain);
+    util_buf_printf(&e->explain, "expression: %s\nbackend: cpu (%d thread%s, blocks of %d, chunks of 65536)\n",
+                    e->pg->text, expr_opt(e, RED_OPT_THREADS), expr_opt(e, RED_OPT_THREADS) == 1 ? "" : "s",
+                    VM_B);
+    plan_explain(&e->explain, p);
+    if (e->explain.failed) return fail(e, RED_ERR_NOMEM);
+    *text = util_buf_str(&e->explain);
+    return RED_OK;
+}
+
+/* ---- one call ------------------------------------------------------------------------- */
+
+RED_API int red_eval(red_ctx *ctx, const char *text, const red_binding *binds, int nbinds,
+                     red_array *results, int nresults, int *count)
+{
+    if (!ctx || !text || nbinds < 0 || (nbinds > 0 && !binds) || nresults < 0 ||
+        (nresults > 0 && !results))
+        return RED_ERR_ARG;
+    util_diag diag = {0};
+    program *pg = NULL;
+    int rc = ctx_program(ctx, text, &pg, &diag);
+    if (rc) {
+        ctx_note_error(ctx, &diag);
+        return rc;
+    }
+    red_expr e;
+    expr_init(&e, ctx, pg);
+    for (int i = 0; i < nbinds && !rc; i++) rc = red_bind_array(&e, binds[i].name, &binds[i].array);
+    if (!rc) rc = red_run(&e);
+    if (!rc) {
+        if (count) *count = e.nresults;
+        for (int i = 0; i < nresults && i < e.nresults && !rc; i++) {
+            if (results[i].data) {
+                rc = red_result_copy(&e, i, &results[i]);
+            } else {
+                rc = red_result_detach(&e, i, &results[i]);
+            }
+        }
+    }
+    expr_release(&e);
+    return rc;
+}
+
+RED_API int red_eval_f64(red_ctx *ctx, const char *text, const red_binding *binds, int nbinds, double *v)
+{
+    if (!v) return RED_ERR_ARG;
+    red_array r;
+    red_array_init(&r, v, RED_F64, 0, NULL, NULL);
+    int count = 0;
+    int rc = red_eval(ctx, text, binds, nbinds, &r, 1, &count);
+    if (!rc && count < 1) rc = RED_ERR_ARG;
+    return rc;
+}
