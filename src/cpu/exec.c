@@ -368,6 +368,36 @@ static plan_value combine_builtin(int rop, int ct, plan_value a, plan_value b)
     return r;
 }
 
+/* min / max of floats: plain lanes the compiler turns into vector min/max,
+ * and a separate flag for NaN, which wins as in NumPy */
+#define FOLD_MINMAX_F(T, init, CMP)                                            \
+    do {                                                                       \
+        const T *restrict x = vals;                                            \
+        T l[LANES];                                                            \
+        int nan[LANES];                                                        \
+        for (int k = 0; k < LANES; k++) {                                      \
+            l[k] = init;                                                       \
+            nan[k] = 0;                                                        \
+        }                                                                      \
+        int j = 0;                                                             \
+        for (; j + LANES <= n; j += LANES)                                     \
+            for (int k = 0; k < LANES; k++) {                                  \
+                T v = x[j + k];                                                \
+                l[k] = v CMP l[k] ? v : l[k];                                  \
+                nan[k] |= v != v;                                              \
+            }                                                                  \
+        for (; j < n; j++) {                                                   \
+            T v = x[j];                                                        \
+            l[0] = v CMP l[0] ? v : l[0];                                      \
+            nan[0] |= v != v;                                                  \
+        }                                                                      \
+        int anynan = 0;                                                        \
+        for (int k = 0; k < LANES; k++) anynan |= nan[k];                      \
+        T r = l[0];                                                            \
+        for (int k = 1; k < LANES; k++) r = l[k] CMP r ? l[k] : r;            \
+        out.f = anynan ? (double)NAN : (double)r;                              \
+    } while (0)
+
 /* Fold n values (compute type ct) into r with a built-in operator. */
 static plan_value fold_values(int rop, int ct, const void *vals, int n)
 {
@@ -403,8 +433,8 @@ static plan_value fold_values(int rop, int ct, const void *vals, int n)
             CASE_T(CT_I64, int64_t, int64_t, INT64_MAX, MINI, out.i = r)
             CASE_T(CT_U32, uint32_t, uint32_t, UINT32_MAX, MINI, out.u = r)
             CASE_T(CT_U64, uint64_t, uint64_t, UINT64_MAX, MINI, out.u = r)
-            CASE_T(CT_F32, float, float, INFINITY, MINF, out.f = r)
-            CASE_T(CT_F64, double, double, INFINITY, MINF, out.f = r)
+        case CT_F32: FOLD_MINMAX_F(float, INFINITY, <); break;
+        case CT_F64: FOLD_MINMAX_F(double, INFINITY, <); break;
         }
         break;
     case ROP_MAX:
@@ -414,8 +444,8 @@ static plan_value fold_values(int rop, int ct, const void *vals, int n)
             CASE_T(CT_I64, int64_t, int64_t, INT64_MIN, MAXI, out.i = r)
             CASE_T(CT_U32, uint32_t, uint32_t, 0, MAXI, out.u = r)
             CASE_T(CT_U64, uint64_t, uint64_t, 0, MAXI, out.u = r)
-            CASE_T(CT_F32, float, float, -INFINITY, MAXF, out.f = r)
-            CASE_T(CT_F64, double, double, -INFINITY, MAXF, out.f = r)
+        case CT_F32: FOLD_MINMAX_F(float, -INFINITY, >); break;
+        case CT_F64: FOLD_MINMAX_F(double, -INFINITY, >); break;
         }
         break;
     case ROP_BAND:

@@ -442,6 +442,12 @@ static int run_load(vm_state *s, const vm_instr *in, int n, void *dst)
                 start += v0 * b->strides[d];
                 step += dv * b->strides[d];
             }
+            if (step == 1 && plan_ct_of_dtype(b->dtype) == in->type && b->dtype != RED_BOOL &&
+                b->dtype != RED_F16 && b->dtype != RED_BF16) {
+                /* contiguous and already in the compute type: read in place */
+                s->rp[in->dst] = (char *)b->data + start * (int64_t)red_dtype_size(b->dtype);
+                return 0;
+            }
             load_strided(b->dtype, b->data, start, step, n, dst);
             return 0;
         }
@@ -697,10 +703,12 @@ int vm_state_init(vm_state *s, const vm_prog *prog, int nvars)
     size_t regbytes = (size_t)(prog->nregs ? prog->nregs : 1) * VM_B * 8;
     s->regs = aligned_alloc(64, regbytes + 2 * VM_B * 8);
     s->vars = calloc((size_t)(nvars > 0 ? nvars : 1), sizeof *s->vars);
-    if (!s->regs || !s->vars) {
+    s->rp = calloc((size_t)(prog->nregs ? prog->nregs : 1), sizeof *s->rp);
+    if (!s->regs || !s->vars || !s->rp) {
         vm_state_free(s);
         return RED_ERR_NOMEM;
     }
+    for (int r = 0; r < prog->nregs; r++) s->rp[r] = s->regs + (size_t)r * VM_B * 8;
     s->scratch = (int64_t *)(s->regs + regbytes);
     s->scratch2 = s->scratch + VM_B;
     s->check_bounds = 1;
@@ -711,8 +719,10 @@ void vm_state_free(vm_state *s)
 {
     free(s->regs);
     free(s->vars);
+    free(s->rp);
     s->regs = NULL;
     s->vars = NULL;
+    s->rp = NULL;
 }
 
 static void fill(void *d, int type, plan_value v, int n)
@@ -730,7 +740,7 @@ static void fill(void *d, int type, plan_value v, int n)
 
 static int exec_one(vm_state *s, const vm_instr *in, int n)
 {
-    void *d = vm_reg(s, in->dst);
+    void *d = s->rp[in->dst] = vm_own(s, in->dst);
     switch (in->kind) {
     case VI_CONST: fill(d, in->type, in->value, n); return 0;
     case VI_SCALAR: {

@@ -76,6 +76,9 @@ typedef struct vm_fault {
 typedef struct vm_state {
     const vm_prog *prog;
     unsigned char *regs;            /* nregs * VM_B * 8 bytes, 64-aligned  */
+    void **rp;                      /* where each register's values are:
+                                       its own buffer, or (contiguous loads
+                                       of the compute type) the array itself */
     vm_var *vars;                   /* indexed by var id                    */
     const vm_buf *bufs;             /* bound arrays                         */
     const vm_buf *temps;            /* temporaries                          */
@@ -97,7 +100,8 @@ void vm_prologue(vm_state *s);
 /* Evaluate the block of n elements; returns 0 or the fault's code. */
 int vm_run(vm_state *s, int n);
 /* The register holding root r after vm_run. */
-static inline void *vm_reg(const vm_state *s, int reg) { return s->regs + (size_t)reg * VM_B * 8; }
+static inline void *vm_reg(const vm_state *s, int reg) { return s->rp[reg]; }
+static inline void *vm_own(const vm_state *s, int reg) { return s->regs + (size_t)reg * VM_B * 8; }
 
 /* Parameters of a user operator's combine program: set the registers. */
 void *vm_param_reg(const vm_state *s, int param);
