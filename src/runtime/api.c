@@ -596,7 +596,7 @@ static int expr_plan(red_expr *e, plan **out)
 {
     program *pg = e->pg;
     /* canonical signature: bindings sorted by name */
-    qsort(e->binds, (size_t)e->nbinds, sizeof *e->binds, cmp_binding);
+    if (e->nbinds > 1) qsort(e->binds, (size_t)e->nbinds, sizeof *e->binds, cmp_binding);
     util_buf sig;
     util_buf_init(&sig);
     for (int i = 0; i < e->nbinds; i++) {

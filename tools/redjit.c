@@ -1,0 +1,851 @@
+/*
+ * redjit.c -- the `redjit` command-line tool: evaluates one expression (-e),
+ * a script file or lines typed at a minimal prompt over arrays loaded from
+ * .npy files, and prints the results (text or JSON) or saves them as .npy.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "npy.h"
+#include "redjit.h"
+
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+
+/* NumPy's print options: arrays above THRESHOLD elements show EDGE items
+ * at each end of every long axis. */
+enum { CLI_THRESHOLD = 1000, CLI_EDGE = 3 };
+
+static const char cli_help[] =
+    "usage: redjit -e EXPR [options]     evaluate one program\n"
+    "       redjit FILE.red [options]    evaluate a script file as one program ('-': stdin)\n"
+    "       redjit [options]             read programs from stdin, one per line\n"
+    "                                    (prompt 'redjit> ' on a terminal; :quit leaves)\n"
+    "\n"
+    "options:\n"
+    "  -e, --expr EXPR          the program to evaluate, e.g. 'max(abs(x-y))'\n"
+    "  --load NAME=FILE.npy     bind array NAME to a NumPy .npy file (bool, int32, int64,\n"
+    "                           uint32, uint64, float16, float32, float64; C or Fortran order)\n"
+    "  --set NAME=VALUE         bind scalar NAME: an integer (42, -7, 0x1f) binds as i64,\n"
+    "                           anything else (2.5, 1e-3, inf, nan) as f64; both adapt to\n"
+    "                           the type of the other operand like a literal\n"
+    "  --device cpu|gpu|auto    where to run (default auto: the GPU when there is one)\n"
+    "  --strategy S             auto, tree, sequential, persistent or segmented\n"
+    "  --threads N              CPU threads, 0 = all cores (default)\n"
+    "  --format text|json       how results are printed (default text)\n"
+    "  --out NAME=FILE.npy      save the result named NAME (from 'NAME[i,j] = ...') or at\n"
+    "                           position NAME (0, 1, ...) as a .npy file; may be repeated\n"
+    "  --explain                print the evaluation plan before the results\n"
+    "  --verbose                print the library's notes (strategy, cache) on stderr\n"
+    "  -h, --help               this text\n"
+    "  -V, --version            the library version\n"
+    "\n"
+    "output:\n"
+    "  text   one result per line; a named result is prefixed 'NAME = '.  Floats print\n"
+    "         the shortest digits that read back to the same value, integers exactly,\n"
+    "         bools as true/false.  Arrays print like NumPy: nested brackets, and above\n"
+    "         1000 elements only 3 items at each end of each axis, with '...' between.\n"
+    "  json   one object {\"results\": [...]}, each result {\"name\": \"C\", \"dtype\": \"f32\",\n"
+    "         \"shape\": [2, 3], \"value\": ...} with arrays as nested lists (never elided).\n"
+    "         JSON has no NaN or infinity: they are written as the strings \"nan\", \"inf\"\n"
+    "         and \"-inf\".  With --explain the plan is the object's \"explain\" member.\n"
+    "\n"
+    "exit status: 0 success, 1 an evaluation or file error (message on stderr),\n"
+    "2 a usage error.\n";
+
+/* ---- the session: what every evaluation binds and how it prints ---------------- */
+
+typedef struct cli_load {
+    const char *name, *path;
+    red_array array;
+    void *owned;
+} cli_load;
+
+typedef struct cli_set {
+    const char *name;
+    bool is_int;
+    int64_t i;
+    double f;
+} cli_set;
+
+typedef struct cli_out {
+    const char *name;   /* result name, or NULL when chosen by position */
+    int pos;
+    const char *path;
+} cli_out;
+
+typedef struct cli_session {
+    red_ctx *ctx;
+    cli_load *loads;
+    int nloads;
+    cli_set *sets;
+    int nsets;
+    cli_out *outs;
+    int nouts;
+    bool json, explain;
+    const char *origin;  /* script file name prefixed to its errors, or NULL */
+} cli_session;
+
+static int cli_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int cli_usage(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("redjit: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs(" (see 'redjit --help')\n", stderr);
+    return CLI_USAGE;
+}
+
+/* Print a library error.  Messages for the program text start with
+ * "line:col"; a script's name goes in front so editors can jump to it. */
+static int cli_lib_error(const cli_session *s, int status, const char *msg)
+{
+    fflush(stdout);   /* keep the order results and errors happened in */
+    if (!msg || !*msg)
+        msg = red_errstr(status);
+    if (!msg || !*msg)
+        msg = "unknown error";
+    if (s->origin)
+        fprintf(stderr, "%s:%s", s->origin, msg[0] >= '0' && msg[0] <= '9' ? "" : " ");
+    else if (!(msg[0] >= '0' && msg[0] <= '9'))
+        fputs("redjit: ", stderr);
+    fputs(msg, stderr);
+    if (msg[strlen(msg) - 1] != '\n')
+        fputc('\n', stderr);
+    return CLI_FAIL;
+}
+
+static void cli_log(void *user, int level, const char *msg)
+{
+    bool verbose = *(const bool *)user;
+    if (verbose || level >= 2)
+        fprintf(stderr, "redjit: %s%s\n", level >= 2 ? "warning: " : "", msg);
+}
+
+/* ---- formatting numbers ------------------------------------------------------------ */
+
+/* The shortest "%.Ng" that reads back as the same double: as exact as
+ * "%.17g" without printing 0.1 as 0.10000000000000001. */
+static void cli_fmt_f64(char *buf, size_t n, double v)
+{
+    if (isnan(v)) {
+        snprintf(buf, n, "nan");
+    } else if (isinf(v)) {
+        snprintf(buf, n, v > 0 ? "inf" : "-inf");
+    } else {
+        for (int prec = 15; prec <= 17; prec++) {
+            snprintf(buf, n, "%.*g", prec, v);
+            if (strtod(buf, NULL) == v)
+                break;
+        }
+    }
+}
+
+static void cli_fmt_f32(char *buf, size_t n, float v)
+{
+    if (isnan(v) || isinf(v)) {
+        cli_fmt_f64(buf, n, v);
+        return;
+    }
+    for (int prec = 6; prec <= 9; prec++) {
+        snprintf(buf, n, "%.*g", prec, (double)v);
+        if (strtof(buf, NULL) == v)
+            break;
+    }
+}
+
+static float cli_half_to_float(uint16_t h)
+{
+    int e = h >> 10 & 0x1f, m = h & 0x3ff;
+    float v = e == 0 ? ldexpf((float)m, -24)
+            : e == 31 ? (m ? NAN : INFINITY)
+            : ldexpf((float)(m | 0x400), e - 25);
+    return h & 0x8000 ? -v : v;
+}
+
+/* One element as text.  JSON differs only in quoting NaN and infinities. */
+static void cli_fmt_elem(char *buf, size_t n, red_dtype t, const void *p, bool json)
+{
+    switch (t) {
+    case RED_BOOL: snprintf(buf, n, "%s", *(const unsigned char *)p ? "true" : "false"); return;
+    case RED_I32: { int32_t v; memcpy(&v, p, 4); snprintf(buf, n, "%" PRId32, v); return; }
+    case RED_I64: { int64_t v; memcpy(&v, p, 8); snprintf(buf, n, "%" PRId64, v); return; }
+    case RED_U32: { uint32_t v; memcpy(&v, p, 4); snprintf(buf, n, "%" PRIu32, v); return; }
+    case RED_U64: { uint64_t v; memcpy(&v, p, 8); snprintf(buf, n, "%" PRIu64, v); return; }
+    default: break;
+    }
+    char num[40];
+    double d;
+    if (t == RED_F64) {
+        memcpy(&d, p, 8);
+        cli_fmt_f64(num, sizeof num, d);
+    } else {
+        float f;
+        uint16_t h;
+        if (t == RED_F32) {
+            memcpy(&f, p, 4);
+        } else if (t == RED_F16) {
+            memcpy(&h, p, 2);
+            f = cli_half_to_float(h);
+        } else if (t == RED_BF16) {
+            memcpy(&h, p, 2);
+            uint32_t bits = (uint32_t)h << 16;
+            memcpy(&f, &bits, 4);
+        } else {
+            snprintf(buf, n, json ? "null" : "?");
+            return;
+        }
+        d = f;
+        cli_fmt_f32(num, sizeof num, f);
+    }
+    if (json && !isfinite(d))
+        snprintf(buf, n, "\"%s\"", num);
+    else
+        snprintf(buf, n, "%s", num);
+}
+
+static size_t cli_dtype_size(red_dtype t)
+{
+    switch (t) {
+    case RED_BOOL: return 1;
+    case RED_F16: case RED_BF16: return 2;
+    case RED_I32: case RED_U32: case RED_F32: return 4;
+    case RED_I64: case RED_U64: case RED_F64: return 8;
+    }
+    return 0;
+}
+
+/* ---- printing arrays ----------------------------------------------------------------- */
+
+typedef struct cli_text {
+    FILE *out;           /* NULL while measuring the widest element */
+    const red_array *a;
+    size_t esize;
+    bool elide;
+    int width;           /* every element is right-aligned to this */
+    int indent;          /* columns before the outermost '[' */
+} cli_text;
+
+/* NumPy's layout: elements of the last axis on one line, deeper blocks
+ * separated by one more newline per level, each line indented to its depth. */
+static void cli_text_rec(cli_text *t, int dim, const char *p)
+{
+    const red_array *a = t->a;
+    char buf[64];
+    if (dim == a->ndim) {
+        cli_fmt_elem(buf, sizeof buf, a->dtype, p, false);
+        int len = (int)strlen(buf);
+        if (!t->out)
+            t->width = len > t->width ? len : t->width;
+        else
+            fprintf(t->out, "%*s", t->width, buf);
+        return;
+    }
+    int64_t n = a->shape[dim];
+    bool cut = t->elide && n > 2 * CLI_EDGE;
+    if (t->out)
+        fputc('[', t->out);
+    for (int64_t k = 0; k < n; k++) {
+        if (k > 0 && t->out) {
+            if (dim == a->ndim - 1)
+                fputc(' ', t->out);
+            else
+                fprintf(t->out, "%.*s%*s", a->ndim - dim - 1, "\n\n\n\n\n\n\n\n", t->indent + dim + 1, "");
+        }
+        if (cut && k == CLI_EDGE) {
+            if (t->out)
+                fputs("...", t->out);
+            k = n - CLI_EDGE - 1;
+            continue;
+        }
+        cli_text_rec(t, dim + 1, p + (ptrdiff_t)(k * a->strides[dim]) * (ptrdiff_t)t->esize);
+    }
+    if (t->out)
+        fputc(']', t->out);
+}
+
+static void cli_print_text(FILE *out, const red_array *a, const char *name)
+{
+    int indent = 0;
+    if (name && *name) {
+        fprintf(out, "%s = ", name);
+        indent = (int)strlen(name) + 3;
+    }
+    if (a->ndim > 0 && red_array_size(a) == 0) {
+        fputs("[]\n", out);
+        return;
+    }
+    cli_text t = {NULL, a, cli_dtype_size(a->dtype), red_array_size(a) > CLI_THRESHOLD, 0, indent};
+    if (a->ndim > 0)
+        cli_text_rec(&t, 0, a->data);   /* measure */
+    t.out = out;
+    cli_text_rec(&t, 0, a->data);
+    fputc('\n', out);
+}
+
+static void cli_json_rec(FILE *out, const red_array *a, int dim, const char *p, size_t esize)
+{
+    char buf[64];
+    if (dim == a->ndim) {
+        cli_fmt_elem(buf, sizeof buf, a->dtype, p, true);
+        fputs(buf, out);
+        return;
+    }
+    fputc('[', out);
+    for (int64_t k = 0; k < a->shape[dim]; k++) {
+        if (k)
+            fputs(", ", out);
+        cli_json_rec(out, a, dim + 1, p + (ptrdiff_t)(k * a->strides[dim]) * (ptrdiff_t)esize, esize);
+    }
+    fputc(']', out);
+}
+
+static void cli_json_string(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(out, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(out, "\\u%04x", c);
+        else
+            fputc(c, out);
+    }
+    fputc('"', out);
+}
+
+static void cli_print_json(FILE *out, const red_array *a, const char *name, bool first)
+{
+    fputs(first ? "\n  {\"name\": " : ",\n  {\"name\": ", out);
+    cli_json_string(out, name ? name : "");
+    fprintf(out, ", \"dtype\": \"%s\", \"shape\": [", red_dtype_name(a->dtype));
+    for (int d = 0; d < a->ndim; d++)
+        fprintf(out, d ? ", %" PRId64 : "%" PRId64, a->shape[d]);
+    fputs("], \"value\": ", out);
+    cli_json_rec(out, a, 0, a->data, cli_dtype_size(a->dtype));
+    fputc('}', out);
+}
+
+/* ---- one evaluation ------------------------------------------------------------------- */
+
+/* Result `i` in host memory.  `*tmp` receives a buffer to free when the
+ * result had to be copied off the GPU. */
+static int cli_result(red_expr *e, int i, red_array *a, const char **name, void **tmp)
+{
+    *tmp = NULL;
+    int rc = red_result(e, i, a, name);
+    if (rc != RED_OK)
+        return rc;
+    if (a->memory == 0 || a->memory == RED_MEM_HOST)
+        return a->data || red_array_size(a) == 0 ? RED_OK : RED_ERR_INTERNAL;
+    int64_t n = red_array_size(a);
+    size_t es = cli_dtype_size(a->dtype);
+    if (n < 0 || (es && (uint64_t)n > SIZE_MAX / es))
+        return RED_ERR_NOMEM;
+    void *buf = malloc(n ? (size_t)n * es : 1);
+    if (!buf)
+        return RED_ERR_NOMEM;
+    red_array h;
+    rc = red_array_init(&h, buf, a->dtype, a->ndim, a->shape, NULL);
+    if (rc == RED_OK)
+        rc = red_result_copy(e, i, &h);
+    if (rc != RED_OK) {
+        free(buf);
+        return rc;
+    }
+    *a = h;
+    *tmp = buf;
+    return RED_OK;
+}
+
+static int cli_bind(const cli_session *s, red_expr *e)
+{
+    int rc = RED_OK;
+    for (int i = 0; i < s->nloads && rc == RED_OK; i++)
+        rc = red_bind_array(e, s->loads[i].name, &s->loads[i].array);
+    for (int i = 0; i < s->nsets && rc == RED_OK; i++)
+        rc = s->sets[i].is_int ? red_bind_i64(e, s->sets[i].name, s->sets[i].i)
+                               : red_bind_f64(e, s->sets[i].name, s->sets[i].f);
+    return rc;
+}
+
+/* Which result each --out names; -1 with a message when one matches none. */
+static int cli_match_outs(const cli_session *s, red_expr *e, int count, int *which)
+{
+    for (int k = 0; k < s->nouts; k++) {
+        const cli_out *o = &s->outs[k];
+        which[k] = -1;
+        if (!o->name) {
+            if (o->pos < count)
+                which[k] = o->pos;
+        } else {
+            for (int i = 0; i < count && which[k] < 0; i++) {
+                red_array a;
+                const char *name = NULL;
+                if (red_result(e, i, &a, &name) == RED_OK && name && strcmp(name, o->name) == 0)
+                    which[k] = i;
+            }
+        }
+        if (which[k] < 0) {
+            fflush(stdout);
+            if (o->name)
+                fprintf(stderr, "redjit: --out %s=%s: no result is named '%s'\n", o->name, o->path, o->name);
+            else
+                fprintf(stderr, "redjit: --out %d=%s: there %s only %d result%s\n", o->pos, o->path,
+                        count == 1 ? "is" : "are", count, count == 1 ? "" : "s");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int cli_show(const cli_session *s, red_expr *e)
+{
+    int count = red_result_count(e);
+    int *which = calloc((size_t)(s->nouts ? s->nouts : 1), sizeof *which);
+    if (!which)
+        return cli_lib_error(s, RED_ERR_NOMEM, NULL);
+    if (count < 0) {
+        free(which);
+        return cli_lib_error(s, RED_ERR_INTERNAL, red_expr_errmsg(e));
+    }
+    if (cli_match_outs(s, e, count, which) != 0) {
+        free(which);
+        return CLI_FAIL;
+    }
+    const char *plan = NULL;
+    if (s->explain) {
+        int rc = red_explain(e, &plan);
+        if (rc != RED_OK) {
+            free(which);
+            return cli_lib_error(s, rc, red_expr_errmsg(e));
+        }
+        plan = plan ? plan : "";
+    }
+    /* In JSON the plan is a member, so the output stays one object. */
+    if (plan && !s->json) {
+        fputs(plan, stdout);
+        if (*plan && plan[strlen(plan) - 1] != '\n')
+            fputc('\n', stdout);
+    }
+    int status = CLI_OK;
+    if (s->json) {
+        fputc('{', stdout);
+        if (plan) {
+            fputs("\"explain\": ", stdout);
+            cli_json_string(stdout, plan);
+            fputs(", ", stdout);
+        }
+        fputs("\"results\": [", stdout);
+    }
+    for (int i = 0; i < count && status == CLI_OK; i++) {
+        red_array a;
+        const char *name = NULL;
+        void *tmp;
+        int rc = cli_result(e, i, &a, &name, &tmp);
+        if (rc != RED_OK) {
+            status = cli_lib_error(s, rc, red_expr_errmsg(e));
+            break;
+        }
+        if (s->json)
+            cli_print_json(stdout, &a, name, i == 0);
+        else
+            cli_print_text(stdout, &a, name);
+        for (int k = 0; k < s->nouts; k++) {
+            char err[1024];
+            if (which[k] == i && npy_save(s->outs[k].path, &a, err, sizeof err) != 0) {
+                fflush(stdout);
+                fprintf(stderr, "redjit: %s\n", err);
+                status = CLI_FAIL;
+            }
+        }
+        free(tmp);
+    }
+    if (s->json)
+        fputs(count > 0 ? "\n]}\n" : "]}\n", stdout);
+    free(which);
+    return status;
+}
+
+/* Prepare, bind, run and print one program.  Errors are printed here. */
+static int cli_eval(const cli_session *s, const char *text)
+{
+    red_expr *e = NULL;
+    int rc = red_prepare(s->ctx, text, &e);
+    if (rc != RED_OK)
+        return cli_lib_error(s, rc, red_errmsg(s->ctx));
+    rc = cli_bind(s, e);
+    if (rc == RED_OK)
+        rc = red_run(e);
+    int status;
+    if (rc == RED_OK) {
+        status = cli_show(s, e);
+    } else {
+        const char *msg = red_expr_errmsg(e);
+        status = cli_lib_error(s, rc, msg && *msg ? msg : red_errmsg(s->ctx));
+    }
+    red_finalize(e);
+    return status;
+}
+
+/* ---- inputs: the interactive loop and script files -------------------------------------- */
+
+/* The minimal interactive loop: each line is one program.  Kept apart and
+ * small on purpose: the full REPL (multi-line input, names that persist
+ * between lines, history) replaces this function. */
+static int repl_run(const cli_session *s, FILE *in)
+{
+    bool tty = isatty(fileno(in));
+    char *line = NULL;
+    size_t cap = 0;
+    int status = CLI_OK;
+    for (;;) {
+        if (tty) {
+            fputs("redjit> ", stdout);
+            fflush(stdout);
+        }
+        ssize_t n = getline(&line, &cap, in);
+        if (n < 0) {
+            if (tty)
+                fputc('\n', stdout);
+            break;
+        }
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' ' || line[n - 1] == '\t'))
+            line[--n] = '\0';
+        const char *p = line;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (!*p)
+            continue;
+        if (*p == ':') {
+            if (strcmp(p, ":quit") == 0 || strcmp(p, ":q") == 0)
+                break;
+            fflush(stdout);
+            fprintf(stderr, "redjit: unknown command '%s' (:quit leaves)\n", p);
+            continue;
+        }
+        if (cli_eval(s, p) != CLI_OK)
+            status = CLI_FAIL;
+        fflush(stdout);
+    }
+    free(line);
+    /* At a terminal a mistake was already seen and fixed; in a pipe the
+     * caller needs to know that some line failed. */
+    return tty ? CLI_OK : status;
+}
+
+/* The whole of a script file ("-": stdin) as one NUL-terminated string,
+ * or NULL after printing why not. */
+static char *cli_read_file(const char *path)
+{
+    bool is_stdin = strcmp(path, "-") == 0;
+    FILE *f = is_stdin ? stdin : fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "redjit: %s: cannot open: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (cap - len < 2) {
+            size_t ncap = cap ? 2 * cap : 4096;
+            char *nb = ncap > cap ? realloc(buf, ncap) : NULL;
+            if (!nb) {
+                fprintf(stderr, "redjit: %s: out of memory\n", path);
+                free(buf);
+                if (!is_stdin)
+                    fclose(f);
+                return NULL;
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        size_t r = fread(buf + len, 1, cap - len - 1, f);
+        if (r == 0)
+            break;
+        len += r;
+    }
+    bool bad = ferror(f);
+    int saved = errno;
+    if (!is_stdin)
+        fclose(f);
+    if (bad) {
+        fprintf(stderr, "redjit: %s: read error: %s\n", path, strerror(saved));
+        free(buf);
+        return NULL;
+    }
+    buf[len] = '\0';
+    if (strlen(buf) != len) {
+        fprintf(stderr, "redjit: %s: contains a NUL byte; is it a text file?\n", path);
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+/* ---- command line ---------------------------------------------------------------------- */
+
+typedef struct cli_args {
+    const char *expr, *script;
+    int device, strategy, threads;   /* -1: leave the library's default */
+    bool verbose;
+} cli_args;
+
+static bool cli_is_name(const char *s)
+{
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_'))
+        return false;
+    for (s++; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_'))
+            return false;
+    return true;
+}
+
+/* Split "NAME=REST" in place (the argv string is ours to cut). */
+static bool cli_split(char *arg, char **rest)
+{
+    char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || !eq[1])
+        return false;
+    *eq = '\0';
+    *rest = eq + 1;
+    return true;
+}
+
+static int cli_keyword(const char *opt, const char *v, const char *const *words, int nwords)
+{
+    for (int i = 0; i < nwords; i++)
+        if (strcmp(v, words[i]) == 0)
+            return i;
+    cli_usage("%s: unknown value '%s'", opt, v);
+    return -1;
+}
+
+/* Integers bind as i64 (exactly), anything else strtod reads as f64. */
+static int cli_parse_set(const char *name, const char *v, cli_set *s)
+{
+    const char *p = v + (*v == '+' || *v == '-');
+    bool hex = p[0] == '0' && (p[1] == 'x' || p[1] == 'X') && p[2];
+    size_t digits = hex ? strspn(p + 2, "0123456789abcdefABCDEF") + 2 : strspn(p, "0123456789");
+    char *end;
+    s->name = name;
+    errno = 0;
+    if (digits > 0 && p[digits] == '\0') {
+        s->is_int = true;
+        s->i = strtoll(v, &end, hex ? 16 : 10);
+        if (errno == ERANGE)
+            return cli_usage("--set %s=%s: integer out of the range of i64", name, v);
+        return CLI_OK;
+    }
+    s->is_int = false;
+    s->f = strtod(v, &end);
+    if (end == v || *end || *v == ' ' || *v == '\t')
+        return cli_usage("--set %s=%s: VALUE is not a number", name, v);
+    return CLI_OK;
+}
+
+/* Parse argv into `a` and `s`; returns CLI_OK, CLI_USAGE, or -1 when
+ * --help or --version was answered. */
+static int cli_parse(int argc, char **argv, cli_args *a, cli_session *s)
+{
+    static const char *const devices[] = {"auto", "cpu", "gpu"};
+    static const char *const strategies[] = {"auto", "tree", "sequential", "persistent", "segmented"};
+    static const char *const formats[] = {"text", "json"};
+    bool options_done = false;
+    for (int i = 1; i < argc; i++) {
+        char *arg = argv[i], *val = NULL;
+        if (options_done || arg[0] != '-' || strcmp(arg, "-") == 0) {
+            if (a->script)
+                return cli_usage("more than one script file ('%s' and '%s')", a->script, arg);
+            a->script = arg;
+            continue;
+        }
+        if (strcmp(arg, "--") == 0) {
+            options_done = true;
+            continue;
+        }
+        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+            fputs(cli_help, stdout);
+            return -1;
+        }
+        if (strcmp(arg, "-V") == 0 || strcmp(arg, "--version") == 0) {
+            printf("redjit %s\n", red_version_string());
+            return -1;
+        }
+        if (strcmp(arg, "--explain") == 0) {
+            s->explain = true;
+            continue;
+        }
+        if (strcmp(arg, "--verbose") == 0) {
+            a->verbose = true;
+            continue;
+        }
+        /* Every other option takes a value: "--opt VALUE" or "--opt=VALUE". */
+        char *eq = strncmp(arg, "--", 2) == 0 ? strchr(arg, '=') : NULL;
+        if (eq) {
+            *eq = '\0';
+            val = eq + 1;
+        }
+        static const char *const valued[] = {"-e", "--expr", "--load", "--set", "--device",
+                                             "--strategy", "--threads", "--format", "--out"};
+        bool known = false;
+        for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
+            known = known || strcmp(arg, valued[k]) == 0;
+        if (!known)
+            return cli_usage("unknown option '%s'", arg);
+        if (!val) {
+            if (i + 1 >= argc)
+                return cli_usage("%s needs a value", arg);
+            val = argv[++i];
+        }
+        if (strcmp(arg, "-e") == 0 || strcmp(arg, "--expr") == 0) {
+            if (a->expr)
+                return cli_usage("-e given twice");
+            a->expr = val;
+        } else if (strcmp(arg, "--load") == 0) {
+            char *path;
+            if (!cli_split(val, &path) || !cli_is_name(val))
+                return cli_usage("--load needs NAME=FILE.npy, not '%s'", val);
+            for (int k = 0; k < s->nloads; k++)
+                if (strcmp(s->loads[k].name, val) == 0)
+                    return cli_usage("--load %s given twice", val);
+            s->loads[s->nloads++] = (cli_load){val, path, {0}, NULL};
+        } else if (strcmp(arg, "--set") == 0) {
+            char *v;
+            if (!cli_split(val, &v) || !cli_is_name(val))
+                return cli_usage("--set needs NAME=VALUE, not '%s'", val);
+            if (cli_parse_set(val, v, &s->sets[s->nsets]) != CLI_OK)
+                return CLI_USAGE;
+            s->nsets++;
+        } else if (strcmp(arg, "--out") == 0) {
+            char *path;
+            bool pos = strspn(val, "0123456789") == strcspn(val, "=") && val[0] != '=';
+            if (!cli_split(val, &path) || (!pos && !cli_is_name(val)) || (pos && strlen(val) > 6))
+                return cli_usage("--out needs NAME=FILE.npy or POSITION=FILE.npy, not '%s'", val);
+            s->outs[s->nouts++] = (cli_out){pos ? NULL : val, pos ? atoi(val) : 0, path};
+        } else if (strcmp(arg, "--device") == 0) {
+            if ((a->device = cli_keyword(arg, val, devices, 3)) < 0)
+                return CLI_USAGE;
+        } else if (strcmp(arg, "--strategy") == 0) {
+            if ((a->strategy = cli_keyword(arg, val, strategies, 5)) < 0)
+                return CLI_USAGE;
+        } else if (strcmp(arg, "--format") == 0) {
+            int f = cli_keyword(arg, val, formats, 2);
+            if (f < 0)
+                return CLI_USAGE;
+            s->json = f == 1;
+        } else if (strcmp(arg, "--threads") == 0) {
+            char *end;
+            errno = 0;
+            long n = strtol(val, &end, 10);
+            if (end == val || *end || errno || n < 0 || n > INT_MAX)
+                return cli_usage("--threads needs a non-negative integer, not '%s'", val);
+            a->threads = (int)n;
+        }
+    }
+    if (a->expr && a->script)
+        return cli_usage("give either -e EXPR or a script file, not both");
+    if (s->nouts && !a->expr && !a->script)
+        return cli_usage("--out needs -e EXPR or a script file");
+    return CLI_OK;
+}
+
+static int cli_options(const cli_args *a, red_ctx *ctx)
+{
+    /* The enum orders of the keyword tables above match the library's. */
+    static const int devices[] = {RED_DEVICE_AUTO, RED_DEVICE_CPU, RED_DEVICE_GPU};
+    static const int strategies[] = {RED_STRATEGY_AUTO, RED_STRATEGY_TREE, RED_STRATEGY_SEQUENTIAL,
+                                     RED_STRATEGY_PERSISTENT, RED_STRATEGY_SEGMENTED};
+    int rc = RED_OK;
+    if (a->device >= 0)
+        rc = red_set_option(ctx, RED_OPT_DEVICE, devices[a->device]);
+    if (rc == RED_OK && a->strategy >= 0)
+        rc = red_set_option(ctx, RED_OPT_STRATEGY, strategies[a->strategy]);
+    if (rc == RED_OK && a->threads >= 0)
+        rc = red_set_option(ctx, RED_OPT_THREADS, a->threads);
+    return rc;
+}
+
+static int cli_main(int argc, char **argv, cli_session *s)
+{
+    cli_args a = {NULL, NULL, -1, -1, -1, false};
+    int status = cli_parse(argc, argv, &a, s);
+    if (status != CLI_OK)
+        return status < 0 ? CLI_OK : status;
+
+    for (int i = 0; i < s->nloads; i++) {
+        char err[1024];
+        cli_load *l = &s->loads[i];
+        if (npy_load(l->path, &l->array, &l->owned, err, sizeof err) != 0) {
+            fprintf(stderr, "redjit: --load %s: %s\n", l->name, err);
+            return CLI_FAIL;
+        }
+    }
+    int rc = red_open(&s->ctx);
+    if (rc != RED_OK) {
+        fprintf(stderr, "redjit: cannot start: %s\n", red_errstr(rc));
+        return CLI_FAIL;
+    }
+    static bool verbose;
+    verbose = a.verbose;
+    red_set_log(s->ctx, cli_log, &verbose);
+    rc = cli_options(&a, s->ctx);
+    if (rc != RED_OK)
+        return cli_lib_error(s, rc, red_errmsg(s->ctx));
+
+    if (a.expr) {
+        status = cli_eval(s, a.expr);
+    } else if (a.script) {
+        char *text = cli_read_file(a.script);
+        if (!text)
+            return CLI_FAIL;
+        s->origin = strcmp(a.script, "-") == 0 ? "<stdin>" : a.script;
+        status = cli_eval(s, text);
+        free(text);
+    } else {
+        status = repl_run(s, stdin);
+    }
+    /* A full disk or a closed pipe must not pass for success. */
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "redjit: writing the results failed: %s\n", strerror(errno));
+        status = CLI_FAIL;
+    }
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    cli_session s;
+    memset(&s, 0, sizeof s);
+    /* Each option appears at most once per argument, so argc bounds every list. */
+    s.loads = calloc((size_t)argc, sizeof *s.loads);
+    s.sets = calloc((size_t)argc, sizeof *s.sets);
+    s.outs = calloc((size_t)argc, sizeof *s.outs);
+    int status;
+    if (!s.loads || !s.sets || !s.outs) {
+        fputs("redjit: out of memory\n", stderr);
+        status = CLI_FAIL;
+    } else {
+        status = cli_main(argc, argv, &s);
+    }
+    red_close(s.ctx);
+    for (int i = 0; s.loads && i < s.nloads; i++)
+        free(s.loads[i].owned);
+    free(s.loads);
+    free(s.sets);
+    free(s.outs);
+    return status;
+}
