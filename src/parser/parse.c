@@ -1,0 +1,752 @@
+/*
+ * parse.c -- the parser driver (tokens from the lexer into the lemon parser),
+ * the tree builders the grammar's actions call, and ast_print, which writes
+ * a tree back as fully parenthesised text.
+ */
+#include "parse.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grammar.h"
+
+/* Limits on what one text may build.  Depth is bounded by AST_MAX_DEPTH and
+ * brackets by the lexer; these bound the breadth, so that a few megabytes of
+ * `x,x,x,...` cannot make the arena grow by gigabytes (a node is ~100 bytes). */
+#define PARSE_MAX_TEXT  (INT32_MAX - 1)    /* positions are int32 offsets */
+#define PARSE_MAX_NODES (1L << 20)
+#define PARSE_MAX_FIELD 65535              /* `t.N`: a tuple field number */
+
+/* ---- Errors ----------------------------------------------------------------- */
+
+void parse_error(parse_ctx *ctx, util_pos pos, int code, const char *fmt, ...)
+{
+    if (ctx->status) return;
+    va_list ap;
+    va_start(ap, fmt);
+    util_diag_vat(ctx->diag, ctx->src, pos, code, fmt, ap);
+    va_end(ap);
+    ctx->status = code;
+}
+
+static void parse_nomem(parse_ctx *ctx)
+{
+    if (ctx->status) return;
+    util_diag_set(ctx->diag, RED_ERR_NOMEM, "out of memory while parsing the expression");
+    ctx->status = RED_ERR_NOMEM;
+}
+
+/* Whether only blank lines and comments follow the current token: then a
+ * newline that the grammar did not expect is really the end of the input
+ * ("a +\n" is as incomplete as "a +"). */
+static int parse_rest_is_blank(const parse_ctx *ctx)
+{
+    util_diag scratch;
+    lex_state peek = ctx->lex;
+    lex_token t;
+    int type;
+    peek.diag = &scratch;
+    while ((type = lex_next(&peek, &t)) == TK_SEMI && t.newline) {}
+    return type == 0;
+}
+
+void parse_syntax_error(parse_ctx *ctx, const lex_token *t)
+{
+    if (ctx->status) return; /* the tree was already given up: keep that error */
+    if (t->type == 0 || (t->type == TK_SEMI && t->newline && parse_rest_is_blank(ctx))) {
+        util_pos end = {ctx->last_end, 0};
+        parse_error(ctx, end, RED_ERR_SYNTAX, "unexpected end of input");
+        ctx->incomplete = 1;
+        return;
+    }
+    if (t->type == TK_SEMI && t->newline) {
+        parse_error(ctx, t->pos, RED_ERR_SYNTAX,
+                    "unexpected newline (outside brackets a newline ends the statement)");
+        return;
+    }
+    /* Quote the token as written, cut short if it is a very long number. */
+    const char *text = ctx->src + t->pos.off;
+    int len = t->pos.len, shown = len > 40 ? 37 : len;
+    const char *more = len > shown ? "..." : "";
+    const char *what = "";
+    if (t->type == TK_NAME)
+        what = "name ";
+    else if ((t->type == TK_INT || t->type == TK_FLOAT) && text[0] >= '0' && text[0] <= '9')
+        what = "number ";
+    parse_error(ctx, t->pos, RED_ERR_SYNTAX, "unexpected %s'%.*s%s'", what, shown, text, more);
+}
+
+void parse_stack_overflow(parse_ctx *ctx, int depth)
+{
+    parse_error(ctx, ctx->tok.pos, RED_ERR_LIMIT,
+                "expression too deeply nested (the parser's stack of %d entries is full)", depth);
+}
+
+/* ---- Nodes ------------------------------------------------------------------ */
+
+static util_pos span_of(util_pos from, util_pos to)
+{
+    util_pos p = {from.off, to.off + to.len - from.off};
+    return p;
+}
+
+static parse_ex ex_of(ast_node *n)
+{
+    parse_ex e = {n, n->pos};
+    return e;
+}
+
+/* After any error the tree is thrown away: every builder returns at once,
+ * handing out the context's (never written) scratch node, so that what the
+ * actions pass around is never NULL. */
+static parse_ex failed(parse_ctx *ctx)
+{
+    parse_ex e = {&ctx->dummy, {0, 0}};
+    return e;
+}
+
+/* A zeroed node in the arena; NULL (with the error recorded) when over the
+ * node limit or out of memory. */
+static ast_node *new_node(parse_ctx *ctx, ast_kind kind, util_pos pos)
+{
+    if (++ctx->nnodes > PARSE_MAX_NODES) {
+        parse_error(ctx, pos, RED_ERR_LIMIT, "expression too large (more than %ld nodes)",
+                    PARSE_MAX_NODES);
+        return NULL;
+    }
+    ast_node *n = util_arena_alloc(ctx->arena, sizeof *n);
+    if (!n) {
+        parse_nomem(ctx);
+        return NULL;
+    }
+    n->kind = kind;
+    n->pos = pos;
+    n->depth = 1;
+    return n;
+}
+
+static const char *token_text(parse_ctx *ctx, const lex_token *t)
+{
+    char *s = util_arena_strndup(ctx->arena, ctx->src + t->pos.off, (size_t)t->pos.len);
+    if (!s) parse_nomem(ctx);
+    return s ? s : "";
+}
+
+/* depth = 1 + the deepest child.  Every later pass over the tree recurses,
+ * so this is what keeps them off the C stack's limit: x+x+...+x with a
+ * million terms is rejected here, at the operator that crosses the line. */
+static void set_depth(parse_ctx *ctx, ast_node *n, util_pos at)
+{
+    int d = 0;
+    for (int i = 0; i < n->nargs; i++)
+        if (n->args[i]->depth > d) d = n->args[i]->depth;
+    for (int i = 0; i < n->nover; i++) {
+        if (n->over[i].lo && n->over[i].lo->depth > d) d = n->over[i].lo->depth;
+        if (n->over[i].hi && n->over[i].hi->depth > d) d = n->over[i].hi->depth;
+    }
+    if (n->by && n->by->depth > d) d = n->by->depth;
+    n->depth = d + 1;
+    if (n->depth > AST_MAX_DEPTH)
+        parse_error(ctx, at, RED_ERR_LIMIT, "expression too deeply nested (more than %d levels)",
+                    AST_MAX_DEPTH);
+}
+
+static int set_args(parse_ctx *ctx, ast_node *n, int nargs)
+{
+    n->args = util_arena_alloc(ctx->arena, (size_t)nargs * sizeof *n->args);
+    if (!n->args) {
+        parse_nomem(ctx);
+        return 0;
+    }
+    n->nargs = nargs;
+    return 1;
+}
+
+static void args_from_list(parse_ctx *ctx, ast_node *n, const parse_exlist *l)
+{
+    if (!l || l->n == 0 || !set_args(ctx, n, l->n)) return;
+    int i = 0;
+    for (const parse_cell *c = l->head; c; c = c->next) n->args[i++] = c->node;
+}
+
+parse_ex parse_int(parse_ctx *ctx, const lex_token *t)
+{
+    if (ctx->status) return failed(ctx);
+    ast_node *n = new_node(ctx, AST_INT, t->pos);
+    if (!n) return failed(ctx);
+    n->u.ival = t->v.ival;
+    return ex_of(n);
+}
+
+parse_ex parse_float(parse_ctx *ctx, const lex_token *t)
+{
+    if (ctx->status) return failed(ctx);
+    ast_node *n = new_node(ctx, AST_FLOAT, t->pos);
+    if (!n) return failed(ctx);
+    n->u.fval = t->v.fval;
+    return ex_of(n);
+}
+
+parse_ex parse_bool(parse_ctx *ctx, const lex_token *t, int value)
+{
+    if (ctx->status) return failed(ctx);
+    ast_node *n = new_node(ctx, AST_BOOL, t->pos);
+    if (!n) return failed(ctx);
+    n->u.ival = (uint64_t)value;
+    return ex_of(n);
+}
+
+parse_ex parse_name(parse_ctx *ctx, const lex_token *t)
+{
+    if (ctx->status) return failed(ctx);
+    ast_node *n = new_node(ctx, AST_NAME, t->pos);
+    if (!n) return failed(ctx);
+    n->name = token_text(ctx, t);
+    n->name_pos = t->pos;
+    return ex_of(n);
+}
+
+parse_ex parse_unary(parse_ctx *ctx, const lex_token *op, const parse_ex *x)
+{
+    if (ctx->status) return failed(ctx);
+    ast_node *n = new_node(ctx, AST_UNARY, span_of(op->pos, x->span));
+    if (!n) return failed(ctx);
+    n->op = ctx->src[op->pos.off];
+    if (set_args(ctx, n, 1)) n->args[0] = x->node;
+    set_depth(ctx, n, op->pos);
+    return ex_of(n);
+}
+
+parse_ex parse_binary(parse_ctx *ctx, const parse_ex *a, int op, const lex_token *optok,
+                      const parse_ex *b)
+{
+    if (ctx->status) return failed(ctx);
+    ast_node *n = new_node(ctx, AST_BINARY, span_of(a->span, b->span));
+    if (!n) return failed(ctx);
+    n->op = op;
+    if (set_args(ctx, n, 2)) {
+        n->args[0] = a->node;
+        n->args[1] = b->node;
+    }
+    set_depth(ctx, n, optok->pos);
+    return ex_of(n);
+}
+
+parse_ex parse_cond(parse_ctx *ctx, const parse_ex *c, const lex_token *q, const parse_ex *a,
+                    const parse_ex *b)
+{
+    if (ctx->status) return failed(ctx);
+    ast_node *n = new_node(ctx, AST_COND, span_of(c->span, b->span));
+    if (!n) return failed(ctx);
+    if (set_args(ctx, n, 3)) {
+        n->args[0] = c->node;
+        n->args[1] = a->node;
+        n->args[2] = b->node;
+    }
+    set_depth(ctx, n, q->pos);
+    return ex_of(n);
+}
+
+parse_ex parse_index(parse_ctx *ctx, const parse_ex *base, const lex_token *lb,
+                     const parse_exlist *subs, const lex_token *rb)
+{
+    if (ctx->status) return failed(ctx);
+    /* The grammar lets any postfix expression take subscripts, so that the
+     * mistake gets a message that says what is wrong instead of
+     * "unexpected '['"; the tree only has room for name[...]. */
+    if (base->node->kind != AST_NAME) {
+        parse_error(ctx, lb->pos, RED_ERR_SYNTAX, "only an array name can be subscripted%s",
+                    base->node->kind == AST_INDEX ? ": write a[i, j], not a[i][j]" : "");
+        return failed(ctx);
+    }
+    ast_node *n = new_node(ctx, AST_INDEX, span_of(base->span, rb->pos));
+    if (!n) return failed(ctx);
+    n->name = base->node->name;
+    n->name_pos = base->node->name_pos;
+    args_from_list(ctx, n, subs);
+    set_depth(ctx, n, lb->pos);
+    return ex_of(n);
+}
+
+parse_ex parse_field(parse_ctx *ctx, const parse_ex *base, const lex_token *dot,
+                     const lex_token *num)
+{
+    if (ctx->status) return failed(ctx);
+    if (num->v.ival > PARSE_MAX_FIELD) {
+        parse_error(ctx, num->pos, RED_ERR_SYNTAX, "tuple field number too large (at most %d)",
+                    PARSE_MAX_FIELD);
+        return failed(ctx);
+    }
+    ast_node *n = new_node(ctx, AST_FIELD, span_of(base->span, num->pos));
+    if (!n) return failed(ctx);
+    n->field = (int)num->v.ival;
+    if (set_args(ctx, n, 1)) n->args[0] = base->node;
+    set_depth(ctx, n, dot->pos);
+    return ex_of(n);
+}
+
+parse_ex parse_paren(parse_ctx *ctx, const lex_token *lp, const parse_exlist *l,
+                     const lex_token *rp)
+{
+    if (ctx->status) return failed(ctx);
+    util_pos span = span_of(lp->pos, rp->pos);
+    if (l->n == 1) {
+        parse_ex e = {l->head->node, span};
+        return e;
+    }
+    ast_node *n = new_node(ctx, AST_TUPLE, span);
+    if (!n) return failed(ctx);
+    args_from_list(ctx, n, l);
+    set_depth(ctx, n, lp->pos);
+    return ex_of(n);
+}
+
+parse_ex parse_call(parse_ctx *ctx, const lex_token *name, const parse_exlist *args,
+                    const lex_token *rp)
+{
+    if (ctx->status) return failed(ctx);
+    ast_node *n = new_node(ctx, AST_CALL, span_of(name->pos, rp->pos));
+    if (!n) return failed(ctx);
+    n->name = token_text(ctx, name);
+    n->name_pos = name->pos;
+    args_from_list(ctx, n, args);
+    set_depth(ctx, n, name->pos);
+    return ex_of(n);
+}
+
+parse_ex parse_reduce(parse_ctx *ctx, const lex_token *kw, const lex_token *op,
+                      const parse_ex *x, const lex_token *rp)
+{
+    if (ctx->status) return failed(ctx);
+    ast_node *n = new_node(ctx, AST_REDUCE, span_of(kw->pos, rp->pos));
+    if (!n) return failed(ctx);
+    n->name = token_text(ctx, op);
+    n->name_pos = op->pos;
+    if (set_args(ctx, n, 1)) n->args[0] = x->node;
+    set_depth(ctx, n, kw->pos);
+    return ex_of(n);
+}
+
+parse_ex parse_clauses(parse_ctx *ctx, const parse_ex *call, const parse_overlist *over,
+                       const parse_ex *by)
+{
+    if (ctx->status) return failed(ctx);
+    ast_node *n = call->node;
+    if (!over && !by) return *call;
+    int32_t end = n->pos.off + n->pos.len;
+    if (over && over->n > 0) {
+        n->over = util_arena_alloc(ctx->arena, (size_t)over->n * sizeof *n->over);
+        if (!n->over) {
+            parse_nomem(ctx);
+            return failed(ctx);
+        }
+        n->has_over = 1;
+        n->nover = over->n;
+        int i = 0;
+        for (const parse_idx *x = over->head; x; x = x->next) n->over[i++] = x->over;
+        end = over->end;
+    }
+    if (by) {
+        n->by = by->node;
+        end = by->span.off + by->span.len;
+    }
+    n->pos.len = end - n->pos.off;
+    set_depth(ctx, n, n->name_pos);
+    return ex_of(n);
+}
+
+parse_idx *parse_over_idx(parse_ctx *ctx, const lex_token *name, const parse_ex *lo,
+                          const parse_ex *hi)
+{
+    if (ctx->status) return NULL;
+    parse_idx *x = util_arena_alloc(ctx->arena, sizeof *x);
+    if (!x) {
+        parse_nomem(ctx);
+        return NULL;
+    }
+    x->over.name = token_text(ctx, name);
+    x->over.pos = name->pos;
+    x->end = name->pos.off + name->pos.len;
+    if (lo && hi) {
+        x->over.lo = lo->node;
+        x->over.hi = hi->node;
+        x->end = hi->span.off + hi->span.len;
+    }
+    return x;
+}
+
+/* ---- Lists ------------------------------------------------------------------ */
+
+void parse_list_init(parse_ctx *ctx, parse_exlist *l, const parse_ex *x)
+{
+    memset(l, 0, sizeof *l);
+    if (ctx->status) return;
+    parse_cell *c = util_arena_alloc(ctx->arena, sizeof *c);
+    if (!c) {
+        parse_nomem(ctx);
+        return;
+    }
+    c->node = x->node;
+    l->head = l->tail = c;
+    l->n = 1;
+    l->span = x->span;
+}
+
+void parse_list_add(parse_ctx *ctx, parse_exlist *l, const parse_ex *x)
+{
+    if (ctx->status || !l->tail) return;
+    parse_cell *c = util_arena_alloc(ctx->arena, sizeof *c);
+    if (!c) {
+        parse_nomem(ctx);
+        return;
+    }
+    c->node = x->node;
+    l->tail->next = c;
+    l->tail = c;
+    l->n++;
+    l->span = span_of(l->span, x->span);
+}
+
+void parse_over_init(parse_overlist *l, parse_idx *i)
+{
+    memset(l, 0, sizeof *l);
+    if (!i) return;
+    l->head = l->tail = i;
+    l->n = 1;
+    l->end = i->end;
+}
+
+void parse_over_add(parse_overlist *l, parse_idx *i)
+{
+    if (!i || !l->tail) return;
+    l->tail->next = i;
+    l->tail = i;
+    l->n++;
+    l->end = i->end;
+}
+
+/* ---- Statements ------------------------------------------------------------- */
+
+static ast_stmt *new_stmt(parse_ctx *ctx, ast_stmt_kind kind, util_pos pos)
+{
+    if (ctx->nstmts == ctx->capstmts) {
+        /* Doubling in the arena: the old array stays behind, at most as much
+         * again as the final one. */
+        int cap = ctx->capstmts ? 2 * ctx->capstmts : 8;
+        ast_stmt *s = util_arena_alloc(ctx->arena, (size_t)cap * sizeof *s);
+        if (!s) {
+            parse_nomem(ctx);
+            return NULL;
+        }
+        if (ctx->nstmts) memcpy(s, ctx->stmts, (size_t)ctx->nstmts * sizeof *s);
+        ctx->stmts = s;
+        ctx->capstmts = cap;
+    }
+    ast_stmt *s = &ctx->stmts[ctx->nstmts++];
+    s->kind = kind;
+    s->pos = pos;
+    return s;
+}
+
+static int set_exprs(parse_ctx *ctx, ast_stmt *s, int n)
+{
+    s->exprs = util_arena_alloc(ctx->arena, (size_t)n * sizeof *s->exprs);
+    if (!s->exprs) {
+        parse_nomem(ctx);
+        return 0;
+    }
+    s->nexprs = n;
+    return 1;
+}
+
+void parse_stmt_exprs(parse_ctx *ctx, const parse_exlist *l)
+{
+    if (ctx->status) return;
+    ast_stmt *s = new_stmt(ctx, STMT_EXPR, l->span);
+    if (!s || !set_exprs(ctx, s, l->n)) return;
+    int i = 0;
+    for (const parse_cell *c = l->head; c; c = c->next) s->exprs[i++] = c->node;
+}
+
+void parse_stmt_assign(parse_ctx *ctx, const parse_ex *lhs, const parse_ex *rhs)
+{
+    if (ctx->status) return;
+    const ast_node *l = lhs->node;
+    int ok = l->kind == AST_NAME || l->kind == AST_INDEX;
+    util_pos bad = lhs->span;
+    for (int i = 0; ok && l->kind == AST_INDEX && i < l->nargs; i++) {
+        if (l->args[i]->kind != AST_NAME) {
+            ok = 0;
+            bad = l->args[i]->pos;
+        }
+    }
+    if (!ok) {
+        parse_error(ctx, bad, RED_ERR_SYNTAX, "left side of '=' must be a name or name[i, j, ...]");
+        return;
+    }
+    ast_stmt *s = new_stmt(ctx, l->kind == AST_NAME ? STMT_LET : STMT_ASSIGN,
+                           span_of(lhs->span, rhs->span));
+    if (!s || !set_exprs(ctx, s, 1)) return;
+    s->name = l->name;
+    s->name_pos = l->name_pos;
+    s->exprs[0] = rhs->node;
+    if (l->kind == AST_INDEX) {
+        s->idx = util_arena_alloc(ctx->arena, (size_t)l->nargs * sizeof *s->idx);
+        s->idx_pos = util_arena_alloc(ctx->arena, (size_t)l->nargs * sizeof *s->idx_pos);
+        if (!s->idx || !s->idx_pos) {
+            parse_nomem(ctx);
+            return;
+        }
+        s->nidx = l->nargs;
+        for (int i = 0; i < l->nargs; i++) {
+            s->idx[i] = l->args[i]->name;
+            s->idx_pos[i] = l->args[i]->pos;
+        }
+    }
+}
+
+void parse_stmt_op(parse_ctx *ctx, const lex_token *kw, const lex_token *name,
+                   const lex_token *a, const lex_token *b, const parse_ex *combine,
+                   const parse_ex *identity)
+{
+    if (ctx->status) return;
+    ast_stmt *s = new_stmt(ctx, STMT_OP, span_of(kw->pos, identity->span));
+    if (!s || !set_exprs(ctx, s, 2)) return;
+    s->ordered = kw->v.ival != 0;
+    s->name = token_text(ctx, name);
+    s->name_pos = name->pos;
+    s->param[0] = token_text(ctx, a);
+    s->param_pos[0] = a->pos;
+    s->param[1] = token_text(ctx, b);
+    s->param_pos[1] = b->pos;
+    s->exprs[0] = combine->node;
+    s->exprs[1] = identity->node;
+}
+
+/* ---- The driver ------------------------------------------------------------- */
+
+int ast_parse(util_arena *arena, const char *src, ast_program **out, util_diag *diag,
+              int *incomplete)
+{
+    util_diag scratch;
+    if (!diag) diag = &scratch;
+    if (out) *out = NULL;
+    if (incomplete) *incomplete = 0;
+    if (!arena || !src || !out)
+        return util_diag_set(diag, RED_ERR_ARG, "ast_parse: NULL argument");
+
+    size_t len = strlen(src);
+    if (len > PARSE_MAX_TEXT)
+        return util_diag_set(diag, RED_ERR_LIMIT, "expression text too long (%zu bytes)", len);
+    ast_program *prog = util_arena_alloc(arena, sizeof *prog);
+    char *text = util_arena_strndup(arena, src, len);
+    if (!prog || !text)
+        return util_diag_set(diag, RED_ERR_NOMEM, "out of memory while parsing the expression");
+    prog->src = text;
+
+    parse_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.arena = arena;
+    ctx.src = text;
+    ctx.diag = diag;
+    lex_init(&ctx.lex, text, diag);
+
+    void *lp = ast_lemonAlloc(malloc, &ctx);
+    if (!lp) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory while parsing the expression");
+    for (;;) {
+        lex_token t;
+        int type = lex_next(&ctx.lex, &t);
+        if (type < 0) {
+            ctx.status = diag->code;
+            break;
+        }
+        ctx.tok = t;
+        ast_lemon(lp, type, t);
+        if (ctx.status || type == 0) break;
+        if (!(type == TK_SEMI && t.newline)) ctx.last_end = t.pos.off + t.pos.len;
+    }
+    ast_lemonFree(lp, free);
+
+    if (!ctx.status && ctx.nstmts == 0) {
+        util_pos start = {0, 0};
+        parse_error(&ctx, start, RED_ERR_SYNTAX, "empty expression");
+    }
+    if (ctx.status) {
+        if (incomplete) *incomplete = ctx.incomplete;
+        return ctx.status;
+    }
+    prog->nstmts = ctx.nstmts;
+    prog->stmts = ctx.stmts;
+    *out = prog;
+    return RED_OK;
+}
+
+/* ---- Printing --------------------------------------------------------------- */
+
+static const char *binop_text(int op)
+{
+    switch (op) {
+    case BOP_ADD: return "+";
+    case BOP_SUB: return "-";
+    case BOP_MUL: return "*";
+    case BOP_DIV: return "/";
+    case BOP_MOD: return "%";
+    case BOP_BAND: return "&";
+    case BOP_BOR: return "|";
+    case BOP_BXOR: return "^";
+    case BOP_SHL: return "<<";
+    case BOP_SHR: return ">>";
+    case BOP_LT: return "<";
+    case BOP_LE: return "<=";
+    case BOP_GT: return ">";
+    case BOP_GE: return ">=";
+    case BOP_EQ: return "==";
+    case BOP_NE: return "!=";
+    case BOP_LAND: return "&&";
+    case BOP_LOR: return "||";
+    }
+    return "?";
+}
+
+static void print_node(util_buf *b, const ast_node *n);
+
+/* A call's `over` / `by` clause runs as far right as it can, so a call that
+ * has one is wrapped in parentheses unless a closing bracket (or the end)
+ * follows it; everything else prints its own parentheses already. */
+static void print_sub(util_buf *b, const ast_node *n, int more_follows)
+{
+    int wrap = more_follows && (n->kind == AST_CALL || n->kind == AST_REDUCE) &&
+               (n->has_over || n->by);
+    if (wrap) util_buf_puts(b, "(");
+    print_node(b, n);
+    if (wrap) util_buf_puts(b, ")");
+}
+
+static void print_list(util_buf *b, ast_node *const *args, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (i) util_buf_puts(b, ", ");
+        print_sub(b, args[i], i + 1 < n);
+    }
+}
+
+/* %.17g reads back as the same double; a ".0" keeps an integral value a
+ * decimal literal when the text is parsed again. */
+static void print_float(util_buf *b, double v)
+{
+    if (isnan(v)) {
+        util_buf_puts(b, "nan");
+        return;
+    }
+    if (isinf(v)) {
+        util_buf_puts(b, v < 0 ? "(-inf)" : "inf");
+        return;
+    }
+    char s[40];
+    snprintf(s, sizeof s, "%.17g", v);
+    util_buf_puts(b, s);
+    if (!strpbrk(s, ".e")) util_buf_puts(b, ".0");
+}
+
+static void print_clauses(util_buf *b, const ast_node *n)
+{
+    if (n->has_over) {
+        util_buf_puts(b, " over ");
+        for (int i = 0; i < n->nover; i++) {
+            const ast_over *o = &n->over[i];
+            if (i) util_buf_puts(b, ", ");
+            util_buf_puts(b, o->name);
+            if (o->lo) {
+                util_buf_puts(b, " in ");
+                print_sub(b, o->lo, 1);
+                util_buf_puts(b, "..");
+                print_sub(b, o->hi, i + 1 < n->nover || n->by);
+            }
+        }
+    }
+    if (n->by) {
+        util_buf_puts(b, " by ");
+        print_sub(b, n->by, 0);
+    }
+}
+
+static void print_node(util_buf *b, const ast_node *n)
+{
+    switch (n->kind) {
+    case AST_INT:
+        util_buf_printf(b, "%" PRIu64, n->u.ival);
+        break;
+    case AST_FLOAT:
+        print_float(b, n->u.fval);
+        break;
+    case AST_BOOL:
+        util_buf_puts(b, n->u.ival ? "true" : "false");
+        break;
+    case AST_NAME:
+        util_buf_puts(b, n->name);
+        break;
+    case AST_INDEX:
+        util_buf_printf(b, "%s[", n->name);
+        print_list(b, n->args, n->nargs);
+        util_buf_puts(b, "]");
+        break;
+    case AST_UNARY:
+        util_buf_printf(b, "(%c", n->op);
+        print_sub(b, n->args[0], 0);
+        util_buf_puts(b, ")");
+        break;
+    case AST_BINARY:
+        util_buf_puts(b, "(");
+        print_sub(b, n->args[0], 1);
+        util_buf_printf(b, " %s ", binop_text(n->op));
+        print_sub(b, n->args[1], 0);
+        util_buf_puts(b, ")");
+        break;
+    case AST_COND:
+        util_buf_puts(b, "(");
+        print_sub(b, n->args[0], 1);
+        util_buf_puts(b, " ? ");
+        print_sub(b, n->args[1], 1);
+        util_buf_puts(b, " : ");
+        print_sub(b, n->args[2], 0);
+        util_buf_puts(b, ")");
+        break;
+    case AST_CALL:
+        util_buf_printf(b, "%s(", n->name);
+        print_list(b, n->args, n->nargs);
+        util_buf_puts(b, ")");
+        print_clauses(b, n);
+        break;
+    case AST_REDUCE:
+        util_buf_printf(b, "reduce(%s, ", n->name);
+        print_list(b, n->args, n->nargs);
+        util_buf_puts(b, ")");
+        print_clauses(b, n);
+        break;
+    case AST_TUPLE:
+        util_buf_puts(b, "(");
+        print_list(b, n->args, n->nargs);
+        util_buf_puts(b, ")");
+        break;
+    case AST_FIELD: {
+        /* `1.0` would read back as a decimal literal, so a literal base is
+         * parenthesised. */
+        const ast_node *base = n->args[0];
+        int lit = base->kind == AST_INT || base->kind == AST_FLOAT || base->kind == AST_BOOL;
+        if (lit) util_buf_puts(b, "(");
+        print_sub(b, base, !lit);
+        if (lit) util_buf_puts(b, ")");
+        util_buf_printf(b, ".%d", n->field);
+        break;
+    }
+    }
+}
+
+void ast_print(util_buf *b, const ast_node *n)
+{
+    if (n) print_node(b, n);
+}
