@@ -251,6 +251,33 @@ RED_API void red_free(void *p);
  * segmentation.  The string is owned by `e` (valid until the next call). */
 RED_API int red_explain(red_expr *e, const char **text);
 
+/* ---- GPU and kernel cache ------------------------------------------------ */
+
+/* 1 when a GPU can be used (driver, device and NVRTC found), else 0; the
+ * reason is then in red_errmsg.  The first call initialises CUDA. */
+RED_API int red_gpu_available(red_ctx *ctx);
+
+/* Generate and compile with NVRTC the GPU kernels of `e` for its current
+ * bindings, for architecture `arch` ("sm_90"), without running anything and
+ * without needing a GPU or a driver: for build checks and tests. */
+RED_API int red_precompile(red_expr *e, const char *arch);
+
+typedef struct red_cache_info {
+    long long memory_hits;     /* kernels found already loaded             */
+    long long disk_hits;       /* CUBINs read from the disk cache          */
+    long long compiles;        /* NVRTC compilations                       */
+    double    compile_ms;      /* total NVRTC time                         */
+    long long pool_bytes;      /* device memory the buffer pool holds      */
+    long long pool_in_use;     /* of which in use                          */
+} red_cache_info;
+
+/* Statistics of the kernel caches of `ctx` (zeros before the GPU is used). */
+RED_API int red_cache_stats(red_ctx *ctx, red_cache_info *info);
+/* Remove every entry of the on-disk kernel cache ($REDJIT_CACHE_DIR, else
+ * $XDG_CACHE_HOME/redjit, else ~/.cache/redjit; REDJIT_CACHE=0 disables it).
+ * Returns the number of entries removed (>= 0). */
+RED_API int red_cache_clear(red_ctx *ctx);
+
 /* ---- One call ------------------------------------------------------------ */
 
 typedef struct red_binding {

@@ -18,6 +18,8 @@
 #include "check/check.h"
 #include "cpu/exec.h"
 #include "parser/ast.h"
+#include "runtime/gpu.h"
+#include "runtime/kcache.h"
 #include "redjit.h"
 
 #define PROGRAM_CACHE_MAX 256
@@ -214,6 +216,9 @@ struct red_ctx {
     cache_entry cache[PROGRAM_CACHE_MAX];
     int ncache, next_evict;
     red_expr *exprs;        /* live prepared expressions (closed with ctx) */
+    gpu_dev *gpu;           /* opened on first use                          */
+    int gpu_tried;
+    util_diag gpu_err;      /* why there is no GPU                          */
 };
 
 typedef struct binding {
@@ -268,6 +273,7 @@ RED_API void red_close(red_ctx *ctx)
     if (!ctx) return;
     while (ctx->exprs) red_finalize(ctx->exprs);
     for (int i = 0; i < ctx->ncache; i++) program_unref(ctx->cache[i].pg);
+    gpu_close(ctx->gpu);
     pthread_mutex_destroy(&ctx->lock);
     free(ctx);
 }
@@ -667,17 +673,12 @@ static int expr_plan(red_expr *e, plan **out)
 }
 
 /* Map the plan's buffers and scalars to this expression's bindings. */
-static int expr_inputs(red_expr *e, const plan *p, vm_buf *bufs, plan_value *scalars)
+static int expr_inputs(red_expr *e, const plan *p, vm_buf *bufs, plan_value *scalars, int *on_device)
 {
     for (int i = 0; i < p->nbufs; i++) {
         binding *b = find_binding(e, p->bufs[i].name);
         if (!b) return fail(e, RED_ERR_INTERNAL);
-        if (b->arr.memory == RED_MEM_CUDA) {
-            util_diag_set(&e->diag, RED_ERR_DEVICE,
-                          "array '%s' is in CUDA device memory, but this evaluation runs on the CPU "
-                          "(no GPU backend is available)", b->name);
-            return fail(e, RED_ERR_DEVICE);
-        }
+        on_device[i] = b->arr.memory == RED_MEM_CUDA;
         vm_buf *v = &bufs[i];
         v->data = b->arr.data;
         v->dtype = b->arr.dtype;
@@ -696,14 +697,47 @@ static int expr_inputs(red_expr *e, const plan *p, vm_buf *bufs, plan_value *sca
     return 0;
 }
 
-static int expr_device_ok(red_expr *e)
+/* The GPU of the context, opened on first use (NULL with the reason kept). */
+static gpu_dev *ctx_gpu(red_ctx *ctx)
 {
-    if (expr_opt(e, RED_OPT_DEVICE) == RED_DEVICE_GPU) {
-        util_diag_set(&e->diag, RED_ERR_DEVICE,
-                      "the GPU was requested, but this build of redjit has no GPU backend yet; use "
-                      "the CPU (device cpu or auto)");
+    pthread_mutex_lock(&ctx->lock);
+    if (!ctx->gpu_tried) {
+        ctx->gpu_tried = 1;
+        if (gpu_open(&ctx->gpu, &ctx->gpu_err)) ctx->gpu = NULL;
+    }
+    gpu_dev *g = ctx->gpu;
+    pthread_mutex_unlock(&ctx->lock);
+    return g;
+}
+
+RED_API int red_gpu_available(red_ctx *ctx)
+{
+    if (!ctx) return 0;
+    if (ctx_gpu(ctx)) return 1;
+    ctx_note_error(ctx, &ctx->gpu_err);
+    return 0;
+}
+
+/* Where this run goes: the GPU (returned) or the CPU (NULL, rc 0). */
+static int expr_backend(red_expr *e, gpu_dev **gpu)
+{
+    *gpu = NULL;
+    int want = expr_opt(e, RED_OPT_DEVICE), device_arrays = 0;
+    for (int i = 0; i < e->nbinds; i++) device_arrays |= e->binds[i].is_array && e->binds[i].arr.memory == RED_MEM_CUDA;
+    if (want == RED_DEVICE_CPU) {
+        if (device_arrays) {
+            util_diag_set(&e->diag, RED_ERR_BIND, "device cpu was chosen, but an array is in CUDA device memory");
+            return fail(e, RED_ERR_BIND);
+        }
+        return 0;
+    }
+    gpu_dev *g = ctx_gpu(e->ctx);
+    if (!g && (want == RED_DEVICE_GPU || device_arrays)) {
+        util_diag_set(&e->diag, RED_ERR_DEVICE, "%s%s", device_arrays ? "an array is in CUDA device memory, but " : "",
+                      e->ctx->gpu_err.msg);
         return fail(e, RED_ERR_DEVICE);
     }
+    *gpu = g;
     return 0;
 }
 
@@ -713,7 +747,8 @@ RED_API int red_run(red_expr *e)
     e->diag.code = 0;
     e->diag.msg[0] = 0;
     expr_clear_results(e);
-    int rc = expr_device_ok(e);
+    gpu_dev *gpu;
+    int rc = expr_backend(e, &gpu);
     if (rc) return rc;
     plan *p;
     rc = expr_plan(e, &p);
@@ -725,11 +760,16 @@ RED_API int red_run(red_expr *e)
         free(scalars);
         return fail(e, RED_ERR_NOMEM);
     }
-    rc = expr_inputs(e, p, bufs, scalars);
+    int *on_device = calloc((size_t)p->nbufs + 1, sizeof *on_device);
+    rc = on_device ? expr_inputs(e, p, bufs, scalars, on_device) : fail(e, RED_ERR_NOMEM);
     if (!rc) {
-        rc = cpu_execute(p, bufs, scalars, expr_opt(e, RED_OPT_THREADS), &e->temps, &e->diag);
+        if (gpu)
+            rc = gpu_execute(gpu, p, bufs, on_device, scalars, expr_opt(e, RED_OPT_STRATEGY), &e->temps, &e->diag);
+        else
+            rc = cpu_execute(p, bufs, scalars, expr_opt(e, RED_OPT_THREADS), &e->temps, &e->diag);
         if (rc) fail(e, rc);
     }
+    free(on_device);
     free(bufs);
     free(scalars);
     if (rc) return rc;
@@ -911,10 +951,22 @@ RED_API int red_explain(red_expr *e, const char **text)
     if (rc) return rc;
     util_buf_free(&e->explain);
     util_buf_init(&e->explain);
-    util_buf_printf(&e->explain, "expression: %s\nbackend: cpu (%d thread%s, blocks of %d, chunks of 65536)\n",
-                    e->pg->text, expr_opt(e, RED_OPT_THREADS), expr_opt(e, RED_OPT_THREADS) == 1 ? "" : "s",
-                    VM_B);
+    gpu_dev *gpu = NULL;
+    rc = expr_backend(e, &gpu);
+    if (rc) return rc;
+    static const char *const strat[] = {"auto", "tree", "sequential", "persistent", "segmented"};
+    util_buf_printf(&e->explain, "expression: %s\n", e->pg->text);
+    if (gpu)
+        util_buf_printf(&e->explain, "backend: gpu, strategy %s (blocks of 256 threads; full reductions: "
+                        "persistent grid from occupancy unless another strategy is chosen; partial: a thread, "
+                        "warp or block per output by segment length)\n", strat[expr_opt(e, RED_OPT_STRATEGY)]);
+    else
+        util_buf_printf(&e->explain, "backend: cpu (%d thread%s (0 = all cores), blocks of %d, chunks of 65536)\n",
+                        expr_opt(e, RED_OPT_THREADS), expr_opt(e, RED_OPT_THREADS) == 1 ? "" : "s", VM_B);
     plan_explain(&e->explain, p);
+    util_buf_puts(&e->explain, "generated CUDA (helpers from src/codegen/device elided):\n");
+    rc = gpu_explain(p, expr_opt(e, RED_OPT_STRATEGY), &e->explain, &e->diag);
+    if (rc) return fail(e, rc);
     if (e->explain.failed) return fail(e, RED_ERR_NOMEM);
     *text = util_buf_str(&e->explain);
     return RED_OK;
@@ -962,4 +1014,42 @@ RED_API int red_eval_f64(red_ctx *ctx, const char *text, const red_binding *bind
     int rc = red_eval(ctx, text, binds, nbinds, &r, 1, &count);
     if (!rc && count < 1) rc = RED_ERR_ARG;
     return rc;
+}
+
+/* ---- GPU compilation and caches ------------------------------------------------------- */
+
+RED_API int red_precompile(red_expr *e, const char *arch)
+{
+    if (!e) return RED_ERR_ARG;
+    e->diag.code = 0;
+    plan *p;
+    int rc = expr_plan(e, &p);
+    if (rc) return rc;
+    rc = gpu_compile_only(p, arch && *arch ? arch : "sm_90", &e->diag);
+    return rc ? fail(e, rc) : RED_OK;
+}
+
+RED_API int red_cache_stats(red_ctx *ctx, red_cache_info *info)
+{
+    if (!ctx || !info) return RED_ERR_ARG;
+    memset(info, 0, sizeof *info);
+    pthread_mutex_lock(&ctx->lock);
+    gpu_dev *g = ctx->gpu;
+    pthread_mutex_unlock(&ctx->lock);
+    if (!g) return RED_OK;
+    gpu_stats s;
+    gpu_get_stats(g, &s);
+    info->memory_hits = s.mem_hits;
+    info->disk_hits = s.disk_hits;
+    info->compiles = s.compiles;
+    info->compile_ms = s.compile_ms;
+    info->pool_bytes = s.pool_bytes;
+    info->pool_in_use = s.pool_live;
+    return RED_OK;
+}
+
+RED_API int red_cache_clear(red_ctx *ctx)
+{
+    (void)ctx;
+    return kc_clear();
 }

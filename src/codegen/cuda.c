@@ -1,0 +1,683 @@
+/*
+ * cuda.c -- turns one pass of a plan into CUDA C++ source.  The generated
+ * part defines the accumulator `Acc` of the pass's fused reductions and the
+ * functions the strategies in rj_reduce.cuh call: acc_init, acc_combine,
+ * acc_shfl_down, out_range (per-output domain), acc_elem (evaluate the map
+ * expressions at one element and fold), acc_write and key_at.  Expressions
+ * are emitted as single-assignment statements, one per IR node, so the
+ * hash-consed IR's sharing becomes common subexpressions in the kernel.
+ */
+#include "cuda.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const tname[CT_COUNT] = {"bool", "int", "long long", "unsigned",
+                                            "unsigned long long", "float", "double"};
+
+typedef struct gen {
+    const plan *p;
+    const plan_pass *ps;
+    cg_kernel *k;
+    util_buf *o;
+    unsigned char *done;    /* by IR id: emitted in the current function */
+    int nir;
+    int in_user;            /* emitting a combine: params are p<slot>    */
+    int pi;                 /* the pass                                  */
+} gen;
+
+/* ---- layout ----------------------------------------------------------------- */
+
+static int layout(gen *g, util_arena *a, util_diag *diag)
+{
+    const plan *p = g->p;
+    cg_layout *L = &g->k->lay;
+    L->buf_base = util_arena_alloc(a, (size_t)(p->nbufs + 1) * sizeof(int));
+    L->temp_base = util_arena_alloc(a, (size_t)(p->ntemps + 1) * sizeof(int));
+    L->scalar_slot = util_arena_alloc(a, (size_t)(p->nscalars + 1) * sizeof(int));
+    L->var_lo = util_arena_alloc(a, (size_t)(p->nvars + 1) * sizeof(int));
+    L->var_sz = util_arena_alloc(a, (size_t)(p->nvars + 1) * sizeof(int));
+    if (!L->buf_base || !L->temp_base || !L->scalar_slot || !L->var_lo || !L->var_sz)
+        return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+    int n = CG_RESERVED;
+    for (int i = 0; i < p->nbufs; i++) {
+        L->buf_base[i] = n;
+        n += 1 + 2 * p->bufs[i].ndim;
+    }
+    for (int i = 0; i < p->ntemps; i++) {
+        L->temp_base[i] = n;
+        n += 1 + 2 * p->temps[i].ndim;
+    }
+    for (int i = 0; i < p->nscalars; i++) L->scalar_slot[i] = n++;
+    for (int i = 0; i < p->nvars; i++) {
+        L->var_lo[i] = n++;
+        L->var_sz[i] = n++;
+    }
+    L->nparams = n;
+    if (n > CG_MAX_PARAMS)
+        return util_diag_set(diag, RED_ERR_LIMIT, "the expression needs %d kernel parameters (%d at most)",
+                             n, CG_MAX_PARAMS);
+    return 0;
+}
+
+static int buf_base(gen *g, int slot)
+{
+    return slot >= 0 ? g->k->lay.buf_base[slot] : g->k->lay.temp_base[-1 - slot];
+}
+
+static red_dtype buf_dtype(gen *g, int slot)
+{
+    return slot >= 0 ? g->p->bufs[slot].dtype : plan_dtype_of_ct(g->p->temps[-1 - slot].type);
+}
+
+/* ---- expressions -------------------------------------------------------------- */
+
+static void literal(util_buf *o, int type, plan_value v)
+{
+    switch (type) {
+    case CT_BOOL: util_buf_puts(o, v.i ? "true" : "false"); break;
+    case CT_I32: util_buf_printf(o, "(int)%" PRId64, v.i); break;
+    case CT_I64:
+        if (v.i == INT64_MIN) util_buf_puts(o, "(long long)0x8000000000000000ull");
+        else util_buf_printf(o, "%" PRId64 "ll", v.i);
+        break;
+    case CT_U32: util_buf_printf(o, "%" PRIu64 "u", v.u); break;
+    case CT_U64: util_buf_printf(o, "%" PRIu64 "ull", v.u); break;
+    case CT_F32: {
+        float f = (float)v.f;
+        uint32_t b;
+        memcpy(&b, &f, 4);
+        util_buf_printf(o, "__int_as_float((int)0x%08" PRIx32 "u)", b);
+        break;
+    }
+    case CT_F64: {
+        uint64_t b;
+        memcpy(&b, &v.f, 8);
+        util_buf_printf(o, "__longlong_as_double((long long)0x%016" PRIx64 "ull)", b);
+        break;
+    }
+    }
+}
+
+static void name_of(gen *g, const ir *x, char *buf, size_t n)
+{
+    if (x->kind == IR_INDEX) snprintf(buf, n, "i%d", x->slot);
+    else if (x->kind == IR_PARAM && g->in_user) snprintf(buf, n, "p%d", x->slot);
+    else snprintf(buf, n, "v%d", x->id);
+}
+
+static void emit(gen *g, const ir *x);
+
+static void ref(gen *g, const ir *x)
+{
+    if (x->kind == IR_CONST) {
+        literal(g->o, x->type, x->c);
+        return;
+    }
+    char nm[32];
+    name_of(g, x, nm, sizeof nm);
+    util_buf_puts(g->o, nm);
+}
+
+static const char *load_expr(red_dtype t)
+{
+    switch (t) {
+    case RED_BOOL: return "(((const rj_u8 *)P.v[%d])[%s] != 0)";
+    case RED_I32: return "((const int *)P.v[%d])[%s]";
+    case RED_I64: return "((const long long *)P.v[%d])[%s]";
+    case RED_U32: return "((const unsigned *)P.v[%d])[%s]";
+    case RED_U64: return "((const unsigned long long *)P.v[%d])[%s]";
+    case RED_F16: return "rj_f16_to_f32(((const rj_u16 *)P.v[%d])[%s])";
+    case RED_BF16: return "rj_bf16_to_f32(((const rj_u16 *)P.v[%d])[%s])";
+    case RED_F32: return "((const float *)P.v[%d])[%s]";
+    case RED_F64: return "((const double *)P.v[%d])[%s]";
+    }
+    return "0";
+}
+
+static const char *fn_name(int op)
+{
+    switch (op) {
+    case OP_NEG: return "rj_neg";
+    case OP_BNOT: return "rj_bnot";
+    case OP_ABS: return "rj_abs";
+    case OP_SQRT: return "rj_sqrt";
+    case OP_EXP: return "rj_exp";
+    case OP_LOG: return "rj_log";
+    case OP_LOG2: return "rj_log2";
+    case OP_LOG10: return "rj_log10";
+    case OP_SIN: return "rj_sin";
+    case OP_COS: return "rj_cos";
+    case OP_TAN: return "rj_tan";
+    case OP_TANH: return "rj_tanh";
+    case OP_FLOOR: return "rj_floor";
+    case OP_CEIL: return "rj_ceil";
+    case OP_ROUND: return "rj_round";
+    case OP_ISNAN: return "rj_isnan";
+    case OP_ISFINITE: return "rj_isfinite";
+    case OP_F16ROUND: return "rj_round_f16";
+    case OP_BF16ROUND: return "rj_round_bf16";
+    case OP_ADD: return "rj_add";
+    case OP_SUB: return "rj_sub";
+    case OP_MUL: return "rj_mul";
+    case OP_DIV: return "rj_div";
+    case OP_MOD: return "rj_mod";
+    case OP_SHL: return "rj_shl";
+    case OP_SHR: return "rj_shr";
+    case OP_MIN: return "rj_min";
+    case OP_MAX: return "rj_max";
+    case OP_POW: return "rj_pow";
+    case OP_HYPOT: return "rj_hypot";
+    case OP_FMA: return "rj_fma";
+    }
+    return NULL;
+}
+
+static void emit_cast(gen *g, const ir *x)
+{
+    const ir *a = x->args[0];
+    int from = a->type, to = x->type;
+    util_buf *o = g->o;
+    if (to == CT_BOOL) {
+        util_buf_puts(o, "(");
+        ref(g, a);
+        util_buf_puts(o, " != 0)");
+    } else if (CT_IS_FLOAT(from) && !CT_IS_FLOAT(to)) {
+        static const char *const f[CT_COUNT] = {NULL, "rj_to_i32", "rj_to_i64", "rj_to_u32", "rj_to_u64"};
+        util_buf_printf(o, "%s((double)", f[to]);
+        ref(g, a);
+        util_buf_puts(o, ")");
+    } else {
+        util_buf_printf(o, "(%s)(", tname[to]);
+        ref(g, a);
+        util_buf_puts(o, ")");
+    }
+}
+
+static void emit(gen *g, const ir *x)
+{
+    if (x->kind == IR_CONST || x->kind == IR_INDEX) return;
+    if (x->kind == IR_PARAM && g->in_user) return;
+    if (g->done[x->id]) return;
+    g->done[x->id] = 1;
+    util_buf *o = g->o;
+    if (x->kind == IR_LOAD) {
+        for (int d = 0; d < x->nargs; d++) emit(g, x->args[d]);
+        int base = buf_base(g, x->slot), nd = x->nargs;
+        char off[64];
+        snprintf(off, sizeof off, "o%d", x->id);
+        util_buf_printf(o, "    long long %s = 0;\n", off);
+        for (int d = 0; d < nd; d++) {
+            util_buf_printf(o, "    { long long s = ");
+            ref(g, x->args[d]);
+            util_buf_printf(o, "; if ((unsigned long long)s >= (unsigned long long)P.v[%d]) "
+                               "{ rj_fault(P, %d, %d, %d, s); s = 0; } %s += s * P.v[%d]; }\n",
+                            base + 1 + d, RED_ERR_INDEX, x->id, d, off, base + 1 + nd + d);
+        }
+        util_buf_printf(o, "    const %s v%d = ", tname[x->type], x->id);
+        util_buf_printf(o, load_expr(buf_dtype(g, x->slot)), base, off);
+        util_buf_puts(o, ";\n");
+        return;
+    }
+    for (int i = 0; i < x->nargs; i++) emit(g, x->args[i]);
+    util_buf_printf(o, "    const %s v%d = ", tname[x->type], x->id);
+    switch (x->kind) {
+    case IR_SCALAR: {
+        int s = g->k->lay.scalar_slot[x->slot];
+        switch (x->type) {
+        case CT_BOOL: util_buf_printf(o, "(P.v[%d] != 0)", s); break;
+        case CT_F32: util_buf_printf(o, "(float)__longlong_as_double(P.v[%d])", s); break;
+        case CT_F64: util_buf_printf(o, "__longlong_as_double(P.v[%d])", s); break;
+        default: util_buf_printf(o, "(%s)P.v[%d]", tname[x->type], s);
+        }
+        break;
+    }
+    case IR_PARAM: util_buf_printf(o, "p%d", x->slot); break;
+    case IR_CAST: emit_cast(g, x); break;
+    case IR_OP: {
+        const char *f = fn_name(x->op);
+        static const char *const infix[OP_COUNT_] = {
+            [OP_LT] = "<", [OP_LE] = "<=", [OP_GT] = ">", [OP_GE] = ">=", [OP_EQ] = "==",
+            [OP_NE] = "!=", [OP_LAND] = "&&", [OP_LOR] = "||", [OP_BAND] = "&",
+            [OP_BOR] = "|", [OP_BXOR] = "^"};
+        if (x->op == OP_NOT) {
+            util_buf_puts(o, "(!");
+            ref(g, x->args[0]);
+            util_buf_puts(o, ")");
+        } else if (x->op == OP_SELECT) {
+            util_buf_puts(o, "(");
+            ref(g, x->args[0]);
+            util_buf_puts(o, " ? ");
+            ref(g, x->args[1]);
+            util_buf_puts(o, " : ");
+            ref(g, x->args[2]);
+            util_buf_puts(o, ")");
+        } else if (x->op == OP_BNOT && x->type == CT_BOOL) {
+            util_buf_puts(o, "(!");
+            ref(g, x->args[0]);
+            util_buf_puts(o, ")");
+        } else if (infix[x->op]) {
+            util_buf_printf(o, "(%s)(", tname[x->type]);
+            ref(g, x->args[0]);
+            util_buf_printf(o, " %s ", infix[x->op]);
+            ref(g, x->args[1]);
+            util_buf_puts(o, ")");
+        } else {
+            util_buf_printf(o, "%s(", f ? f : "rj_unknown");
+            for (int i = 0; i < x->nargs; i++) {
+                if (i) util_buf_puts(o, ", ");
+                ref(g, x->args[i]);
+            }
+            util_buf_puts(o, ")");
+        }
+        break;
+    }
+    default: util_buf_puts(o, "0"); break;
+    }
+    util_buf_puts(o, ";\n");
+}
+
+static void begin_function(gen *g) { memset(g->done, 0, (size_t)g->nir + 1); }
+
+/* Declare index variable values: free ones from `o`, reduced ones from `t`
+ * with per-output starts lo[] and extents sz[]. */
+static void emit_free_vars(gen *g, const char *o)
+{
+    const plan_pass *ps = g->ps;
+    if (!ps->nfree) return;
+    util_buf_printf(g->o, "    long long rem_o = %s;\n", o);
+    for (int d = ps->nfree - 1; d >= 0; d--) {
+        int v = ps->free[d];
+        int lo = g->k->lay.var_lo[v], sz = g->k->lay.var_sz[v];
+        if (d > 0)
+            util_buf_printf(g->o, "    const long long i%d = P.v[%d] + rem_o %% P.v[%d]; rem_o /= P.v[%d];\n",
+                            v, lo, sz, sz);
+        else
+            util_buf_printf(g->o, "    const long long i%d = P.v[%d] + rem_o;\n", v, lo);
+    }
+}
+
+static void emit_red_vars(gen *g, const char *t)
+{
+    const plan_pass *ps = g->ps;
+    if (!ps->nred) return;
+    util_buf_printf(g->o, "    long long rem_t = %s;\n", t);
+    for (int d = ps->nred - 1; d >= 0; d--) {
+        int v = ps->red[d];
+        if (d > 0)
+            util_buf_printf(g->o, "    const long long i%d = lo[%d] + rem_t %% sz[%d]; rem_t /= sz[%d];\n",
+                            v, d, d, d);
+        else
+            util_buf_printf(g->o, "    const long long i%d = lo[0] + rem_t;\n", v);
+    }
+    (void)g;
+}
+
+/* ---- accumulators ----------------------------------------------------------- */
+
+static int is_arg(int rop) { return rop == ROP_ARGMIN || rop == ROP_ARGMAX; }
+static int has_flag(int rop) { return rop == ROP_USER || is_arg(rop); }
+
+static void emit_acc_struct(gen *g)
+{
+    const plan_pass *ps = g->ps;
+    util_buf *o = g->o;
+    int size = 0, align = 1;
+    util_buf_puts(o, "struct Acc {\n");
+    /* 8-byte fields, then 4, then 1: no padding to guess on the host */
+    for (int w = 8; w >= 1; w /= 2) {
+        for (int q = 0; q < ps->nreds; q++) {
+            const plan_red *rd = &ps->reds[q];
+            for (int c = 0; c < rd->ncomp; c++)
+                if (plan_ct_size(rd->acc[c]) == w) {
+                    util_buf_printf(o, "    %s r%d_%d;\n", tname[rd->acc[c]], q, c);
+                    size += w;
+                }
+            if (w == 8 && is_arg(rd->rop)) {
+                util_buf_printf(o, "    long long x%d;\n", q);
+                size += 8;
+            }
+            if (w == 1 && has_flag(rd->rop)) {
+                util_buf_printf(o, "    bool h%d;\n", q);
+                size += 1;
+            }
+        }
+        for (int q = 0; q < ps->nreds; q++) {
+            const plan_red *rd = &ps->reds[q];
+            for (int c = 0; c < rd->ncomp; c++)
+                if (plan_ct_size(rd->acc[c]) == w && w > align) align = w;
+            if (is_arg(rd->rop)) align = 8;
+        }
+    }
+    util_buf_puts(o, "};\n");
+    g->k->acc_size = (size + align - 1) / align * align;
+    if (g->k->acc_size == 0) g->k->acc_size = 1;
+}
+
+static void emit_user_ops(gen *g)
+{
+    const plan_pass *ps = g->ps;
+    util_buf *o = g->o;
+    for (int q = 0; q < ps->nreds; q++) {
+        const plan_red *rd = &ps->reds[q];
+        if (rd->rop != ROP_USER) continue;
+        util_buf_printf(o, "// user operator %s%s\n__device__ __forceinline__ void uop%d(", rd->ordered ? "ordered " : "", rd->uname, q);
+        for (int c = 0; c < rd->ncomp; c++) util_buf_printf(o, "%s%s &a%d", c ? ", " : "", tname[rd->acc[c]], c);
+        for (int c = 0; c < rd->ncomp; c++) util_buf_printf(o, ", %s b%d", tname[rd->acc[c]], c);
+        util_buf_puts(o, ")\n{\n");
+        for (int c = 0; c < rd->ncomp; c++) {
+            util_buf_printf(o, "    const %s p%d = a%d;\n", tname[rd->acc[c]], 2 * c, c);
+            util_buf_printf(o, "    const %s p%d = b%d;\n", tname[rd->acc[c]], 2 * c + 1, c);
+        }
+        begin_function(g);
+        g->in_user = 1;
+        for (int c = 0; c < rd->ncomp; c++) emit(g, rd->combine[c]);
+        for (int c = 0; c < rd->ncomp; c++) {
+            util_buf_printf(o, "    a%d = ", c);
+            ref(g, rd->combine[c]);
+            util_buf_puts(o, ";\n");
+        }
+        g->in_user = 0;
+        util_buf_puts(o, "}\n");
+    }
+}
+
+static void fold_builtin(util_buf *o, int rop, int ct, const char *dst, const char *src)
+{
+    switch (rop) {
+    case ROP_SUM: util_buf_printf(o, "%s = rj_add(%s, %s);", dst, dst, src); break;
+    case ROP_PROD: util_buf_printf(o, "%s = rj_mul(%s, %s);", dst, dst, src); break;
+    case ROP_MIN: util_buf_printf(o, "%s = rj_min(%s, %s);", dst, dst, src); break;
+    case ROP_MAX: util_buf_printf(o, "%s = rj_max(%s, %s);", dst, dst, src); break;
+    case ROP_BAND: util_buf_printf(o, "%s = (%s)(%s & %s);", dst, tname[ct], dst, src); break;
+    case ROP_BOR: util_buf_printf(o, "%s = (%s)(%s | %s);", dst, tname[ct], dst, src); break;
+    case ROP_BXOR: util_buf_printf(o, "%s = (%s)(%s ^ %s);", dst, tname[ct], dst, src); break;
+    case ROP_LAND: util_buf_printf(o, "%s = %s && %s;", dst, dst, src); break;
+    case ROP_LOR: util_buf_printf(o, "%s = %s || %s;", dst, dst, src); break;
+    }
+}
+
+static void emit_acc_funcs(gen *g)
+{
+    const plan_pass *ps = g->ps;
+    util_buf *o = g->o;
+    char d[64], s[64];
+
+    util_buf_puts(o, "__device__ __forceinline__ void acc_init(Acc &a)\n{\n");
+    for (int q = 0; q < ps->nreds; q++) {
+        const plan_red *rd = &ps->reds[q];
+        for (int c = 0; c < rd->ncomp; c++) {
+            util_buf_printf(o, "    a.r%d_%d = ", q, c);
+            literal(o, rd->acc[c], rd->rop == ROP_USER ? rd->identity[c] : plan_identity(rd->rop, rd->acc[c]));
+            util_buf_puts(o, ";\n");
+        }
+        if (is_arg(rd->rop)) util_buf_printf(o, "    a.x%d = -1;\n", q);
+        if (has_flag(rd->rop)) util_buf_printf(o, "    a.h%d = false;\n", q);
+    }
+    util_buf_puts(o, "}\n");
+
+    util_buf_puts(o, "__device__ __forceinline__ void acc_combine(Acc &a, const Acc &b)\n{\n");
+    for (int q = 0; q < ps->nreds; q++) {
+        const plan_red *rd = &ps->reds[q];
+        if (is_arg(rd->rop)) {
+            util_buf_printf(o, "    if (b.h%d && (!a.h%d || rj_%s_better(b.r%d_0, a.r%d_0))) { a.r%d_0 = b.r%d_0; "
+                               "a.x%d = b.x%d; a.h%d = true; }\n",
+                            q, q, rd->rop == ROP_ARGMAX ? "argmax" : "argmin", q, q, q, q, q, q, q);
+        } else if (rd->rop == ROP_USER) {
+            util_buf_printf(o, "    if (b.h%d) { if (!a.h%d) { ", q, q);
+            for (int c = 0; c < rd->ncomp; c++) util_buf_printf(o, "a.r%d_%d = b.r%d_%d; ", q, c, q, c);
+            util_buf_printf(o, "a.h%d = true; } else uop%d(", q, q);
+            for (int c = 0; c < rd->ncomp; c++) util_buf_printf(o, "%sa.r%d_%d", c ? ", " : "", q, c);
+            for (int c = 0; c < rd->ncomp; c++) util_buf_printf(o, ", b.r%d_%d", q, c);
+            util_buf_puts(o, "); }\n");
+        } else {
+            snprintf(d, sizeof d, "a.r%d_0", q);
+            snprintf(s, sizeof s, "b.r%d_0", q);
+            util_buf_puts(o, "    ");
+            fold_builtin(o, rd->rop, rd->acc[0], d, s);
+            util_buf_puts(o, "\n");
+        }
+    }
+    util_buf_puts(o, "}\n");
+
+    util_buf_puts(o, "__device__ __forceinline__ Acc acc_shfl_down(const Acc &a, int s)\n{\n    Acc r;\n");
+    for (int q = 0; q < ps->nreds; q++) {
+        const plan_red *rd = &ps->reds[q];
+        for (int c = 0; c < rd->ncomp; c++) util_buf_printf(o, "    r.r%d_%d = rj_shfl(a.r%d_%d, s);\n", q, c, q, c);
+        if (is_arg(rd->rop)) util_buf_printf(o, "    r.x%d = rj_shfl(a.x%d, s);\n", q, q);
+        if (has_flag(rd->rop)) util_buf_printf(o, "    r.h%d = rj_shfl(a.h%d, s);\n", q, q);
+    }
+    util_buf_puts(o, "    return r;\n}\n");
+}
+
+/* out_range: the domain of output o; lo[d], sz[d] per reduced index, and for
+ * keyed passes lo[RJ_NRED] = the segment's first linear position. */
+static void emit_out_range(gen *g)
+{
+    const plan *p = g->p;
+    const plan_pass *ps = g->ps;
+    util_buf *o = g->o;
+    util_buf_puts(o, "__device__ __forceinline__ long long out_range(const Params &P, long long o, long long *lo, "
+                     "long long *sz)\n{\n");
+    begin_function(g);
+    int ranged = 0;
+    for (int d = 0; d < ps->nred; d++) ranged |= p->vars[ps->red[d]].lo != NULL;
+    if (ranged) emit_free_vars(g, "o");
+    util_buf_puts(o, "    long long cnt = 1;\n");
+    for (int d = 0; d < ps->nred; d++) {
+        const plan_var *pv = &p->vars[ps->red[d]];
+        if (pv->lo) {
+            emit(g, pv->lo);
+            emit(g, pv->hi);
+            util_buf_printf(o, "    lo[%d] = ", d);
+            ref(g, pv->lo);
+            util_buf_printf(o, ";\n    { long long h = ");
+            ref(g, pv->hi);
+            util_buf_printf(o, "; sz[%d] = h > lo[%d] ? h - lo[%d] : 0; }\n", d, d, d);
+        } else {
+            util_buf_printf(o, "    lo[%d] = P.v[%d]; sz[%d] = P.v[%d];\n", d, g->k->lay.var_lo[ps->red[d]], d,
+                            g->k->lay.var_sz[ps->red[d]]);
+        }
+        util_buf_printf(o, "    cnt *= sz[%d];\n", d);
+    }
+    if (ps->key) {
+        util_buf_puts(o, "    lo[RJ_NRED] = 0;\n    if (P.v[RJ_KEYMODE]) {\n"
+                         "        const long long *offs = (const long long *)P.v[RJ_OFFS];\n"
+                         "        lo[RJ_NRED] = offs[o];\n        cnt = offs[o + 1] - offs[o];\n    }\n");
+    } else {
+        util_buf_puts(o, "    lo[RJ_NRED] = 0;\n");
+    }
+    util_buf_puts(o, "    return cnt;\n}\n");
+    g->k->ranged = ranged;
+}
+
+static void emit_acc_elem(gen *g)
+{
+    const plan_pass *ps = g->ps;
+    util_buf *o = g->o;
+    util_buf_puts(o, "__device__ __forceinline__ void acc_elem(Acc &a, const Params &P, long long o, const long long *lo, "
+                     "const long long *sz, long long t)\n{\n");
+    begin_function(g);
+    if (ps->key) util_buf_puts(o, "    t += lo[RJ_NRED];\n");
+    emit_free_vars(g, "o");
+    emit_red_vars(g, "t");
+    util_buf_puts(o, "    (void)o;\n");
+    for (int q = 0; q < ps->nreds; q++)
+        for (int c = 0; c < ps->reds[q].ncomp; c++) emit(g, ps->reds[q].map[c]);
+    for (int q = 0; q < ps->nreds; q++) {
+        const plan_red *rd = &ps->reds[q];
+        if (is_arg(rd->rop)) {
+            util_buf_printf(o, "    if (!a.h%d || rj_%s_better(", q, rd->rop == ROP_ARGMAX ? "argmax" : "argmin");
+            ref(g, rd->map[0]);
+            util_buf_printf(o, ", a.r%d_0)) { a.r%d_0 = ", q, q);
+            ref(g, rd->map[0]);
+            if (ps->nred == 1) util_buf_printf(o, "; a.x%d = i%d; a.h%d = true; }\n", q, ps->red[0], q);
+            else util_buf_printf(o, "; a.x%d = t; a.h%d = true; }\n", q, q);
+        } else if (rd->rop == ROP_USER) {
+            util_buf_printf(o, "    if (!a.h%d) { ", q);
+            for (int c = 0; c < rd->ncomp; c++) {
+                util_buf_printf(o, "a.r%d_%d = ", q, c);
+                ref(g, rd->map[c]);
+                util_buf_puts(o, "; ");
+            }
+            util_buf_printf(o, "a.h%d = true; } else uop%d(", q, q);
+            for (int c = 0; c < rd->ncomp; c++) util_buf_printf(o, "%sa.r%d_%d", c ? ", " : "", q, c);
+            for (int c = 0; c < rd->ncomp; c++) {
+                util_buf_puts(o, ", ");
+                ref(g, rd->map[c]);
+            }
+            util_buf_puts(o, ");\n");
+        } else {
+            char dst[32];
+            snprintf(dst, sizeof dst, "a.r%d_0", q);
+            util_buf tmp;
+            util_buf_init(&tmp);
+            util_buf *save = g->o;
+            g->o = &tmp;
+            ref(g, rd->map[0]);
+            g->o = save;
+            util_buf_puts(o, "    ");
+            fold_builtin(o, rd->rop, rd->acc[0], dst, util_buf_str(&tmp));
+            util_buf_puts(o, "\n");
+            util_buf_free(&tmp);
+        }
+    }
+    util_buf_puts(o, "}\n");
+}
+
+static void emit_temp_offset(gen *g, int temp, const char *o_name)
+{
+    const plan_pass *ps = g->ps;
+    int base = g->k->lay.temp_base[temp];
+    int nd = g->p->temps[temp].ndim;
+    util_buf *o = g->o;
+    util_buf_puts(o, "    long long off = 0;\n");
+    if (ps->key) {
+        util_buf_printf(o, "    off = %s * P.v[%d];\n", o_name, base + 1 + nd);
+        return;
+    }
+    if (!ps->nfree) return;
+    util_buf_printf(o, "    { long long r = %s;\n", o_name);
+    for (int d = ps->nfree - 1; d >= 0; d--) {
+        int v = ps->free[d];
+        int lo = g->k->lay.var_lo[v], sz = g->k->lay.var_sz[v];
+        if (d > 0)
+            util_buf_printf(o, "      off += (P.v[%d] + r %% P.v[%d]) * P.v[%d]; r /= P.v[%d];\n", lo, sz,
+                            base + 1 + nd + d, sz);
+        else
+            util_buf_printf(o, "      off += (P.v[%d] + r) * P.v[%d];\n", lo, base + 1 + nd + d);
+    }
+    util_buf_puts(o, "    }\n");
+}
+
+static void emit_acc_write(gen *g)
+{
+    const plan_pass *ps = g->ps;
+    util_buf *o = g->o;
+    util_buf_puts(o, "__device__ __forceinline__ void acc_write(const Params &P, long long o, const Acc &a)\n{\n");
+    emit_temp_offset(g, ps->reds[0].temp[0], "o");
+    for (int q = 0; q < ps->nreds; q++) {
+        const plan_red *rd = &ps->reds[q];
+        for (int c = 0; c < rd->ncomp; c++) {
+            int base = g->k->lay.temp_base[rd->temp[c]];
+            if (is_arg(rd->rop)) {
+                util_buf_printf(o, "    ((long long *)P.v[%d])[off] = a.h%d ? a.x%d : -1;\n", base, q, q);
+                util_buf_printf(o, "    if (!a.h%d) rj_fault(P, %d, %d, 0, 0);\n", q, RED_ERR_EMPTY, (g->pi << 16) | q);
+            } else {
+                util_buf_printf(o, "    ((%s *)P.v[%d])[off] = a.r%d_%d;\n", tname[rd->acc[c]], base, q, c);
+            }
+        }
+    }
+    util_buf_puts(o, "}\n");
+}
+
+static void emit_key_at(gen *g)
+{
+    const plan_pass *ps = g->ps;
+    util_buf *o = g->o;
+    util_buf_puts(o, "__device__ __forceinline__ long long key_at(const Params &P, const long long *lo, "
+                     "const long long *sz, long long t)\n{\n");
+    begin_function(g);
+    emit_red_vars(g, "t");
+    emit(g, ps->key);
+    util_buf_puts(o, "    return ");
+    ref(g, ps->key);
+    util_buf_puts(o, ";\n}\n");
+}
+
+static void emit_map_kernel(gen *g)
+{
+    const plan_pass *ps = g->ps;
+    util_buf *o = g->o;
+    util_buf_puts(o, "extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK) rj_map(Params P)\n{\n"
+                     "    long long nout = P.v[RJ_NOUT];\n"
+                     "    for (long long o = (long long)blockIdx.x * RJ_BLOCK + threadIdx.x; o < nout;\n"
+                     "         o += (long long)gridDim.x * RJ_BLOCK) {\n");
+    begin_function(g);
+    emit_free_vars(g, "o");
+    emit(g, ps->map);
+    emit_temp_offset(g, ps->map_temp, "o");
+    util_buf_printf(o, "    ((%s *)P.v[%d])[off] = ", tname[g->p->temps[ps->map_temp].type],
+                    g->k->lay.temp_base[ps->map_temp]);
+    ref(g, ps->map);
+    util_buf_puts(o, ";\n    }\n}\n");
+}
+
+static const char entry_kernels[] =
+    "#define RJ_ENTRY extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK)\n"
+    "RJ_ENTRY rj_block(Params P) { rj_full_block_stage(P, blockIdx.x); }\n"
+    "RJ_ENTRY rj_seq(Params P) { rj_full_seq_stage(P); }\n"
+    "RJ_ENTRY rj_final(Params P) { rj_full_final(P); }\n"
+    "RJ_ENTRY rj_persist(Params P) { rj_full_persistent(P); }\n"
+    "RJ_ENTRY rj_seg1(Params P) { rj_segmented(P, 1); }\n"
+    "RJ_ENTRY rj_seg32(Params P) { rj_segmented(P, 32); }\n"
+    "RJ_ENTRY rj_segb(Params P) { rj_segmented(P, RJ_BLOCK); }\n"
+    "RJ_ENTRY rj_count(Params P)\n{\n"
+    "    if (blockIdx.x == 0 && threadIdx.x == 0) {\n"
+    "        long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];\n"
+    "        *(long long *)P.v[RJ_KSTATS] = out_range(P, 0, lo, sz);\n"
+    "    }\n}\n";
+
+static const char keyed_kernels[] =
+    "RJ_ENTRY rj_kscan(Params P) { rj_key_scan(P); }\n"
+    "RJ_ENTRY rj_koffs(Params P) { rj_key_offsets(P); }\n"
+    "RJ_ENTRY rj_kpriv(Params P) { rj_keyed_private(P); }\n"
+    "RJ_ENTRY rj_kcomb(Params P) { rj_keyed_combine(P); }\n";
+
+int cg_generate(const plan *p, int pi, util_arena *a, cg_kernel *out, util_diag *diag)
+{
+    memset(out, 0, sizeof *out);
+    util_buf_init(&out->src);
+    gen g = {.p = p, .ps = &p->passes[pi], .k = out, .o = &out->src, .nir = p->nir, .pi = pi};
+    g.done = util_arena_alloc(a, (size_t)p->nir + 1);
+    if (!g.done) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+    int rc = layout(&g, a, diag);
+    if (rc) return rc;
+    const plan_pass *ps = g.ps;
+    for (int q = 0; q < ps->nreds; q++) out->ordered |= ps->reds[q].rop == ROP_USER && ps->reds[q].ordered;
+    out->kind = !ps->nreds ? CG_MAP : ps->key ? CG_KEYED : ps->nfree ? CG_PARTIAL : CG_FULL;
+
+    util_buf *o = &out->src;
+    util_buf_puts(o, "// generated by redjit: one pass of a reduction plan\n");
+    util_buf_printf(o, "#define RJ_NPARAMS %d\n#define RJ_NRED %d\n#define RJ_ORDERED %d\n#define RJ_KEYED %d\n"
+                       "#define RJ_UNROLL 4\n#define RJ_BLOCK 256\n",
+                    out->lay.nparams, ps->nred, out->ordered, ps->key != NULL);
+    util_buf_puts(o, rj_prelude_cuh);
+    if (!ps->nreds) {
+        emit_map_kernel(&g);
+    } else {
+        emit_acc_struct(&g);
+        emit_user_ops(&g);
+        emit_acc_funcs(&g);
+        emit_out_range(&g);
+        emit_acc_elem(&g);
+        emit_acc_write(&g);
+        if (ps->key) emit_key_at(&g);
+        util_buf_puts(o, rj_reduce_cuh);
+        util_buf_puts(o, entry_kernels);
+        if (ps->key) util_buf_puts(o, keyed_kernels);
+    }
+    if (o->failed) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+    return 0;
+}

@@ -1,0 +1,169 @@
+// rj_prelude.cuh -- device code every generated kernel starts with: the
+// parameter block, fault reporting, element loads and conversions, and the
+// operators with the semantics docs/language.md gives (wrapping integers,
+// division by zero is 0, saturating float-to-int casts, NaN-propagating
+// min/max).  Embedded at build time; needs no headers, so NVRTC stays fast.
+
+#ifndef RJ_BLOCK
+#define RJ_BLOCK 256
+#endif
+
+// Reserved parameter slots (the generated code fills the rest).
+#define RJ_N        0   // elements in the linear domain (full reductions)
+#define RJ_NOUT     1   // output elements
+#define RJ_PARTIALS 2   // device pointer: per-block Acc partials
+#define RJ_COUNTER  3   // device pointer: unsigned, last-block ticket
+#define RJ_ERR      4   // device pointer: unsigned long long[4] error record
+#define RJ_PER      5   // elements per block (tree, persistent) or per thread
+#define RJ_NBLK     6   // blocks whose partials the final combine reads
+#define RJ_KEYMODE  7   // keyed passes: 0 whole domain, 1 segment per key via offs
+#define RJ_OFFS     8   // device pointer: long long[nkeys + 1] segment starts
+#define RJ_KSTATS   9   // device pointer: long long[3] min key, max key, sorted
+
+struct Params { long long v[RJ_NPARAMS]; };
+
+__device__ __forceinline__ void rj_fault(const Params &P, unsigned long long code,
+                                         unsigned long long node, unsigned long long dim,
+                                         long long value)
+{
+    unsigned long long *e = (unsigned long long *)P.v[RJ_ERR];
+    if (atomicCAS(e, 0ull, code) == 0ull) {
+        e[1] = node;
+        e[2] = dim;
+        e[3] = (unsigned long long)value;
+    }
+}
+
+
+// ---- types and conversions ----------------------------------------------------
+typedef unsigned char rj_u8;
+typedef unsigned short rj_u16;
+
+__device__ __forceinline__ float rj_f16_to_f32(rj_u16 h)
+{
+    unsigned sign = (unsigned)(h & 0x8000u) << 16, ex = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;
+    if (ex == 0) {
+        if (man == 0) bits = sign;
+        else {
+            int e = -1;
+            do { e++; man <<= 1; } while (!(man & 0x400u));
+            bits = sign | ((unsigned)(127 - 15 - e) << 23) | ((man & 0x3ffu) << 13);
+        }
+    } else if (ex == 31) bits = sign | 0x7f800000u | (man << 13);
+    else bits = sign | ((ex + 127 - 15) << 23) | (man << 13);
+    return __uint_as_float(bits);
+}
+__device__ __forceinline__ float rj_bf16_to_f32(rj_u16 h) { return __uint_as_float((unsigned)h << 16); }
+__device__ __forceinline__ float rj_round_f16(float x)
+{
+    unsigned x32 = __float_as_uint(x), sign = (x32 >> 16) & 0x8000u, ax = x32 & 0x7fffffffu, v;
+    if (ax >= 0x7f800000u) return x;
+    if (ax >= 0x477ff000u) return __uint_as_float((sign << 16) | 0x7f800000u);
+    if (ax < 0x38800000u) {
+        if (ax < 0x33000000u) return __uint_as_float(sign << 16);
+        unsigned e = ax >> 23, m = (ax & 0x7fffffu) | 0x800000u, shift = 126 - e;
+        v = m >> shift;
+        unsigned rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (v & 1))) v++;
+    } else {
+        v = (ax - 0x38000000u) >> 13;
+        unsigned rem = ax & 0x1fffu;
+        if (rem > 0x1000u || (rem == 0x1000u && (v & 1))) v++;
+    }
+    return rj_f16_to_f32((rj_u16)(sign | v));
+}
+__device__ __forceinline__ float rj_round_bf16(float x)
+{
+    unsigned b = __float_as_uint(x);
+    if ((b & 0x7fffffffu) > 0x7f800000u) return x;
+    b = (b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u;
+    return __uint_as_float(b);
+}
+
+// float -> integer: truncate, saturate, NaN -> 0
+template <class T> __device__ __forceinline__ T rj_sat(double f, double lo, double hi)
+{
+    return f != f ? (T)0 : f <= lo ? (T)lo : f >= hi ? (T)hi : (T)f;
+}
+__device__ __forceinline__ int rj_to_i32(double f) { return rj_sat<int>(f, -2147483648.0, 2147483647.0); }
+__device__ __forceinline__ long long rj_to_i64(double f)
+{
+    return f != f ? 0ll : f <= -9223372036854775808.0 ? (long long)0x8000000000000000ull
+           : f >= 9223372036854775807.0 ? 0x7fffffffffffffffll : (long long)f;
+}
+__device__ __forceinline__ unsigned rj_to_u32(double f) { return rj_sat<unsigned>(f, 0.0, 4294967295.0); }
+__device__ __forceinline__ unsigned long long rj_to_u64(double f)
+{
+    return f != f || f <= 0.0 ? 0ull : f >= 18446744073709551615.0 ? 0xffffffffffffffffull
+           : (unsigned long long)f;
+}
+
+// ---- operators ------------------------------------------------------------------
+#define RJ_INT_OPS(T, U)                                                                      \
+    __device__ __forceinline__ T rj_neg(T a) { return (T)(0 - (U)a); }                         \
+    __device__ __forceinline__ T rj_add(T a, T b) { return (T)((U)a + (U)b); }                 \
+    __device__ __forceinline__ T rj_sub(T a, T b) { return (T)((U)a - (U)b); }                 \
+    __device__ __forceinline__ T rj_mul(T a, T b) { return (T)((U)a * (U)b); }                 \
+    __device__ __forceinline__ T rj_bnot(T a) { return (T) ~(U)a; }                            \
+    __device__ __forceinline__ T rj_shl(T a, T b) { return (T)((U)a << ((U)b & (sizeof(T) * 8 - 1))); } \
+    __device__ __forceinline__ T rj_min(T a, T b) { return b < a ? b : a; }                    \
+    __device__ __forceinline__ T rj_max(T a, T b) { return b > a ? b : a; }
+RJ_INT_OPS(int, unsigned)
+RJ_INT_OPS(long long, unsigned long long)
+RJ_INT_OPS(unsigned, unsigned)
+RJ_INT_OPS(unsigned long long, unsigned long long)
+__device__ __forceinline__ int rj_abs(int a) { return a < 0 ? rj_neg(a) : a; }
+__device__ __forceinline__ long long rj_abs(long long a) { return a < 0 ? rj_neg(a) : a; }
+__device__ __forceinline__ unsigned rj_abs(unsigned a) { return a; }
+__device__ __forceinline__ unsigned long long rj_abs(unsigned long long a) { return a; }
+__device__ __forceinline__ int rj_shr(int a, int b) { return a >> (b & 31); }
+__device__ __forceinline__ long long rj_shr(long long a, long long b) { return a >> (b & 63); }
+__device__ __forceinline__ unsigned rj_shr(unsigned a, unsigned b) { return a >> (b & 31); }
+__device__ __forceinline__ unsigned long long rj_shr(unsigned long long a, unsigned long long b) { return a >> (b & 63); }
+__device__ __forceinline__ int rj_div(int a, int b) { return b == 0 ? 0 : b == -1 ? rj_neg(a) : a / b; }
+__device__ __forceinline__ long long rj_div(long long a, long long b) { return b == 0 ? 0 : b == -1 ? rj_neg(a) : a / b; }
+__device__ __forceinline__ unsigned rj_div(unsigned a, unsigned b) { return b == 0 ? 0 : a / b; }
+__device__ __forceinline__ unsigned long long rj_div(unsigned long long a, unsigned long long b) { return b == 0 ? 0 : a / b; }
+__device__ __forceinline__ int rj_mod(int a, int b) { return b == 0 || b == -1 ? 0 : a % b; }
+__device__ __forceinline__ long long rj_mod(long long a, long long b) { return b == 0 || b == -1 ? 0 : a % b; }
+__device__ __forceinline__ unsigned rj_mod(unsigned a, unsigned b) { return b == 0 ? 0 : a % b; }
+__device__ __forceinline__ unsigned long long rj_mod(unsigned long long a, unsigned long long b) { return b == 0 ? 0 : a % b; }
+__device__ __forceinline__ bool rj_min(bool a, bool b) { return a && b; }
+__device__ __forceinline__ bool rj_max(bool a, bool b) { return a || b; }
+
+#define RJ_FLT_OPS(T, S)                                                                     \
+    __device__ __forceinline__ T rj_neg(T a) { return -a; }                                   \
+    __device__ __forceinline__ T rj_add(T a, T b) { return a + b; }                           \
+    __device__ __forceinline__ T rj_sub(T a, T b) { return a - b; }                           \
+    __device__ __forceinline__ T rj_mul(T a, T b) { return a * b; }                           \
+    __device__ __forceinline__ T rj_div(T a, T b) { return a / b; }                           \
+    __device__ __forceinline__ T rj_mod(T a, T b) { return fmod##S(a, b); }                   \
+    __device__ __forceinline__ T rj_abs(T a) { return fabs##S(a); }                           \
+    __device__ __forceinline__ T rj_min(T a, T b) { return (a != a || a < b) ? a : b; }        \
+    __device__ __forceinline__ T rj_max(T a, T b) { return (a != a || a > b) ? a : b; }        \
+    __device__ __forceinline__ T rj_sqrt(T a) { return sqrt##S(a); }                          \
+    __device__ __forceinline__ T rj_exp(T a) { return exp##S(a); }                            \
+    __device__ __forceinline__ T rj_log(T a) { return log##S(a); }                            \
+    __device__ __forceinline__ T rj_log2(T a) { return log2##S(a); }                          \
+    __device__ __forceinline__ T rj_log10(T a) { return log10##S(a); }                        \
+    __device__ __forceinline__ T rj_sin(T a) { return sin##S(a); }                            \
+    __device__ __forceinline__ T rj_cos(T a) { return cos##S(a); }                            \
+    __device__ __forceinline__ T rj_tan(T a) { return tan##S(a); }                            \
+    __device__ __forceinline__ T rj_tanh(T a) { return tanh##S(a); }                          \
+    __device__ __forceinline__ T rj_floor(T a) { return floor##S(a); }                        \
+    __device__ __forceinline__ T rj_ceil(T a) { return ceil##S(a); }                          \
+    __device__ __forceinline__ T rj_round(T a) { return round##S(a); }                        \
+    __device__ __forceinline__ bool rj_isnan(T a) { return a != a; }                          \
+    __device__ __forceinline__ bool rj_isfinite(T a) { return a - a == 0; }                   \
+    __device__ __forceinline__ T rj_pow(T a, T b) { return pow##S(a, b); }                    \
+    __device__ __forceinline__ T rj_hypot(T a, T b) { return hypot##S(a, b); }                \
+    __device__ __forceinline__ T rj_fma(T a, T b, T c) { return fma##S(a, b, c); }
+RJ_FLT_OPS(float, f)
+RJ_FLT_OPS(double, )
+
+// argmin / argmax: is `c` better than `b`?  NaN is the extreme value.
+template <class T> __device__ __forceinline__ bool rj_argmax_better(T c, T b) { return c != c ? b == b : c > b; }
+template <class T> __device__ __forceinline__ bool rj_argmin_better(T c, T b) { return c != c ? b == b : c < b; }
+
+__device__ __forceinline__ bool rj_shfl(bool v, int s) { return __shfl_down_sync(0xffffffffu, (int)v, s) != 0; }
+template <class T> __device__ __forceinline__ T rj_shfl(T v, int s) { return __shfl_down_sync(0xffffffffu, v, s); }

@@ -1,0 +1,265 @@
+// rj_reduce.cuh -- device code that does not depend on the expression: the
+// reduction strategies, written once against the names every generated
+// kernel defines before this text (Acc, acc_init, acc_combine, acc_shfl_down,
+// acc_elem, acc_write, out_range, rj_count).  Embedded into the library at
+// build time and pasted after the generated part of each kernel.
+//
+// Every tree here is order preserving: the value of a lane, warp or block
+// covers elements that come before those of the next one, and a combine
+// always takes (earlier, later).  So `ordered` operators keep left-to-right
+// order under every strategy, and results are deterministic for a given
+// launch configuration (no atomics on values).
+
+// Order-preserving warp tree over `width` lanes (a power of two <= 32):
+// step s combines lane i with lane i + s where i is a multiple of 2s.
+__device__ __forceinline__ Acc rj_warp_reduce(Acc a, int width)
+{
+    int lane = threadIdx.x & 31;
+    for (int s = 1; s < width; s <<= 1) {
+        Acc o = acc_shfl_down(a, s);
+        if ((lane & (2 * s - 1)) == 0 && (lane & 31) + s < 32) acc_combine(a, o);
+    }
+    return a;
+}
+
+// Block tree: warps first, then warp 0 over the warps' values in order.
+// The result is valid in thread 0.
+__device__ __forceinline__ Acc rj_block_reduce(Acc a)
+{
+    __shared__ Acc warp_vals[RJ_BLOCK / 32];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    a = rj_warp_reduce(a, 32);
+    __syncthreads();   // warp_vals may still be read by a previous call
+    if (lane == 0) warp_vals[warp] = a;
+    __syncthreads();
+    if (warp == 0) {
+        Acc w;
+        if (lane < RJ_BLOCK / 32) w = warp_vals[lane];
+        else acc_init(w);
+        w = rj_warp_reduce(w, 32);
+        a = w;
+    }
+    return a;
+}
+
+// A contiguous range [begin, end) of the linear domain of output `o`,
+// folded by the whole block.  Commutative operators: each thread strides
+// through the range with RJ_UNROLL independent elements in flight, then one
+// block tree.  Ordered operators: tile by tile, each tile reduced by the block
+// and folded in order by thread 0.
+__device__ __forceinline__ Acc rj_block_range(const Params &P, long long o, const long long *lo,
+                                              const long long *sz, long long begin, long long end)
+{
+    Acc a;
+    acc_init(a);
+#if RJ_ORDERED
+    for (long long base = begin; base < end; base += RJ_BLOCK) {
+        Acc x;
+        acc_init(x);
+        long long t = base + threadIdx.x;
+        if (t < end) acc_elem(x, P, o, lo, sz, t);
+        x = rj_block_reduce(x);
+        if (threadIdx.x == 0) acc_combine(a, x);
+    }
+    return a;
+#else
+    long long t = begin + threadIdx.x;
+    for (; t + (RJ_UNROLL - 1) * RJ_BLOCK < end; t += RJ_UNROLL * RJ_BLOCK) {
+#pragma unroll
+        for (int u = 0; u < RJ_UNROLL; u++) acc_elem(a, P, o, lo, sz, t + (long long)u * RJ_BLOCK);
+    }
+    for (; t < end; t += RJ_BLOCK) acc_elem(a, P, o, lo, sz, t);
+    return rj_block_reduce(a);
+#endif
+}
+
+// Combine the partials of nblk blocks in order (one block); thread 0 gets it.
+__device__ __forceinline__ Acc rj_combine_partials(const Acc *part, long long nblk)
+{
+    long long per = (nblk + RJ_BLOCK - 1) / RJ_BLOCK;
+    long long b = threadIdx.x * per, e = b + per < nblk ? b + per : nblk;
+    Acc a;
+    acc_init(a);
+    for (long long i = b; i < e; i++) acc_combine(a, part[i]);
+    return rj_block_reduce(a);
+}
+
+// ---- full reductions (one output) --------------------------------------------
+
+// tree and persistent, first stage: block b folds its contiguous range.
+__device__ __forceinline__ void rj_full_block_stage(const Params &P, long long b)
+{
+    long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+    out_range(P, 0, lo, sz);
+    long long n = P.v[RJ_N], per = P.v[RJ_PER];
+    long long begin = b * per, end = begin + per < n ? begin + per : n;
+    Acc a = rj_block_range(P, 0, lo, sz, begin, end);
+    if (threadIdx.x == 0) ((Acc *)P.v[RJ_PARTIALS])[b] = a;
+}
+
+// sequential, first stage: each thread folds a contiguous run in order.
+__device__ __forceinline__ void rj_full_seq_stage(const Params &P)
+{
+    long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+    out_range(P, 0, lo, sz);
+    long long n = P.v[RJ_N], per = P.v[RJ_PER];
+    long long g = (long long)blockIdx.x * RJ_BLOCK + threadIdx.x;
+    long long begin = g * per, end = begin + per < n ? begin + per : n;
+    Acc a;
+    acc_init(a);
+    for (long long t = begin; t < end; t++) acc_elem(a, P, 0, lo, sz, t);
+    a = rj_block_reduce(a);
+    if (threadIdx.x == 0) ((Acc *)P.v[RJ_PARTIALS])[blockIdx.x] = a;
+}
+
+__device__ __forceinline__ void rj_full_final(const Params &P)
+{
+    Acc a = rj_combine_partials((const Acc *)P.v[RJ_PARTIALS], P.v[RJ_NBLK]);
+    if (threadIdx.x == 0) acc_write(P, 0, a);
+}
+
+// persistent: a grid that fills the GPU once; the last block to finish
+// combines every block's partial, so the whole reduction is one launch.
+__device__ __forceinline__ void rj_full_persistent(const Params &P)
+{
+    __shared__ int last;
+    rj_full_block_stage(P, blockIdx.x);
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned *ctr = (unsigned *)P.v[RJ_COUNTER];
+        unsigned ticket = atomicAdd(ctr, 1u);
+        last = ticket == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    Acc a = rj_combine_partials((const Acc *)P.v[RJ_PARTIALS], gridDim.x);
+    if (threadIdx.x == 0) {
+        acc_write(P, 0, a);
+        *(unsigned *)P.v[RJ_COUNTER] = 0u;   // ready for the next launch
+    }
+}
+
+// ---- one reduction per output: thread, warp or block per segment ------------
+
+__device__ __forceinline__ void rj_segmented(const Params &P, int group)
+{
+    long long nout = P.v[RJ_NOUT];
+    if (group >= RJ_BLOCK) {
+        for (long long o = blockIdx.x; o < nout; o += gridDim.x) {
+            long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+            long long cnt = out_range(P, o, lo, sz);
+            Acc a = rj_block_range(P, o, lo, sz, 0, cnt);
+            if (threadIdx.x == 0) acc_write(P, o, a);
+        }
+        return;
+    }
+    long long gid = ((long long)blockIdx.x * RJ_BLOCK + threadIdx.x) / group;
+    long long ngroups = (long long)gridDim.x * RJ_BLOCK / group;
+    int lane = threadIdx.x % group;
+    // every lane of a warp runs the same number of iterations (shuffles)
+    long long iters = (nout + ngroups - 1) / ngroups;
+    for (long long it = 0; it < iters; it++) {
+        long long o = gid + it * ngroups;
+        int valid = o < nout;
+        long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+        long long cnt = valid ? out_range(P, o, lo, sz) : 0;
+        Acc a;
+        acc_init(a);
+        if (group == 1) {
+            for (long long t = 0; t < cnt; t++) acc_elem(a, P, o, lo, sz, t);
+        } else {
+#if RJ_ORDERED
+            // tiles of `group` elements, each reduced in order
+            long long c2 = cnt;   // the warp's longest segment: shuffles stay uniform
+            for (int s = 1; s < 32; s <<= 1) c2 = max(c2, __shfl_xor_sync(0xffffffffu, c2, s));
+            for (long long base = 0; base < c2; base += group) {
+                Acc x;
+                acc_init(x);
+                if (base + lane < cnt) acc_elem(x, P, o, lo, sz, base + lane);
+                x = rj_warp_reduce(x, group);
+                if (lane == 0) acc_combine(a, x);
+            }
+#else
+            for (long long t = lane; t < cnt; t += group) acc_elem(a, P, o, lo, sz, t);
+            a = rj_warp_reduce(a, group);
+#endif
+        }
+        if (valid && lane == 0) acc_write(P, o, a);
+    }
+}
+
+// ---- keys -------------------------------------------------------------------
+#if RJ_KEYED
+
+// min and max key and whether keys never decrease (integers: atomics are exact)
+__device__ __forceinline__ void rj_key_scan(const Params &P)
+{
+    long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+    out_range(P, 0, lo, sz);
+    long long n = P.v[RJ_N];
+    long long kmin = 0x7fffffffffffffffll, kmax = -1;
+    unsigned sorted = 1;
+    for (long long t = (long long)blockIdx.x * RJ_BLOCK + threadIdx.x; t < n;
+         t += (long long)gridDim.x * RJ_BLOCK) {
+        long long k = key_at(P, lo, sz, t);
+        kmin = min(kmin, k);
+        kmax = max(kmax, k);
+        if (t > 0 && key_at(P, lo, sz, t - 1) > k) sorted = 0;
+    }
+    long long *st = (long long *)P.v[RJ_KSTATS];
+    atomicMin(&st[0], kmin);
+    atomicMax(&st[1], kmax);
+    if (!sorted) atomicAnd((unsigned *)&st[2], 0u);
+}
+
+// sorted keys: offs[k] = first element whose key is >= k, offs[nkeys] = n
+__device__ __forceinline__ void rj_key_offsets(const Params &P)
+{
+    long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+    out_range(P, 0, lo, sz);
+    long long n = P.v[RJ_N], nk = P.v[RJ_NOUT];
+    long long *offs = (long long *)P.v[RJ_OFFS];
+    for (long long t = (long long)blockIdx.x * RJ_BLOCK + threadIdx.x; t < n;
+         t += (long long)gridDim.x * RJ_BLOCK) {
+        long long k = key_at(P, lo, sz, t);
+        long long kp = t > 0 ? key_at(P, lo, sz, t - 1) : -1;
+        for (long long q = kp + 1; q <= k && q < nk; q++) offs[q] = t;
+        if (t == n - 1)
+            for (long long q = k + 1; q <= nk; q++) offs[q] = n;
+    }
+}
+
+// keys in any order (commutative operators): partition p folds its
+// contiguous range in order into its own row of accumulators
+__device__ __forceinline__ void rj_keyed_private(const Params &P)
+{
+    long long p = (long long)blockIdx.x * RJ_BLOCK + threadIdx.x, np = P.v[RJ_NBLK];
+    if (p >= np) return;
+    long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+    out_range(P, 0, lo, sz);
+    long long nk = P.v[RJ_NOUT], n = P.v[RJ_N], per = P.v[RJ_PER];
+    Acc *row = (Acc *)P.v[RJ_PARTIALS] + p * nk;
+    for (long long k = 0; k < nk; k++) acc_init(row[k]);
+    long long b = p * per, e = b + per < n ? b + per : n;
+    for (long long t = b; t < e; t++) {
+        long long k = key_at(P, lo, sz, t);
+        Acc x;
+        acc_init(x);
+        acc_elem(x, P, 0, lo, sz, t);
+        acc_combine(row[k], x);
+    }
+}
+
+__device__ __forceinline__ void rj_keyed_combine(const Params &P)
+{
+    long long k = (long long)blockIdx.x * RJ_BLOCK + threadIdx.x, nk = P.v[RJ_NOUT];
+    if (k >= nk) return;
+    const Acc *rows = (const Acc *)P.v[RJ_PARTIALS];
+    Acc a;
+    acc_init(a);
+    for (long long p = 0; p < P.v[RJ_NBLK]; p++) acc_combine(a, rows[p * nk + k]);
+    acc_write(P, k, a);
+}
+#endif // RJ_KEYED

@@ -1,0 +1,960 @@
+/*
+ * gpu.c -- the GPU backend (see gpu.h).  The driver API and NVRTC are
+ * declared here by hand and resolved with dlsym, so building redjit needs no
+ * CUDA headers and running it needs no CUDA install unless a GPU is used.
+ * Every driver call is checked; a failure becomes RED_ERR_DEVICE carrying
+ * the driver's name for the error.
+ */
+#include "gpu.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "codegen/cuda.h"
+#include "kcache.h"
+
+/* ---- the driver API, declared by hand ------------------------------------------ */
+typedef int CUresult;
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef unsigned long long CUdeviceptr;
+
+#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+#define CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
+#define CU_MEMORYTYPE_DEVICE 2
+#define CUDA_ERROR_OUT_OF_MEMORY 2
+
+typedef struct cu_api {
+    CUresult (*Init)(unsigned);
+    CUresult (*DeviceGetCount)(int *);
+    CUresult (*DeviceGet)(CUdevice *, int);
+    CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
+    CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*DevicePrimaryCtxRelease)(CUdevice);
+    CUresult (*CtxSetCurrent)(CUcontext);
+    CUresult (*CtxSynchronize)(void);
+    CUresult (*ModuleLoadData)(CUmodule *, const void *);
+    CUresult (*ModuleUnload)(CUmodule);
+    CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, CUstream, void **, void **);
+    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*MemFree)(CUdeviceptr);
+    CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
+    CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
+    CUresult (*GetErrorName)(CUresult, const char **);
+    CUresult (*OccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int, size_t);
+    CUresult (*PointerGetAttribute)(void *, int, CUdeviceptr);
+} cu_api;
+
+/* ---- NVRTC, declared by hand ----------------------------------------------------- */
+typedef int nvrtcResult;
+typedef struct _nvrtcProgram *nvrtcProgram;
+typedef struct nvrtc_api {
+    nvrtcResult (*Version)(int *, int *);
+    nvrtcResult (*CreateProgram)(nvrtcProgram *, const char *, const char *, int, const char *const *,
+                                 const char *const *);
+    nvrtcResult (*CompileProgram)(nvrtcProgram, int, const char *const *);
+    nvrtcResult (*GetCUBINSize)(nvrtcProgram, size_t *);
+    nvrtcResult (*GetCUBIN)(nvrtcProgram, char *);
+    nvrtcResult (*GetProgramLogSize)(nvrtcProgram, size_t *);
+    nvrtcResult (*GetProgramLog)(nvrtcProgram, char *);
+    nvrtcResult (*DestroyProgram)(nvrtcProgram *);
+    const char *(*GetErrorString)(nvrtcResult);
+    int major, minor;
+} nvrtc_api;
+
+static nvrtc_api nvrtc;
+static int nvrtc_ok;
+static char nvrtc_err[256];
+static pthread_once_t nvrtc_once = PTHREAD_ONCE_INIT;
+
+static void *sym(void *h, const char *a, const char *b)
+{
+    void *p = dlsym(h, a);
+    if (!p && b) p = dlsym(h, b);
+    return p;
+}
+
+static void nvrtc_load(void)
+{
+    static const char *const names[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
+                                        "/usr/local/cuda/lib64/libnvrtc.so", NULL};
+    void *h = NULL;
+    for (int i = 0; names[i] && !h; i++) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(nvrtc_err, sizeof nvrtc_err, "NVRTC (libnvrtc.so) was not found: install the CUDA toolkit");
+        return;
+    }
+#define NV(f) *(void **)&nvrtc.f = sym(h, "nvrtc" #f, NULL)
+    NV(Version); NV(CreateProgram); NV(CompileProgram); NV(GetCUBINSize); NV(GetCUBIN);
+    NV(GetProgramLogSize); NV(GetProgramLog); NV(DestroyProgram); NV(GetErrorString);
+#undef NV
+    if (!nvrtc.Version || !nvrtc.CreateProgram || !nvrtc.CompileProgram || !nvrtc.GetCUBINSize ||
+        !nvrtc.GetCUBIN || !nvrtc.GetProgramLogSize || !nvrtc.GetProgramLog || !nvrtc.DestroyProgram ||
+        !nvrtc.GetErrorString) {
+        snprintf(nvrtc_err, sizeof nvrtc_err, "NVRTC lacks a needed function (too old?)");
+        return;
+    }
+    nvrtc.Version(&nvrtc.major, &nvrtc.minor);
+    nvrtc_ok = 1;
+}
+
+/* Compile `src` for `arch` to a CUBIN (malloc'd). */
+static int nvrtc_compile(const char *src, const char *arch, void **cubin, size_t *size, double *ms,
+                         util_diag *diag)
+{
+    pthread_once(&nvrtc_once, nvrtc_load);
+    if (!nvrtc_ok) return util_diag_set(diag, RED_ERR_DEVICE, "%s", nvrtc_err);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    nvrtcProgram prog;
+    if (nvrtc.CreateProgram(&prog, src, "redjit.cu", 0, NULL, NULL))
+        return util_diag_set(diag, RED_ERR_NOMEM, "NVRTC could not create a program");
+    char archopt[64];
+    snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", arch);
+    const char *opts[] = {archopt, "--std=c++17", "-DNDEBUG"};
+    nvrtcResult r = nvrtc.CompileProgram(prog, 3, opts);
+    int rc = 0;
+    if (r) {
+        size_t ln = 0;
+        nvrtc.GetProgramLogSize(prog, &ln);
+        char *log = malloc(ln + 1);
+        if (log) {
+            nvrtc.GetProgramLog(prog, log);
+            log[ln] = 0;
+        }
+        rc = util_diag_set(diag, RED_ERR_COMPILE, "NVRTC rejected the generated kernel (%s): %.1500s",
+                           nvrtc.GetErrorString(r), log ? log : "");
+        free(log);
+    } else {
+        size_t n = 0;
+        nvrtc.GetCUBINSize(prog, &n);
+        *cubin = malloc(n ? n : 1);
+        if (!*cubin) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+        else {
+            nvrtc.GetCUBIN(prog, *cubin);
+            *size = n;
+        }
+    }
+    nvrtc.DestroyProgram(&prog);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    *ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+    return rc;
+}
+
+int gpu_compile_only(const plan *p, const char *arch, util_diag *diag)
+{
+    util_arena a;
+    util_arena_init(&a);
+    int rc = 0;
+    for (int pi = 0; pi < p->npasses && !rc; pi++) {
+        cg_kernel k;
+        rc = cg_generate(p, pi, &a, &k, diag);
+        if (!rc) {
+            void *cubin = NULL;
+            size_t n = 0;
+            double ms;
+            rc = nvrtc_compile(util_buf_str(&k.src), arch, &cubin, &n, &ms, diag);
+            free(cubin);
+        }
+        util_buf_free(&k.src);
+    }
+    util_arena_free(&a);
+    return rc;
+}
+
+int gpu_explain(const plan *p, int strategy, util_buf *out, util_diag *diag)
+{
+    util_arena a;
+    util_arena_init(&a);
+    int rc = 0;
+    for (int pi = 0; pi < p->npasses && !rc; pi++) {
+        cg_kernel k;
+        rc = cg_generate(p, pi, &a, &k, diag);
+        if (!rc) {
+            static const char *const kinds[] = {"map", "full reduction", "partial reduction", "keyed reduction"};
+            util_buf_printf(out, "---- pass %d: %s kernel, %d parameters, accumulator %d bytes ----\n", pi,
+                            kinds[k.kind], k.lay.nparams, k.acc_size);
+            /* the generated part only: the helpers are in src/codegen/device */
+            const char *s = util_buf_str(&k.src);
+            const char *helpers[2] = {rj_prelude_cuh, rj_reduce_cuh};
+            const char *names[2] = {"rj_prelude.cuh", "rj_reduce.cuh"};
+            while (*s) {
+                const char *next = NULL;
+                int which = -1;
+                for (int h = 0; h < 2; h++) {
+                    const char *f = strstr(s, helpers[h]);
+                    if (f && (!next || f < next)) {
+                        next = f;
+                        which = h;
+                    }
+                }
+                if (!next) {
+                    util_buf_puts(out, s);
+                    break;
+                }
+                util_buf_putn(out, s, (size_t)(next - s));
+                util_buf_printf(out, "// ... %s ...\n", names[which]);
+                s = next + strlen(helpers[which]);
+            }
+        }
+        util_buf_free(&k.src);
+    }
+    (void)strategy;
+    util_arena_free(&a);
+    return rc;
+}
+
+/* ---- the device ------------------------------------------------------------------- */
+
+typedef struct module_entry {
+    uint64_t key;
+    CUmodule mod;
+    struct module_entry *next;
+} module_entry;
+
+typedef struct pass_entry {        /* generated and loaded kernels of one plan pass */
+    const plan *p;
+    int pi;
+    CUmodule mod;
+    cg_kernel k;
+    util_arena arena;
+    struct pass_entry *next;
+} pass_entry;
+
+typedef struct pool_buf {
+    CUdeviceptr ptr;
+    size_t size;
+    int live;
+} pool_buf;
+
+struct gpu_dev {
+    cu_api cu;
+    CUdevice dev;
+    CUcontext ctx;
+    int sm_major, sm_minor, nsm;
+    char arch[16];
+    pthread_mutex_t lock;
+    module_entry *mods;
+    pass_entry *passes;
+    pool_buf *pool;
+    int npool, cappool;
+    CUdeviceptr ws;         /* err[4], counter, kstats[3]: 96 bytes */
+    gpu_stats stats;
+};
+
+static int cu_fail(gpu_dev *g, CUresult r, const char *what, util_diag *diag)
+{
+    const char *name = NULL;
+    if (g && g->cu.GetErrorName) g->cu.GetErrorName(r, &name);
+    int code = r == CUDA_ERROR_OUT_OF_MEMORY ? RED_ERR_NOMEM : RED_ERR_DEVICE;
+    return util_diag_set(diag, code, "CUDA driver call %s failed: %s (%d)", what, name ? name : "unknown error", r);
+}
+
+#define CU(call, what)                                         \
+    do {                                                       \
+        CUresult r_ = (call);                                  \
+        if (r_) return cu_fail(g, r_, what, diag);             \
+    } while (0)
+
+int gpu_open(gpu_dev **out, util_diag *diag)
+{
+    *out = NULL;
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) return util_diag_set(diag, RED_ERR_DEVICE, "no GPU: the CUDA driver (libcuda.so.1) is not installed");
+    gpu_dev *g = calloc(1, sizeof *g);
+    if (!g) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+    cu_api *c = &g->cu;
+#define CUS(f, a, b) *(void **)&c->f = sym(h, a, b)
+    CUS(Init, "cuInit", NULL);
+    CUS(DeviceGetCount, "cuDeviceGetCount", NULL);
+    CUS(DeviceGet, "cuDeviceGet", NULL);
+    CUS(DeviceGetAttribute, "cuDeviceGetAttribute", NULL);
+    CUS(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", NULL);
+    CUS(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease");
+    CUS(CtxSetCurrent, "cuCtxSetCurrent", NULL);
+    CUS(CtxSynchronize, "cuCtxSynchronize", NULL);
+    CUS(ModuleLoadData, "cuModuleLoadData", NULL);
+    CUS(ModuleUnload, "cuModuleUnload", NULL);
+    CUS(ModuleGetFunction, "cuModuleGetFunction", NULL);
+    CUS(LaunchKernel, "cuLaunchKernel", NULL);
+    CUS(MemAlloc, "cuMemAlloc_v2", "cuMemAlloc");
+    CUS(MemFree, "cuMemFree_v2", "cuMemFree");
+    CUS(MemcpyHtoD, "cuMemcpyHtoD_v2", "cuMemcpyHtoD");
+    CUS(MemcpyDtoH, "cuMemcpyDtoH_v2", "cuMemcpyDtoH");
+    CUS(MemsetD8, "cuMemsetD8_v2", "cuMemsetD8");
+    CUS(GetErrorName, "cuGetErrorName", NULL);
+    CUS(OccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor", NULL);
+    CUS(PointerGetAttribute, "cuPointerGetAttribute", NULL);
+#undef CUS
+    void **fp = (void **)c;
+    for (size_t i = 0; i < sizeof *c / sizeof(void *); i++)
+        if (!fp[i]) {
+            free(g);
+            return util_diag_set(diag, RED_ERR_DEVICE, "the CUDA driver lacks a needed function (too old?)");
+        }
+    int n = 0, rc;
+    CUresult r = c->Init(0);
+    if (!r) r = c->DeviceGetCount(&n);
+    if (r || n <= 0) {
+        rc = r ? cu_fail(g, r, "cuInit", diag) : util_diag_set(diag, RED_ERR_DEVICE, "no GPU: the CUDA driver sees no device");
+        free(g);
+        return rc ? rc : RED_ERR_DEVICE;
+    }
+    if ((r = c->DeviceGet(&g->dev, 0)) || (r = c->DevicePrimaryCtxRetain(&g->ctx, g->dev)) ||
+        (r = c->CtxSetCurrent(g->ctx)) ||
+        (r = c->DeviceGetAttribute(&g->nsm, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, g->dev)) ||
+        (r = c->DeviceGetAttribute(&g->sm_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g->dev)) ||
+        (r = c->DeviceGetAttribute(&g->sm_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, g->dev)) ||
+        (r = c->MemAlloc(&g->ws, 128)) || (r = c->MemsetD8(g->ws, 0, 128))) {
+        rc = cu_fail(g, r, "device setup", diag);
+        free(g);
+        return rc;
+    }
+    snprintf(g->arch, sizeof g->arch, "sm_%d%d", g->sm_major, g->sm_minor);
+    pthread_mutex_init(&g->lock, NULL);
+    *out = g;
+    return 0;
+}
+
+void gpu_close(gpu_dev *g)
+{
+    if (!g) return;
+    g->cu.CtxSetCurrent(g->ctx);
+    for (module_entry *m = g->mods; m;) {
+        module_entry *n = m->next;
+        g->cu.ModuleUnload(m->mod);
+        free(m);
+        m = n;
+    }
+    for (pass_entry *e = g->passes; e;) {
+        pass_entry *n = e->next;
+        util_buf_free(&e->k.src);
+        util_arena_free(&e->arena);
+        free(e);
+        e = n;
+    }
+    for (int i = 0; i < g->npool; i++) g->cu.MemFree(g->pool[i].ptr);
+    free(g->pool);
+    g->cu.MemFree(g->ws);
+    g->cu.DevicePrimaryCtxRelease(g->dev);
+    pthread_mutex_destroy(&g->lock);
+    free(g);
+}
+
+void gpu_get_stats(gpu_dev *g, gpu_stats *s)
+{
+    pthread_mutex_lock(&g->lock);
+    *s = g->stats;
+    s->pool_bytes = s->pool_live = 0;
+    for (int i = 0; i < g->npool; i++) {
+        s->pool_bytes += (long long)g->pool[i].size;
+        if (g->pool[i].live) s->pool_live += (long long)g->pool[i].size;
+    }
+    pthread_mutex_unlock(&g->lock);
+}
+
+int gpu_is_device_pointer(gpu_dev *g, const void *ptr)
+{
+    unsigned type = 0;
+    if (!g || !ptr) return 0;
+    if (g->cu.PointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)ptr)) return 0;
+    return type == CU_MEMORYTYPE_DEVICE;
+}
+
+/* ---- the buffer pool: freed buffers are kept and reused ---------------------------- */
+
+static int pool_get(gpu_dev *g, size_t size, CUdeviceptr *out, util_diag *diag)
+{
+    if (size == 0) size = 1;
+    size = (size + 255) & ~(size_t)255;
+    int best = -1;
+    for (int i = 0; i < g->npool; i++)
+        if (!g->pool[i].live && g->pool[i].size >= size && g->pool[i].size <= 2 * size + (1 << 20) &&
+            (best < 0 || g->pool[i].size < g->pool[best].size))
+            best = i;
+    if (best >= 0) {
+        g->pool[best].live = 1;
+        *out = g->pool[best].ptr;
+        return 0;
+    }
+    CUdeviceptr p;
+    CUresult r = g->cu.MemAlloc(&p, size);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+        /* give the idle buffers back and try once more */
+        int k = 0;
+        for (int i = 0; i < g->npool; i++) {
+            if (!g->pool[i].live) g->cu.MemFree(g->pool[i].ptr);
+            else g->pool[k++] = g->pool[i];
+        }
+        g->npool = k;
+        r = g->cu.MemAlloc(&p, size);
+    }
+    if (r) return cu_fail(g, r, "cuMemAlloc", diag);
+    if (g->npool == g->cappool) {
+        int cap = g->cappool ? 2 * g->cappool : 32;
+        pool_buf *np = realloc(g->pool, (size_t)cap * sizeof *np);
+        if (!np) {
+            g->cu.MemFree(p);
+            return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+        }
+        g->pool = np;
+        g->cappool = cap;
+    }
+    g->pool[g->npool++] = (pool_buf){p, size, 1};
+    *out = p;
+    return 0;
+}
+
+static void pool_put(gpu_dev *g, CUdeviceptr p)
+{
+    for (int i = 0; i < g->npool; i++)
+        if (g->pool[i].ptr == p) g->pool[i].live = 0;
+}
+
+/* ---- kernels: generated per pass, compiled once, cached ------------------------------ */
+
+static int load_module(gpu_dev *g, const char *src, CUmodule *out, util_diag *diag)
+{
+    char keysrc[128];
+    snprintf(keysrc, sizeof keysrc, "%s|nvrtc %d.%d|redjit %s|opts 1", g->arch, nvrtc.major, nvrtc.minor,
+             REDJIT_VERSION_STRING);
+    uint64_t key = kc_hash(src, strlen(src), kc_hash(keysrc, strlen(keysrc), 0));
+    for (module_entry *m = g->mods; m; m = m->next)
+        if (m->key == key) {
+            g->stats.mem_hits++;
+            *out = m->mod;
+            return 0;
+        }
+    char hex[40];
+    snprintf(hex, sizeof hex, "%016llx%08llx", (unsigned long long)key,
+             (unsigned long long)(kc_hash(src, strlen(src), 0x5eed) & 0xffffffffu));
+    void *cubin = NULL;
+    size_t n = 0;
+    int from_disk = kc_load(hex, &cubin, &n) == 0;
+    if (!from_disk) {
+        double ms = 0;
+        int rc = nvrtc_compile(src, g->arch, &cubin, &n, &ms, diag);
+        if (rc) return rc;
+        g->stats.compiles++;
+        g->stats.compile_ms += ms;
+        kc_store(hex, cubin, n);
+    } else {
+        g->stats.disk_hits++;
+    }
+    CUmodule mod;
+    CUresult r = g->cu.ModuleLoadData(&mod, cubin);
+    free(cubin);
+    if (r) return cu_fail(g, r, "cuModuleLoadData", diag);
+    module_entry *m = calloc(1, sizeof *m);
+    if (!m) {
+        g->cu.ModuleUnload(mod);
+        return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+    }
+    m->key = key;
+    m->mod = mod;
+    m->next = g->mods;
+    g->mods = m;
+    *out = mod;
+    return 0;
+}
+
+static int pass_kernels(gpu_dev *g, const plan *p, int pi, pass_entry **out, util_diag *diag)
+{
+    for (pass_entry *e = g->passes; e; e = e->next)
+        if (e->p == p && e->pi == pi) {
+            *out = e;
+            return 0;
+        }
+    pass_entry *e = calloc(1, sizeof *e);
+    if (!e) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+    util_arena_init(&e->arena);
+    int rc = cg_generate(p, pi, &e->arena, &e->k, diag);
+    if (!rc) rc = load_module(g, util_buf_str(&e->k.src), &e->mod, diag);
+    if (rc) {
+        util_buf_free(&e->k.src);
+        util_arena_free(&e->arena);
+        free(e);
+        return rc;
+    }
+    e->p = p;
+    e->pi = pi;
+    e->next = g->passes;
+    g->passes = e;
+    *out = e;
+    return 0;
+}
+
+/* ---- launching ------------------------------------------------------------------- */
+
+#define BLOCK 256
+
+typedef struct run_ctx {
+    gpu_dev *g;
+    const plan *p;
+    long long *params;
+    int nparams;
+    util_diag *diag;
+} run_ctx;
+
+static int launch(run_ctx *r, pass_entry *e, const char *name, long long grid)
+{
+    gpu_dev *g = r->g;
+    util_diag *diag = r->diag;
+    CUfunction f;
+    CU(g->cu.ModuleGetFunction(&f, e->mod, name), "cuModuleGetFunction");
+    if (grid < 1) grid = 1;
+    if (grid > 0x7fffffff) grid = 0x7fffffff;
+    void *args[] = {r->params};
+    CU(g->cu.LaunchKernel(f, (unsigned)grid, 1, 1, BLOCK, 1, 1, 0, NULL, args, NULL), name);
+    return 0;
+}
+
+static int occupancy_grid(run_ctx *r, pass_entry *e, const char *name, long long *grid)
+{
+    gpu_dev *g = r->g;
+    util_diag *diag = r->diag;
+    CUfunction f;
+    int nb = 0;
+    CU(g->cu.ModuleGetFunction(&f, e->mod, name), "cuModuleGetFunction");
+    CU(g->cu.OccupancyMaxActiveBlocksPerMultiprocessor(&nb, f, BLOCK, 0), "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    *grid = (long long)(nb > 0 ? nb : 1) * g->nsm;
+    return 0;
+}
+
+static long long cdiv(long long a, long long b) { return (a + b - 1) / b; }
+
+/* Host copy of a host array's touched span; device pointer adjusted so the
+ * kernel's offsets (which may be negative with negative strides) work. */
+static int upload(gpu_dev *g, const vm_buf *b, CUdeviceptr *base, CUdeviceptr *adj, util_diag *diag)
+{
+    int64_t lo = 0, hi = 0, esz = (int64_t)red_dtype_size(b->dtype);
+    int empty = 0;
+    for (int d = 0; d < b->ndim; d++) {
+        if (b->shape[d] == 0) empty = 1;
+        int64_t ext = (b->shape[d] - 1) * b->strides[d];
+        if (ext < 0) lo += ext;
+        else hi += ext;
+    }
+    size_t bytes = empty ? 1 : (size_t)((hi - lo + 1) * esz);
+    int rc = pool_get(g, bytes, base, diag);
+    if (rc) return rc;
+    if (!empty) {
+        CUresult r = g->cu.MemcpyHtoD(*base, (const char *)b->data + lo * esz, bytes);
+        if (r) {
+            pool_put(g, *base);
+            return cu_fail(g, r, "cuMemcpyHtoD", diag);
+        }
+    }
+    *adj = *base - (CUdeviceptr)(lo * esz);
+    return 0;
+}
+
+static void set_array(long long *P, int base, CUdeviceptr ptr, const vm_buf *b)
+{
+    P[base] = (long long)ptr;
+    for (int d = 0; d < b->ndim; d++) {
+        P[base + 1 + d] = b->shape[d];
+        P[base + 1 + b->ndim + d] = b->strides[d];
+    }
+}
+
+static int run_full(run_ctx *r, pass_entry *e, long long n, int strategy, int ordered)
+{
+    gpu_dev *g = r->g;
+    long long *P = r->params;
+    size_t asz = (size_t)e->k.acc_size;
+    P[1] = 1;
+    if (strategy == RED_STRATEGY_SEGMENTED) return launch(r, e, "rj_segb", 1);
+    long long grid;
+    if (strategy == RED_STRATEGY_PERSISTENT || strategy == RED_STRATEGY_AUTO) {
+        int rc = occupancy_grid(r, e, "rj_persist", &grid);
+        if (rc) return rc;
+    } else if (strategy == RED_STRATEGY_SEQUENTIAL) {
+        grid = cdiv(n, (long long)BLOCK * 16);
+        if (grid > 4 * g->nsm) grid = 4 * g->nsm;
+    } else {
+        grid = cdiv(n, (long long)BLOCK * 16);
+        if (grid > 8 * g->nsm) grid = 8 * g->nsm;
+    }
+    if (grid < 1) grid = 1;
+    CUdeviceptr part;
+    int rc = pool_get(g, (size_t)grid * asz, &part, r->diag);
+    if (rc) return rc;
+    P[2] = (long long)part;
+    P[0] = n;
+    if (strategy == RED_STRATEGY_SEQUENTIAL) {
+        P[5] = cdiv(n, grid * BLOCK);
+        rc = launch(r, e, "rj_seq", grid);
+    } else {
+        /* contiguous ranges per block, a multiple of the block size */
+        long long per = cdiv(cdiv(n, grid), BLOCK) * BLOCK;
+        P[5] = per > 0 ? per : BLOCK;
+        rc = launch(r, e, strategy == RED_STRATEGY_TREE ? "rj_block" : "rj_persist", grid);
+    }
+    if (!rc && strategy != RED_STRATEGY_PERSISTENT && strategy != RED_STRATEGY_AUTO) {
+        P[6] = grid;
+        rc = launch(r, e, "rj_final", 1);
+    }
+    (void)ordered;
+    /* the partials buffer is reused by later passes once this one is done:
+     * launches on one stream run in order */
+    pool_put(g, part);
+    return rc;
+}
+
+static int run_segments(run_ctx *r, pass_entry *e, long long nout, long long total, int strategy)
+{
+    gpu_dev *g = r->g;
+    long long *P = r->params;
+    P[1] = nout;
+    if (nout == 0) return 0;
+    double avg = (double)total / (double)nout;
+    const char *k;
+    int group;
+    switch (strategy) {
+    case RED_STRATEGY_TREE: k = "rj_segb"; group = BLOCK; break;
+    case RED_STRATEGY_SEQUENTIAL: k = "rj_seg1"; group = 1; break;
+    case RED_STRATEGY_PERSISTENT: k = "rj_seg32"; group = 32; break;
+    default:
+        if (avg <= 4) { k = "rj_seg1"; group = 1; }
+        else if (avg <= 2048) { k = "rj_seg32"; group = 32; }
+        else { k = "rj_segb"; group = BLOCK; }
+    }
+    long long grid;
+    if (strategy == RED_STRATEGY_PERSISTENT) {
+        int rc = occupancy_grid(r, e, k, &grid);
+        if (rc) return rc;
+    } else {
+        grid = cdiv(nout * group, BLOCK);
+        if (grid > (long long)g->nsm * 64) grid = (long long)g->nsm * 64;
+    }
+    return launch(r, e, k, grid);
+}
+
+static int read_errors(run_ctx *r, unsigned long long err[4])
+{
+    gpu_dev *g = r->g;
+    util_diag *diag = r->diag;
+    CU(g->cu.MemcpyDtoH(err, g->ws, 32), "cuMemcpyDtoH");
+    return 0;
+}
+
+static const ir *find_node(const ir *x, int id)
+{
+    if (!x) return NULL;
+    if (x->id == id) return x;
+    for (int i = 0; i < x->nargs; i++) {
+        const ir *f = find_node(x->args[i], id);
+        if (f) return f;
+    }
+    return NULL;
+}
+
+static const ir *plan_node(const plan *p, int id)
+{
+    for (int i = 0; i < p->npasses; i++) {
+        const plan_pass *ps = &p->passes[i];
+        const ir *f = find_node(ps->map, id);
+        if (!f) f = find_node(ps->key, id);
+        for (int q = 0; q < ps->nreds && !f; q++)
+            for (int c = 0; c < ps->reds[q].ncomp && !f; c++) f = find_node(ps->reds[q].map[c], id);
+        for (int d = 0; d < ps->nred && !f; d++) {
+            f = find_node(p->vars[ps->red[d]].lo, id);
+            if (!f) f = find_node(p->vars[ps->red[d]].hi, id);
+        }
+        if (f) return f;
+    }
+    return NULL;
+}
+
+static int report_device_fault(run_ctx *r, const unsigned long long err[4], const vm_buf *bufs)
+{
+    const plan *p = r->p;
+    if ((int)err[0] == RED_ERR_EMPTY) {
+        int pi = (int)(err[1] >> 16), q = (int)(err[1] & 0xffff);
+        util_pos pos = {0, 0};
+        const char *what = "argmin/argmax";
+        if (pi < p->npasses && q < p->passes[pi].nreds) {
+            pos = p->passes[pi].reds[q].pos;
+            what = plan_rop_name(p->passes[pi].reds[q].rop);
+        }
+        return util_diag_at(r->diag, p->src, pos, RED_ERR_EMPTY, "%s of an empty set: there is no index to return",
+                            what);
+    }
+    const ir *node = plan_node(p, (int)err[1]);
+    if (!node || node->kind != IR_LOAD)
+        return util_diag_set(r->diag, RED_ERR_INDEX, "a subscript is out of range (value %lld)", (long long)err[3]);
+    int dim = (int)err[2];
+    long long shape = 0;
+    const char *name = "(intermediate)";
+    if (node->slot >= 0) {
+        name = bufs[node->slot].name;
+        shape = bufs[node->slot].shape[dim];
+    }
+    return util_diag_at(r->diag, p->src, node->pos, RED_ERR_INDEX, "subscript %d of '%s' is %lld, outside 0..%lld",
+                        dim, name, (long long)err[3], shape);
+}
+
+int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_device, const plan_value *scalars,
+                int strategy, cpu_temps *out, util_diag *diag)
+{
+    pthread_mutex_lock(&g->lock);
+    g->cu.CtxSetCurrent(g->ctx);
+    int rc = 0;
+    CUdeviceptr *in_base = calloc((size_t)p->nbufs + 1, sizeof *in_base);
+    CUdeviceptr *in_adj = calloc((size_t)p->nbufs + 1, sizeof *in_adj);
+    CUdeviceptr *tptr = calloc((size_t)p->ntemps + 1, sizeof *tptr);
+    vm_buf *tdesc = calloc((size_t)p->ntemps + 1, sizeof *tdesc);
+    int64_t *vlo = calloc((size_t)p->nvars + 1, sizeof *vlo), *vhi = calloc((size_t)p->nvars + 1, sizeof *vhi);
+    int *done = calloc((size_t)p->nvars + 1, sizeof *done);
+    long long *params = NULL;
+    run_ctx r = {.g = g, .p = p, .diag = diag};
+    if (!in_base || !in_adj || !tptr || !tdesc || !vlo || !vhi || !done) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+
+    for (int i = 0; !rc && i < p->nbufs; i++) {
+        if (on_device && on_device[i]) in_adj[i] = (CUdeviceptr)(uintptr_t)bufs[i].data;
+        else rc = upload(g, &bufs[i], &in_base[i], &in_adj[i], diag);
+    }
+    if (!rc && g->cu.MemsetD8(g->ws, 0, 32)) rc = util_diag_set(diag, RED_ERR_DEVICE, "cuMemsetD8 failed");
+
+    for (int pi = 0; !rc && pi < p->npasses; pi++) {
+        const plan_pass *ps = &p->passes[pi];
+        pass_entry *e = NULL;
+        rc = pass_kernels(g, p, pi, &e, diag);
+        if (rc) break;
+        const cg_layout *L = &e->k.lay;
+        free(params);
+        params = calloc((size_t)L->nparams, sizeof *params);
+        if (!params) {
+            rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+            break;
+        }
+        r.params = params;
+        r.nparams = L->nparams;
+        params[4] = (long long)g->ws;
+        params[9] = (long long)(g->ws + 64);
+        params[3] = (long long)(g->ws + 32);
+        for (int i = 0; i < p->nbufs; i++) set_array(params, L->buf_base[i], in_adj[i], &bufs[i]);
+        for (int i = 0; i < p->nscalars; i++) memcpy(&params[L->scalar_slot[i]], &scalars[i], 8);
+
+        /* free variables */
+        long long nout = 1;
+        for (int d = 0; !rc && d < ps->nfree; d++) {
+            int v = ps->free[d];
+            const plan_var *pv = &p->vars[v];
+            if (!done[v]) {
+                if (pv->lo) {
+                    rc = util_diag_at(diag, p->src, pv->pos, RED_ERR_UNSUPPORTED,
+                                      "the GPU backend does not yet support a reduction nested inside the "
+                                      "ranged index '%s'; use the CPU", pv->name);
+                } else if (pv->key_pass < 0) {
+                    vlo[v] = 0;
+                    rc = cpu_infer_extent(p, v, bufs, &vhi[v], diag);
+                }
+                done[v] = 1;
+            }
+            if (__builtin_mul_overflow(nout, vhi[v] - vlo[v], &nout)) rc = util_diag_set(diag, RED_ERR_LIMIT, "result too large");
+        }
+        /* uniform reduced variables (ranged ones are computed in the kernel) */
+        long long L1 = 1;
+        int ranged = 0;
+        for (int d = 0; !rc && d < ps->nred; d++) {
+            int v = ps->red[d];
+            if (p->vars[v].lo) {
+                ranged = 1;
+                continue;
+            }
+            int64_t ext = 0;
+            rc = cpu_infer_extent(p, v, bufs, &ext, diag);
+            vlo[v] = 0;
+            vhi[v] = ext;
+            if (__builtin_mul_overflow(L1, ext, &L1)) rc = util_diag_set(diag, RED_ERR_LIMIT, "domain too large");
+        }
+        if (rc) break;
+        for (int v = 0; v < p->nvars; v++) {
+            params[L->var_lo[v]] = vlo[v];
+            params[L->var_sz[v]] = vhi[v] - vlo[v];
+        }
+        /* temporaries this pass writes; earlier ones it may read */
+        int outs[PLAN_MAX_COMP * 64], nouts = 0;
+        if (!ps->nreds) outs[nouts++] = ps->map_temp;
+        for (int q = 0; q < ps->nreds; q++)
+            for (int c = 0; c < ps->reds[q].ncomp; c++) outs[nouts++] = ps->reds[q].temp[c];
+
+        long long nkeys = 0;
+        int sorted = 1;
+        if (ps->key) {
+            /* scan the keys: count, negatives, order */
+            long long N = L1;
+            params[0] = N;
+            params[7] = 0;
+            long long init[3] = {0x7fffffffffffffffll, -1, 1};
+            if (g->cu.MemcpyHtoD(g->ws + 64, init, 24)) rc = util_diag_set(diag, RED_ERR_DEVICE, "cuMemcpyHtoD failed");
+            for (int i = 0; !rc && i < p->ntemps; i++)
+                if (tptr[i]) set_array(params, L->temp_base[i], tptr[i], &tdesc[i]);
+            if (!rc && N > 0) rc = launch(&r, e, "rj_kscan", cdiv(N, BLOCK) < 8 * g->nsm ? cdiv(N, BLOCK) : 8 * g->nsm);
+            long long st[3] = {0, -1, 1};
+            if (!rc && g->cu.MemcpyDtoH(st, g->ws + 64, 24)) rc = util_diag_set(diag, RED_ERR_DEVICE, "cuMemcpyDtoH failed");
+            unsigned long long err[4];
+            if (!rc) rc = read_errors(&r, err);
+            if (!rc && err[0]) {
+                rc = report_device_fault(&r, err, bufs);
+                break;
+            }
+            if (rc) break;
+            sorted = (int)(st[2] & 0xffffffff) != 0;
+            if (N > 0 && st[0] < 0) {
+                rc = util_diag_at(diag, p->src, ps->key_pos, RED_ERR_KEYS,
+                                  "keys must be non-negative, but this key is %lld for some element", st[0]);
+                break;
+            }
+            for (int q = 0; q < ps->nreds; q++)
+                if (ps->reds[q].rop == ROP_USER && ps->reds[q].ordered && !sorted) {
+                    rc = util_diag_at(diag, p->src, ps->key_pos, RED_ERR_KEYS,
+                                      "ordered operator '%s' needs keys in non-decreasing order, and these are not sorted",
+                                      ps->reds[q].uname);
+                }
+            if (rc) break;
+            if (st[1] >= ((long long)1 << 40)) {
+                rc = util_diag_at(diag, p->src, ps->key_pos, RED_ERR_LIMIT, "key %lld is too large", st[1]);
+                break;
+            }
+            nkeys = N > 0 ? st[1] + 1 : 0;
+            vlo[ps->key_var] = 0;
+            vhi[ps->key_var] = nkeys;
+            done[ps->key_var] = 1;
+            params[L->var_lo[ps->key_var]] = 0;
+            params[L->var_sz[ps->key_var]] = nkeys;
+            nout = nkeys;
+        }
+        for (int k = 0; !rc && k < nouts; k++) {
+            int t = outs[k];
+            const plan_temp *pt = &p->temps[t];
+            vm_buf *d = &tdesc[t];
+            d->dtype = plan_dtype_of_ct(pt->type);
+            d->ndim = pt->ndim;
+            d->name = "";
+            int64_t n = 1;
+            for (int q = pt->ndim - 1; q >= 0; q--) {
+                d->shape[q] = vhi[pt->dims[q]];
+                d->strides[q] = n;
+                n *= d->shape[q] > 0 ? d->shape[q] : 1;
+            }
+            rc = pool_get(g, (size_t)n * (size_t)plan_ct_size(pt->type), &tptr[t], diag);
+            if (!rc && g->cu.MemsetD8(tptr[t], 0, (size_t)n * (size_t)plan_ct_size(pt->type)))
+                rc = util_diag_set(diag, RED_ERR_DEVICE, "cuMemsetD8 failed");
+        }
+        if (rc) break;
+        for (int i = 0; i < p->ntemps; i++)
+            if (tptr[i]) set_array(params, L->temp_base[i], tptr[i], &tdesc[i]);
+
+        if (!ps->nreds) {
+            params[1] = nout;
+            long long grid = cdiv(nout, BLOCK);
+            if (grid > (long long)g->nsm * 32) grid = (long long)g->nsm * 32;
+            if (nout > 0) rc = launch(&r, e, "rj_map", grid);
+        } else if (ps->key) {
+            long long N = L1;
+            params[0] = N;
+            if (nkeys == 0) {
+                /* nothing to reduce: the result is empty */
+            } else if (sorted) {
+                CUdeviceptr offs;
+                rc = pool_get(g, (size_t)(nkeys + 1) * 8, &offs, diag);
+                if (!rc) {
+                    params[8] = (long long)offs;
+                    params[1] = nkeys;
+                    rc = launch(&r, e, "rj_koffs", cdiv(N, BLOCK) < 8 * g->nsm ? cdiv(N, BLOCK) : 8 * g->nsm);
+                    params[7] = 1;
+                    if (!rc) rc = run_segments(&r, e, nkeys, N, strategy);
+                    pool_put(g, offs);
+                }
+            } else {
+                /* private rows per partition, combined in partition order */
+                long long asz = e->k.acc_size, np = 4 * g->nsm;
+                while (np > 1 && (double)np * nkeys * asz > 512.0 * 1024 * 1024) np /= 2;
+                if (np > N) np = N > 0 ? N : 1;
+                CUdeviceptr rows;
+                rc = pool_get(g, (size_t)(np * nkeys * asz), &rows, diag);
+                if (!rc) {
+                    params[2] = (long long)rows;
+                    params[6] = np;
+                    params[5] = cdiv(N, np);
+                    params[1] = nkeys;
+                    params[7] = 0;
+                    rc = launch(&r, e, "rj_kpriv", cdiv(np, BLOCK));
+                    if (!rc) rc = launch(&r, e, "rj_kcomb", cdiv(nkeys, BLOCK));
+                    pool_put(g, rows);
+                }
+            }
+        } else if (ps->nfree == 0) {
+            long long N = L1;
+            if (ranged) {
+                /* the domain's size comes from bounds only the device can read */
+                params[9] = (long long)(g->ws + 64);
+                rc = launch(&r, e, "rj_count", 1);
+                long long cnt = 0;
+                if (!rc && g->cu.MemcpyDtoH(&cnt, g->ws + 64, 8)) rc = util_diag_set(diag, RED_ERR_DEVICE, "cuMemcpyDtoH failed");
+                N = cnt;
+            }
+            if (!rc) rc = run_full(&r, e, N, strategy, e->k.ordered);
+        } else {
+            long long total = ranged ? nout * 16 : nout * L1;
+            rc = run_segments(&r, e, nout, total, strategy);
+        }
+        if (rc) break;
+    }
+
+    /* results back to the host; the first device fault, if any */
+    unsigned long long err[4] = {0};
+    if (!rc) {
+        CUresult cr = g->cu.CtxSynchronize();
+        if (cr) rc = cu_fail(g, cr, "kernel execution (cuCtxSynchronize)", diag);
+    }
+    if (!rc) rc = read_errors(&r, err);
+    if (!rc && err[0]) rc = report_device_fault(&r, err, bufs);
+    if (!rc) {
+        out->n = p->ntemps;
+        out->t = calloc((size_t)p->ntemps + 1, sizeof *out->t);
+        if (!out->t) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+        for (int i = 0; !rc && i < p->nresults; i++) {
+            int t = p->results[i].temp;
+            if (out->t[t].data) continue;
+            out->t[t] = tdesc[t];
+            int64_t n = 1;
+            for (int d = 0; d < tdesc[t].ndim; d++) n *= tdesc[t].shape[d];
+            size_t bytes = (size_t)n * red_dtype_size(tdesc[t].dtype);
+            void *h = malloc(bytes ? bytes : 1);
+            out->t[t].data = h;
+            if (!h) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+            else if (bytes && g->cu.MemcpyDtoH(h, tptr[t], bytes)) rc = util_diag_set(diag, RED_ERR_DEVICE, "cuMemcpyDtoH failed");
+        }
+        if (rc) cpu_temps_free(out);
+    }
+    for (int i = 0; i < p->nbufs; i++)
+        if (in_base && in_base[i]) pool_put(g, in_base[i]);
+    for (int i = 0; i < p->ntemps; i++)
+        if (tptr && tptr[i]) pool_put(g, tptr[i]);
+    free(in_base);
+    free(in_adj);
+    free(tptr);
+    free(tdesc);
+    free(vlo);
+    free(vhi);
+    free(done);
+    free(params);
+    pthread_mutex_unlock(&g->lock);
+    return rc;
+}

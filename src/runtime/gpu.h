@@ -1,0 +1,46 @@
+/*
+ * gpu.h -- the GPU backend: the CUDA driver API and NVRTC loaded with dlopen
+ * at run time (the same binary runs where neither exists), kernels compiled
+ * per plan pass and cached in memory and on disk, device buffers pooled, and
+ * passes launched under the strategy the caller chose.
+ */
+#ifndef RED_GPU_H
+#define RED_GPU_H
+
+#include "check/plan.h"
+#include "cpu/exec.h"
+
+typedef struct gpu_dev gpu_dev;
+
+typedef struct gpu_stats {
+    long long mem_hits;     /* kernel found loaded in this process           */
+    long long disk_hits;    /* CUBIN read from the disk cache                 */
+    long long compiles;     /* NVRTC compilations                            */
+    double compile_ms;      /* time spent in NVRTC                           */
+    long long pool_bytes;   /* device memory held by the buffer pool         */
+    long long pool_live;    /* of which in use now                           */
+} gpu_stats;
+
+/* Open device 0.  RED_ERR_DEVICE with a message saying why when there is no
+ * driver, no device or no NVRTC. */
+int gpu_open(gpu_dev **out, util_diag *diag);
+void gpu_close(gpu_dev *g);
+
+/* Run every pass of `p`.  bufs[i].data are host pointers unless
+ * on_device[i]; results come back to host temporaries in `out`. */
+int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_device,
+                const plan_value *scalars, int strategy, cpu_temps *out, util_diag *diag);
+
+/* Generate and compile (NVRTC only, no driver needed) every pass of `p` for
+ * `arch` ("sm_90"); used by the test suite on machines without a GPU. */
+int gpu_compile_only(const plan *p, const char *arch, util_diag *diag);
+
+/* Is this pointer device memory (cuPointerGetAttribute)?  0 when unknown. */
+int gpu_is_device_pointer(gpu_dev *g, const void *ptr);
+
+void gpu_get_stats(gpu_dev *g, gpu_stats *s);
+
+/* The generated source of each pass, for red_explain. */
+int gpu_explain(const plan *p, int strategy, util_buf *out, util_diag *diag);
+
+#endif
