@@ -695,7 +695,9 @@ static int lower_call(ck *c, scope *s, const ast_node *n, val *out)
             return 0;
         case 3: /* predicates */
             if (!CT_IS_FLOAT(t)) {
-                *out = mk(ir_const_i(c->b, CT_BOOL, funcs[i].op == OP_ISFINITE), 0);
+                /* always false / true, but still one per element: x == x keeps
+                 * the operand's indices, so isnan(x[i]) has the shape of x */
+                *out = mk(op2(c, funcs[i].op == OP_ISFINITE ? OP_EQ : OP_NE, CT_BOOL, a[0].c[0], a[0].c[0]), 0);
                 return 0;
             }
             *out = mk(op1(c, funcs[i].op, CT_BOOL, a[0].c[0]), 0);
@@ -743,13 +745,40 @@ static int same_domain_var(const plan *p, int a, int b)
     return 1;
 }
 
-/* Find a pass with the same domain, or start one.  On return *remap says
- * whether the caller's reduced vars must be renamed to the pass's. */
+/* The last pass producing a temporary that `x` reads (-1: none). */
+static int last_producer(const plan *p, const ir *x)
+{
+    if (!x) return -1;
+    int r = -1;
+    if (x->kind == IR_LOAD && x->slot < 0) {
+        int t = -1 - x->slot;
+        for (int i = 0; i < p->npasses; i++) {
+            const plan_pass *ps = &p->passes[i];
+            if (ps->map_temp == t) r = i;
+            for (int q = 0; q < ps->nreds; q++)
+                for (int k = 0; k < ps->reds[q].ncomp; k++)
+                    if (ps->reds[q].temp[k] == t) r = i;
+        }
+    }
+    for (int i = 0; i < x->nargs; i++) {
+        int a = last_producer(p, x->args[i]);
+        if (a > r) r = a;
+    }
+    if (x->kind == IR_INDEX) {
+        int a = last_producer(p, p->vars[x->slot].lo), b = last_producer(p, p->vars[x->slot].hi);
+        if (a > r) r = a;
+        if (b > r) r = b;
+    }
+    return r;
+}
+
+/* Find a pass with the same domain that runs after everything the new
+ * reduction reads, or start one. */
 static int find_pass(ck *c, int nfree, const int *fr, int nred, const int *rd, ir *key,
-                     int *pass_out)
+                     int after, int *pass_out)
 {
     plan *p = c->p;
-    for (int i = 0; i < p->npasses; i++) {
+    for (int i = after + 1; i < p->npasses; i++) {
         plan_pass *ps = &p->passes[i];
         if (!ps->nreds || ps->nfree != nfree || ps->nred != nred) continue;
         int ok = 1;
@@ -1006,6 +1035,12 @@ static int lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, 
     varset used = {0};
     for (int k = 0; k < rd.ncomp; k++) collect_vars(p, rd.map[k], &used);
     collect_vars(p, key, &used);
+    for (int k = 0; k < nred; k++) {
+        /* a range's bounds make their indices free even if the operand does
+         * not use them: count(true) over k in ptr[r]..ptr[r+1] is per r */
+        collect_vars(p, p->vars[red[k]].lo, &used);
+        collect_vars(p, p->vars[red[k]].hi, &used);
+    }
     int fr[RED_MAX_DIMS], nfree = 0;
     for (int i = 0; i < used.n; i++) {
         int v = used.v[i], isred = 0;
@@ -1022,8 +1057,18 @@ static int lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, 
                       "a reduction with 'by' cannot have free indices ('%s' is not reduced)",
                       p->vars[fr[0]].name);
 
+    int after = last_producer(p, key);
+    for (int k = 0; k < rd.ncomp; k++) {
+        int a = last_producer(p, rd.map[k]);
+        if (a > after) after = a;
+    }
+    for (int k = 0; k < nred; k++) {
+        int a = last_producer(p, p->vars[red[k]].lo), b = last_producer(p, p->vars[red[k]].hi);
+        if (a > after) after = a;
+        if (b > after) after = b;
+    }
     int pass = -1;
-    TRY(find_pass(c, nfree, fr, nred, red, key, &pass));
+    TRY(find_pass(c, nfree, fr, nred, red, key, after, &pass));
     plan_pass *ps = &p->passes[pass];
     if (ps->nreds == 0 && key) {
         /* a new keyed pass: its key index is a new variable, reduced by the
@@ -1317,6 +1362,7 @@ int chk_build(const ast_program *prog, const chk_binding *binds, int nbinds, uti
         switch (st->kind) {
         case STMT_OP: TRY(check_op(&c, st)); break;
         case STMT_LET:
+            c.visible_lets = c.nlets;   /* every earlier definition */
             if (find_let(&c, st->name) >= 0)
                 return err_at(&c, st->name_pos, RED_ERR_NAME, "'%s' is already defined", st->name);
             if (find_bind(&c, st->name) >= 0)
@@ -1330,7 +1376,7 @@ int chk_build(const ast_program *prog, const chk_binding *binds, int nbinds, uti
         case STMT_ASSIGN: nexpr++; break;
         }
     }
-    c.visible_lets = 0;
+    c.visible_lets = 0;   /* now grown statement by statement */
     for (int i = 0; i < prog->nstmts; i++) {
         const ast_stmt *st = &prog->stmts[i];
         if (st->kind == STMT_LET) {
