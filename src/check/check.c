@@ -1326,6 +1326,8 @@ int chk_build(const ast_program *prog, const chk_binding *binds, int nbinds, uti
     if (!c.b || !p || !c.buf_of_bind || !c.scalar_of_bind) return nomem(&c);
     c.p = p;
     p->arena = arena;
+    static uint64_t next_uid;
+    p->uid = __atomic_add_fetch(&next_uid, 1, __ATOMIC_RELAXED);
     p->src = prog->src;
     p->vars = util_arena_alloc(arena, MAX_VARS * sizeof *p->vars);
     p->passes = util_arena_alloc(arena, MAX_PASSES * sizeof *p->passes);

@@ -164,6 +164,8 @@ typedef struct plan_result {
 
 typedef struct plan {
     util_arena *arena;
+    uint64_t uid;       /* unique in the process: caches key on it, never on
+                           the address, which a later plan may reuse        */
     const char *src;
     int nbufs;   plan_buf *bufs;     /* bound arrays (IR_LOAD slot >= 0)     */
     int ntemps;  plan_temp *temps;   /* temporaries (IR_LOAD slot -1-t)      */

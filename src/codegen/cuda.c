@@ -421,9 +421,12 @@ static void emit_acc_funcs(gen *g)
     for (int q = 0; q < ps->nreds; q++) {
         const plan_red *rd = &ps->reds[q];
         if (is_arg(rd->rop)) {
-            util_buf_printf(o, "    if (b.h%d && (!a.h%d || rj_%s_better(b.r%d_0, a.r%d_0))) { a.r%d_0 = b.r%d_0; "
-                               "a.x%d = b.x%d; a.h%d = true; }\n",
-                            q, q, rd->rop == ROP_ARGMAX ? "argmax" : "argmin", q, q, q, q, q, q, q);
+            /* the first index of the extreme: lanes hold interleaved elements,
+             * so a tie goes to the smaller index, not to the earlier lane */
+            const char *bt = rd->rop == ROP_ARGMAX ? "argmax" : "argmin";
+            util_buf_printf(o, "    if (b.h%d && (!a.h%d || rj_%s_better(b.r%d_0, a.r%d_0) || (!rj_%s_better(a.r%d_0, b.r%d_0) "
+                               "&& b.x%d < a.x%d))) { a.r%d_0 = b.r%d_0; a.x%d = b.x%d; a.h%d = true; }\n",
+                            q, q, bt, q, q, bt, q, q, q, q, q, q, q, q, q);
         } else if (rd->rop == ROP_USER) {
             util_buf_printf(o, "    if (b.h%d) { if (!a.h%d) { ", q, q);
             for (int c = 0; c < rd->ncomp; c++) util_buf_printf(o, "a.r%d_%d = b.r%d_%d; ", q, c, q, c);

@@ -622,7 +622,9 @@ static void acc_combine(const plan_red *rd, ustate *u, cacc *a, const cacc *b)
     if (rd->rop == ROP_USER) {
         user_combine1(rd, u, a->v, b->v);
     } else if (rd->rop == ROP_ARGMIN || rd->rop == ROP_ARGMAX) {
-        if (arg_better(rd->rop, rd->acc[0], b->v[0], a->v[0])) *a = *b;
+        if (arg_better(rd->rop, rd->acc[0], b->v[0], a->v[0]) ||
+            (!arg_better(rd->rop, rd->acc[0], a->v[0], b->v[0]) && b->idx < a->idx))
+            *a = *b;
     } else {
         a->v[0] = combine_builtin(rd->rop, rd->acc[0], a->v[0], b->v[0]);
     }

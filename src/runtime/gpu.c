@@ -225,7 +225,7 @@ typedef struct module_entry {
 } module_entry;
 
 typedef struct pass_entry {        /* generated and loaded kernels of one plan pass */
-    const plan *p;
+    uint64_t uid;                  /* the plan's */
     int pi;
     CUmodule mod;
     cg_kernel k;
@@ -472,11 +472,32 @@ static int load_module(gpu_dev *g, const char *src, CUmodule *out, util_diag *di
 
 static int pass_kernels(gpu_dev *g, const plan *p, int pi, pass_entry **out, util_diag *diag)
 {
-    for (pass_entry *e = g->passes; e; e = e->next)
-        if (e->p == p && e->pi == pi) {
+    int count = 0;
+    for (pass_entry *e = g->passes, *prev = NULL; e; prev = e, e = e->next) {
+        if (e->uid == p->uid && e->pi == pi) {
+            if (prev) {   /* most recently used first */
+                prev->next = e->next;
+                e->next = g->passes;
+                g->passes = e;
+            }
             *out = e;
             return 0;
         }
+        if (++count >= 512 && e->next) {
+            /* drop the least recently used entries (their modules stay
+             * loaded in the module cache) */
+            pass_entry *d = e->next;
+            e->next = NULL;
+            while (d) {
+                pass_entry *n = d->next;
+                util_buf_free(&d->k.src);
+                util_arena_free(&d->arena);
+                free(d);
+                d = n;
+            }
+            break;
+        }
+    }
     pass_entry *e = calloc(1, sizeof *e);
     if (!e) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
     util_arena_init(&e->arena);
@@ -488,7 +509,7 @@ static int pass_kernels(gpu_dev *g, const plan *p, int pi, pass_entry **out, uti
         free(e);
         return rc;
     }
-    e->p = p;
+    e->uid = p->uid;
     e->pi = pi;
     e->next = g->passes;
     g->passes = e;

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# device-check.sh -- run on the GPU machine (the `device` tool) from the repository root:
+# builds redjit, runs the GPU test label, optionally compute-sanitizer and the benchmark,
+# and leaves logs under $OUT.  Start the call with `source .devtools/env.sh;` and carry .devtools
+# (see ../shared/device/README.md).  Usage: scripts/device-check.sh [tests] [sanitize] [bench]
+set -uo pipefail
+OUT=${OUT:-/tmp/redjit-out}
+mkdir -p "$OUT"
+what=${*:-tests}
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.txt" 2>&1
+cat "$OUT/gpu.txt"
+py=$(command -v python3)
+if ! cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$py" \
+      -DREDJIT_BUILD_SAMPLES=ON > "$OUT/cmake.log" 2>&1; then
+  tail -40 "$OUT/cmake.log"; exit 1
+fi
+if ! cmake --build build-gpu -j "$(nproc)" > "$OUT/build.log" 2>&1; then
+  grep -E "error|Error" "$OUT/build.log" | head -40; exit 1
+fi
+echo "build ok"
+rc=0
+export REDJIT_CACHE_DIR="$PWD/build-gpu/kcache"
+if [[ " $what " == *" tests "* ]]; then
+  (cd build-gpu && ctest -L gpu --output-on-failure --timeout 900 > "$OUT/ctest-gpu.log" 2>&1) || rc=1
+  grep -E "passed|failed|skipped|FAIL|Test +#" "$OUT/ctest-gpu.log" | tail -40
+fi
+if [[ " $what " == *" sanitize "* ]]; then
+  for tool in memcheck racecheck synccheck; do
+    (cd build-gpu && REDJIT_TEST_FILTER=${SANITIZE_FILTER:-} compute-sanitizer --tool "$tool" --error-exitcode 9 \
+       ./tests/run_cases --device gpu --strategy all --threads 4 tests/data/cases.manifest \
+       > "$OUT/sanitize-$tool.log" 2>&1) || rc=1
+    echo "== $tool"; tail -3 "$OUT/sanitize-$tool.log"
+  done
+fi
+if [[ " $what " == *" bench "* ]] && [ -x bench/run.sh ]; then
+  bench/run.sh > "$OUT/bench.log" 2>&1 || rc=1
+  tail -60 "$OUT/bench.log"
+fi
+exit $rc
