@@ -378,7 +378,7 @@ static int lower_name(ck *c, scope *s, const ast_node *n, val *out)
             home->whole_node = n;
             home->nanon = bd->ndim;
             for (int d = 0; d < bd->ndim; d++) {
-                char nm[8];
+                char nm[16];
                 snprintf(nm, sizeof nm, "_%d", d);
                 int var = new_var(c, util_arena_strndup(c->a, nm, strlen(nm)), n->pos);
                 if (var < 0) return err_at(c, n->pos, RED_ERR_LIMIT, "too many index variables");

@@ -1,0 +1,201 @@
+/*
+ * cpu_bench.c -- timing driver for bench/cpu_bench.py: loads raw f32 inputs written by the
+ * script, runs each case through redjit's CPU executor and prints the times as JSON.
+ * Only red_run is timed (clock_gettime, CLOCK_MONOTONIC), median of --reps runs after one
+ * warm-up run; preparing, binding and the first run are reported apart.
+ *
+ *   cpu_bench --dir DIR --n N --rows R --cols C [--reps K] [--threads T] [--cases a,b,...]
+ *
+ * DIR holds x.f32 and y.f32 (N values each) and A.f32 (R x C, row-major).  Cases:
+ *   sum     sum(x)
+ *   dot     sum(x*y)
+ *   maxabs  max(abs(x-y))
+ *   rowsum  sum(A[i,j]) over j       (the R results go to DIR/rowsum.redjit.f64)
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <redjit.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct bench_case {
+    const char *name, *text;
+    int uses_x, uses_y, uses_a;
+};
+
+static const struct bench_case CASES[] = {
+    {"sum", "sum(x)", 1, 0, 0},
+    {"dot", "sum(x*y)", 1, 1, 0},
+    {"maxabs", "max(abs(x-y))", 1, 1, 0},
+    {"rowsum", "sum(A[i,j]) over j", 0, 0, 1},
+};
+enum { NCASES = sizeof CASES / sizeof CASES[0] };
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "cpu_bench: ");
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(2);
+}
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+/* Read exactly `count` f32 values from DIR/NAME into fresh 64-byte-aligned memory. */
+static float *load(const char *dir, const char *name, size_t count)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        die("cannot open %s: %s", path, strerror(errno));
+    size_t bytes = (count * sizeof(float) + 63) / 64 * 64;
+    float *p = aligned_alloc(64, bytes ? bytes : 64);
+    if (!p)
+        die("out of memory for %s", path);
+    if (fread(p, sizeof(float), count, f) != count)
+        die("%s is shorter than expected", path);
+    fclose(f);
+    return p;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int wanted(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; (p = strstr(p, name)) != NULL; p += n)
+        if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
+            return 1;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = NULL, *cases = "sum,dot,maxabs,rowsum";
+    long long n = 0, rows = 0, cols = 0;
+    int reps = 7, threads = 0;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const char *k = argv[i], *v = argv[i + 1];
+        if (!strcmp(k, "--dir")) dir = v;
+        else if (!strcmp(k, "--n")) n = atoll(v);
+        else if (!strcmp(k, "--rows")) rows = atoll(v);
+        else if (!strcmp(k, "--cols")) cols = atoll(v);
+        else if (!strcmp(k, "--reps")) reps = atoi(v);
+        else if (!strcmp(k, "--threads")) threads = atoi(v);
+        else if (!strcmp(k, "--cases")) cases = v;
+        else die("unknown option %s", k);
+    }
+    if (!dir || reps < 1)
+        die("usage: cpu_bench --dir DIR --n N --rows R --cols C [--reps K] [--threads T] "
+            "[--cases sum,dot,maxabs,rowsum]");
+
+    int need_x = 0, need_y = 0, need_a = 0;
+    for (int c = 0; c < NCASES; c++)
+        if (wanted(cases, CASES[c].name)) {
+            need_x |= CASES[c].uses_x;
+            need_y |= CASES[c].uses_y;
+            need_a |= CASES[c].uses_a;
+        }
+    /* Load only what the chosen cases read, so that peak RSS under /usr/bin/time is inputs
+     * plus whatever redjit itself allocates. */
+    float *x = need_x ? load(dir, "x.f32", (size_t)n) : NULL;
+    float *y = need_y ? load(dir, "y.f32", (size_t)n) : NULL;
+    float *A = need_a ? load(dir, "A.f32", (size_t)(rows * cols)) : NULL;
+
+    red_ctx *ctx;
+    int rc = red_open(&ctx);
+    if (rc != RED_OK)
+        die("red_open: %s", red_errstr(rc));
+    if ((rc = red_set_option(ctx, RED_OPT_DEVICE, RED_DEVICE_CPU)) != RED_OK ||
+        (rc = red_set_option(ctx, RED_OPT_THREADS, threads)) != RED_OK)
+        die("red_set_option: %s\n%s", red_errstr(rc), red_errmsg(ctx));
+
+    red_array xa, ya, Aa;
+    red_array_init(&xa, x, RED_F32, 1, (const int64_t[]){n}, NULL);
+    red_array_init(&ya, y, RED_F32, 1, (const int64_t[]){n}, NULL);
+    red_array_init(&Aa, A, RED_F32, 2, (const int64_t[]){rows, cols}, NULL);
+
+    double *times = malloc(reps * sizeof *times);
+    printf("{\"redjit\": \"%s\", \"threads\": %d, \"reps\": %d, \"cases\": [", red_version_string(),
+           threads, reps);
+    int first = 1;
+    for (int c = 0; c < NCASES; c++) {
+        const struct bench_case *bc = &CASES[c];
+        if (!wanted(cases, bc->name))
+            continue;
+        red_expr *e;
+        double t0 = now_ms();
+        if ((rc = red_prepare(ctx, bc->text, &e)) != RED_OK)
+            die("red_prepare: %s\n%s", red_errstr(rc), red_errmsg(ctx));
+        if ((bc->uses_x && (rc = red_bind_array(e, "x", &xa)) != RED_OK) ||
+            (bc->uses_y && (rc = red_bind_array(e, "y", &ya)) != RED_OK) ||
+            (bc->uses_a && (rc = red_bind_array(e, "A", &Aa)) != RED_OK) ||
+            (rc = red_run(e)) != RED_OK)
+            die("%s\n%s", red_errstr(rc), red_expr_errmsg(e));
+        double first_ms = now_ms() - t0;            /* prepare + bind + first run */
+        for (int r = 0; r < reps; r++) {
+            double t = now_ms();
+            if ((rc = red_run(e)) != RED_OK)
+                die("red_run: %s\n%s", red_errstr(rc), red_expr_errmsg(e));
+            times[r] = now_ms() - t;
+        }
+        qsort(times, reps, sizeof *times, cmp_double);
+        double median = reps % 2 ? times[reps / 2] : 0.5 * (times[reps / 2 - 1] + times[reps / 2]);
+
+        printf("%s\n  {\"case\": \"%s\", \"expr\": \"%s\", \"first_ms\": %.4f, \"median_ms\": %.4f, "
+               "\"min_ms\": %.4f, \"max_ms\": %.4f", first ? "" : ",", bc->name, bc->text, first_ms,
+               median, times[0], times[reps - 1]);
+        first = 0;
+        if (bc->uses_a) {
+            /* An array result: convert to f64 and leave it in a file for the script. */
+            double *out = malloc(rows * sizeof *out);
+            red_array oa;
+            red_array_init(&oa, out, RED_F64, 1, (const int64_t[]){rows}, NULL);
+            if (!out || (rc = red_result_copy(e, 0, &oa)) != RED_OK)
+                die("red_result_copy: %s\n%s", red_errstr(rc), red_expr_errmsg(e));
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s.redjit.f64", dir, bc->name);
+            FILE *f = fopen(path, "wb");
+            if (!f || fwrite(out, sizeof *out, rows, f) != (size_t)rows || fclose(f) != 0)
+                die("cannot write %s", path);
+            printf(", \"result_file\": \"%s\"}", path);
+            free(out);
+        } else {
+            double v;
+            if ((rc = red_result_f64(e, 0, &v)) != RED_OK)
+                die("red_result_f64: %s\n%s", red_errstr(rc), red_expr_errmsg(e));
+            if (isfinite(v))
+                printf(", \"result\": %.17g}", v);
+            else                                    /* JSON has no NaN: the script reads strings */
+                printf(", \"result\": \"%g\"}", v);
+        }
+        red_finalize(e);
+        fflush(stdout);
+    }
+    printf("\n]}\n");
+    red_close(ctx);
+    free(times);
+    free(x);
+    free(y);
+    free(A);
+    return 0;
+}

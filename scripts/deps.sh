@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# deps.sh -- installs the Debian/Ubuntu packages redjit needs to build, test and benchmark.
+# Does nothing when they are all present; otherwise runs apt-get as root (through sudo when
+# not root).  Used by .ci/run and named in README.md.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build gcc libc6-dev pkg-config   # build
+  re2c lemon                                   # lexer and parser generators
+  libdlpack-dev                                # dlpack.h, for red_array_from_dlpack
+  libedit-dev                                  # line editing in the CLI's prompt
+  python3 python3-numpy python3-numexpr        # tests and bench/cpu_bench.py
+  time                                         # /usr/bin/time -v in bench/cpu_bench.py
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "deps.sh: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "deps.sh: installing ${missing[*]}"
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+  if ! command -v sudo >/dev/null; then
+    echo "deps.sh: not root and no sudo; as root run: apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+  sudo=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update
+"${sudo[@]}" apt-get install -y --no-install-recommends "${packages[@]}"
