@@ -25,12 +25,17 @@ if [[ " $what " == *" tests "* ]]; then
   grep -E "passed|failed|skipped|FAIL|Test +#" "$OUT/ctest-gpu.log" | tail -40
 fi
 if [[ " $what " == *" sanitize "* ]]; then
+  # every kernel kind and strategy at small sizes (the tools slow kernels 10-100x);
+  # memcheck also over the data-driven cases (one strategy: they share kernels)
   for tool in memcheck racecheck synccheck; do
-    (cd build-gpu && REDJIT_TEST_FILTER=${SANITIZE_FILTER:-} compute-sanitizer --tool "$tool" --error-exitcode 9 \
-       ./tests/run_cases --device gpu --strategy all --threads 4 tests/data/cases.manifest \
+    (cd build-gpu && compute-sanitizer --tool "$tool" --error-exitcode 9 ./tests/test_gpu --max-log2 17 \
        > "$OUT/sanitize-$tool.log" 2>&1) || rc=1
-    echo "== $tool"; tail -3 "$OUT/sanitize-$tool.log"
+    echo "== $tool (test_gpu)"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/sanitize-$tool.log" | tail -3
   done
+  (cd build-gpu && compute-sanitizer --tool memcheck --error-exitcode 9 ./tests/run_cases --device gpu \
+     --strategy tree --threads 4 ${SANITIZE_FILTER:+--filter $SANITIZE_FILTER} tests/data/cases.manifest \
+     > "$OUT/sanitize-memcheck-cases.log" 2>&1) || rc=1
+  echo "== memcheck (cases)"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/sanitize-memcheck-cases.log" | tail -3
 fi
 if [[ " $what " == *" bench "* ]] && [ -x bench/run.sh ]; then
   bench/run.sh > "$OUT/bench.log" 2>&1 || rc=1

@@ -427,6 +427,10 @@ static void pool_put(gpu_dev *g, CUdeviceptr p)
 
 static int load_module(gpu_dev *g, const char *src, CUmodule *out, util_diag *diag)
 {
+    /* the key names NVRTC's version: load it first, even when the CUBIN
+     * will come from the disk cache */
+    pthread_once(&nvrtc_once, nvrtc_load);
+    if (!nvrtc_ok) return util_diag_set(diag, RED_ERR_DEVICE, "%s", nvrtc_err);
     char keysrc[128];
     snprintf(keysrc, sizeof keysrc, "%s|nvrtc %d.%d|redjit %s|opts 1", g->arch, nvrtc.major, nvrtc.minor,
              REDJIT_VERSION_STRING);
@@ -732,8 +736,13 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
                 int strategy, cpu_temps *out, util_diag *diag)
 {
     pthread_mutex_lock(&g->lock);
-    g->cu.CtxSetCurrent(g->ctx);
     int rc = 0;
+    CUresult cr0 = g->cu.CtxSetCurrent(g->ctx);
+    if (cr0) {
+        rc = cu_fail(g, cr0, "cuCtxSetCurrent", diag);
+        pthread_mutex_unlock(&g->lock);
+        return rc;
+    }
     CUdeviceptr *in_base = calloc((size_t)p->nbufs + 1, sizeof *in_base);
     CUdeviceptr *in_adj = calloc((size_t)p->nbufs + 1, sizeof *in_adj);
     CUdeviceptr *tptr = calloc((size_t)p->ntemps + 1, sizeof *tptr);

@@ -63,14 +63,46 @@ __device__ __forceinline__ Acc rj_block_range(const Params &P, long long o, cons
     }
     return a;
 #else
+    // two levels: a fresh inner accumulator every RJ_INNER elements keeps
+    // float sums over millions of elements per thread accurate
+    Acc in;
+    acc_init(in);
+    int k = 0;
     long long t = begin + threadIdx.x;
     for (; t + (RJ_UNROLL - 1) * RJ_BLOCK < end; t += RJ_UNROLL * RJ_BLOCK) {
 #pragma unroll
-        for (int u = 0; u < RJ_UNROLL; u++) acc_elem(a, P, o, lo, sz, t + (long long)u * RJ_BLOCK);
+        for (int u = 0; u < RJ_UNROLL; u++) acc_elem(in, P, o, lo, sz, t + (long long)u * RJ_BLOCK);
+        if (++k == RJ_INNER / RJ_UNROLL) {
+            acc_combine(a, in);
+            acc_init(in);
+            k = 0;
+        }
     }
-    for (; t < end; t += RJ_BLOCK) acc_elem(a, P, o, lo, sz, t);
+    for (; t < end; t += RJ_BLOCK) acc_elem(in, P, o, lo, sz, t);
+    acc_combine(a, in);
     return rj_block_reduce(a);
 #endif
+}
+
+// One thread folds elements begin, begin+step, ... < end in order, in two
+// levels (see rj_block_range): contiguous runs stay left-to-right.
+__device__ __forceinline__ Acc rj_thread_run(const Params &P, long long o, const long long *lo,
+                                             const long long *sz, long long begin, long long end, int step)
+{
+    Acc a, in;
+    acc_init(a);
+    acc_init(in);
+    int k = 0;
+    for (long long t = begin; t < end; t += step) {
+        acc_elem(in, P, o, lo, sz, t);
+        if (++k == RJ_INNER) {
+            acc_combine(a, in);
+            acc_init(in);
+            k = 0;
+        }
+    }
+    acc_combine(a, in);
+    return a;
 }
 
 // Combine the partials of nblk blocks in order (one block); thread 0 gets it.
@@ -105,9 +137,7 @@ __device__ __forceinline__ void rj_full_seq_stage(const Params &P)
     long long n = P.v[RJ_N], per = P.v[RJ_PER];
     long long g = (long long)blockIdx.x * RJ_BLOCK + threadIdx.x;
     long long begin = g * per, end = begin + per < n ? begin + per : n;
-    Acc a;
-    acc_init(a);
-    for (long long t = begin; t < end; t++) acc_elem(a, P, 0, lo, sz, t);
+    Acc a = rj_thread_run(P, 0, lo, sz, begin, end, 1);
     a = rj_block_reduce(a);
     if (threadIdx.x == 0) ((Acc *)P.v[RJ_PARTIALS])[blockIdx.x] = a;
 }
@@ -168,7 +198,7 @@ __device__ __forceinline__ void rj_segmented(const Params &P, int group)
         Acc a;
         acc_init(a);
         if (group == 1) {
-            for (long long t = 0; t < cnt; t++) acc_elem(a, P, o, lo, sz, t);
+            a = rj_thread_run(P, o, lo, sz, 0, cnt, 1);
         } else {
 #if RJ_ORDERED
             // tiles of `group` elements, each reduced in order
@@ -182,7 +212,7 @@ __device__ __forceinline__ void rj_segmented(const Params &P, int group)
                 if (lane == 0) acc_combine(a, x);
             }
 #else
-            for (long long t = lane; t < cnt; t += group) acc_elem(a, P, o, lo, sz, t);
+            a = rj_thread_run(P, o, lo, sz, lane, cnt, group);
             a = rj_warp_reduce(a, group);
 #endif
         }

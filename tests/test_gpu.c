@@ -1,0 +1,331 @@
+/*
+ * test_gpu.c -- the GPU suite beyond the data-driven cases: large and odd
+ * sizes (up to 2^28 elements) under every strategy compared with the CPU
+ * executor, repeated runs compared bit for bit, inputs already in device
+ * memory used in place, and the disk cache across two processes (the second
+ * compiles nothing).  Exits 77 (skipped) where no GPU is usable.
+ *
+ *   test_gpu [--max-log2 N]        (default 28)
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <dlfcn.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "redjit.h"
+
+static long npass, nfail;
+
+#define CHECK(cond, ...)                     \
+    do {                                     \
+        if (cond) {                          \
+            npass++;                         \
+        } else {                             \
+            nfail++;                         \
+            printf("FAIL: " __VA_ARGS__);    \
+            printf("\n");                    \
+        }                                    \
+    } while (0)
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static double urand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+static const char *const strategy_names[] = {"auto", "tree", "sequential", "persistent", "segmented"};
+
+/* Evaluate on the given device and strategy; results copied to f64 arrays. */
+static int eval(red_ctx *ctx, int device, int strategy, const char *text, red_binding *b, int nb,
+                double **out, int64_t *n, int *nres)
+{
+    red_set_option(ctx, RED_OPT_DEVICE, device);
+    red_set_option(ctx, RED_OPT_STRATEGY, strategy);
+    red_expr *e;
+    int rc = red_prepare(ctx, text, &e);
+    for (int i = 0; !rc && i < nb; i++) rc = red_bind_array(e, b[i].name, &b[i].array);
+    if (!rc) rc = red_run(e);
+    if (rc) {
+        printf("  %s [%s, %s]: %s\n", text, device == RED_DEVICE_GPU ? "gpu" : "cpu", strategy_names[strategy],
+               red_expr_errmsg(e));
+        red_finalize(e);
+        return rc;
+    }
+    *nres = red_result_count(e);
+    for (int r = 0; r < *nres; r++) {
+        red_array a;
+        red_result(e, r, &a, NULL);
+        n[r] = red_array_size(&a);
+        out[r] = malloc((size_t)(n[r] ? n[r] : 1) * sizeof(double));
+        red_array d;
+        int64_t sh[RED_MAX_DIMS];
+        for (int k = 0; k < a.ndim; k++) sh[k] = a.shape[k];
+        red_array_init(&d, out[r], RED_F64, a.ndim, sh, NULL);
+        red_result_copy(e, r, &d);
+    }
+    red_finalize(e);
+    return 0;
+}
+
+typedef struct gcase {
+    const char *text;
+    const char *mag;    /* the same reduction of magnitudes, for the tolerance; NULL: exact */
+} gcase;
+
+static void compare(red_ctx *ctx, const gcase *gc, red_binding *b, int nb, const char *label)
+{
+    double *ref[8], *mag[8];
+    int64_t nref[8], nmag[8];
+    int nr = 0, nm = 0;
+    if (eval(ctx, RED_DEVICE_CPU, RED_STRATEGY_AUTO, gc->text, b, nb, ref, nref, &nr)) {
+        CHECK(0, "%s: %s on the CPU", label, gc->text);
+        return;
+    }
+    if (gc->mag && eval(ctx, RED_DEVICE_CPU, RED_STRATEGY_AUTO, gc->mag, b, nb, mag, nmag, &nm)) nm = 0;
+    for (int s = 0; s < 5; s++) {
+        double *got[8], *again[8];
+        int64_t ng[8], na[8];
+        int ngot = 0, nagain = 0;
+        if (eval(ctx, RED_DEVICE_GPU, s, gc->text, b, nb, got, ng, &ngot)) {
+            CHECK(0, "%s: %s [%s] failed on the GPU", label, gc->text, strategy_names[s]);
+            continue;
+        }
+        int ok = ngot == nr, worst = -1;
+        double wd = 0, wt = 0;
+        for (int r = 0; ok && r < nr; r++) {
+            ok = ng[r] == nref[r];
+            for (int64_t i = 0; ok && i < nref[r]; i++) {
+                double tol = 0;
+                if (gc->mag && r < nm) tol = 2e-5 * fabs(mag[r][nmag[r] == nref[r] ? i : 0]) + 1e-30;
+                double d = fabs(got[r][i] - ref[r][i]);
+                if (isnan(ref[r][i]) != isnan(got[r][i]) || d > tol) {
+                    ok = 0;
+                    worst = r;
+                    wd = d;
+                    wt = tol;
+                    printf("  %s [%s] result %d[%lld]: gpu %.17g cpu %.17g\n", gc->text, strategy_names[s], r,
+                           (long long)i, got[r][i], ref[r][i]);
+                }
+            }
+        }
+        CHECK(ok, "%s: %s [%s]: result %d differs by %g (tolerance %g)", label, gc->text, strategy_names[s],
+              worst, wd, wt);
+        /* the same input, strategy and device: the same bits */
+        if (!eval(ctx, RED_DEVICE_GPU, s, gc->text, b, nb, again, na, &nagain)) {
+            int same = nagain == ngot;
+            for (int r = 0; same && r < ngot; r++)
+                same = na[r] == ng[r] && memcmp(again[r], got[r], (size_t)ng[r] * sizeof(double)) == 0;
+            CHECK(same, "%s: %s [%s]: two runs differ", label, gc->text, strategy_names[s]);
+            for (int r = 0; r < nagain; r++) free(again[r]);
+        }
+        for (int r = 0; r < ngot; r++) free(got[r]);
+    }
+    for (int r = 0; r < nr; r++) free(ref[r]);
+    for (int r = 0; r < nm; r++) free(mag[r]);
+}
+
+static void sizes(red_ctx *ctx, int max_log2)
+{
+    static const gcase cases[] = {
+        {"sum(x)", "sum(abs(x))"},
+        {"sum(f64(x))", "sum(abs(f64(x)))"},
+        {"max(abs(x - y))", NULL},
+        {"sum(x * y)", "sum(abs(x * y))"},
+        {"sum(x), sum(x * x), max(abs(x))", "sum(abs(x)), sum(x * x), max(abs(x))"},
+        {"argmax(x), argmin(y)", NULL},
+        {"count(x > y)", NULL},
+        {"sum(i32(x * 100))", NULL},
+    };
+    int64_t ns[] = {0, 1, 31, 1000, 65537, (1 << 20) + 3, (1 << 24) + 1, 1ll << 26, 1ll << 28};
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+        int64_t n = ns[k];
+        if (n > (1ll << max_log2)) continue;
+        float *x = malloc((size_t)(n ? n : 1) * 4), *y = malloc((size_t)(n ? n : 1) * 4);
+        for (int64_t i = 0; i < n; i++) {
+            x[i] = (float)(urand() * 2 - 1);
+            y[i] = (float)(urand() * 2 - 1);
+        }
+        red_binding b[2] = {{"x", {0}}, {"y", {0}}};
+        red_array_init(&b[0].array, x, RED_F32, 1, &n, NULL);
+        red_array_init(&b[1].array, y, RED_F32, 1, &n, NULL);
+        char label[64];
+        snprintf(label, sizeof label, "n=%lld", (long long)n);
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            if (n == 0 && strstr(cases[c].text, "arg")) continue;   /* an error on both: tested elsewhere */
+            compare(ctx, &cases[c], b, 2, label);
+        }
+        free(x);
+        free(y);
+        printf("sizes: n=%lld done\n", (long long)n);
+    }
+}
+
+static void layouts(red_ctx *ctx, int max_log2)
+{
+    /* rows, columns, a transposed view, short rows, CSR ranges, keys */
+    int64_t r = max_log2 >= 28 ? 16384 : 2048, c = r;
+    float *A = malloc((size_t)(r * c) * 4);
+    for (int64_t i = 0; i < r * c; i++) A[i] = (float)(urand() - 0.5);
+    red_binding b[4];
+    int64_t sh[2] = {r, c}, tst[2] = {1, r};
+    b[0].name = "A";
+    red_array_init(&b[0].array, A, RED_F32, 2, sh, NULL);
+    static const gcase mats[] = {
+        {"sum(A[i,j]) over j", "sum(abs(A[i,j])) over j"},
+        {"sum(A[i,j]) over i", "sum(abs(A[i,j])) over i"},
+        {"max(A[i,j]) over j", NULL},
+        {"argmax(A[i,j]) over i", NULL},
+    };
+    for (size_t k = 0; k < sizeof mats / sizeof mats[0]; k++) compare(ctx, &mats[k], b, 1, "square");
+    red_array_init(&b[0].array, A, RED_F32, 2, sh, tst);   /* the transpose, as strides */
+    for (size_t k = 0; k < 2; k++) compare(ctx, &mats[k], b, 1, "transposed");
+    int64_t sh8[2] = {r * c / 8, 8};
+    red_array_init(&b[0].array, A, RED_F32, 2, sh8, NULL);
+    compare(ctx, &mats[0], b, 1, "rows of 8");
+    printf("layouts: matrices done\n");
+
+    /* CSR rows of random length 0..50 over r*c values, and the same as keys */
+    int64_t nv = r * c;
+    int64_t nrow = 0, cap = nv / 10 + 2;
+    int64_t *ptr = malloc((size_t)cap * 8);
+    int32_t *seg = malloc((size_t)nv * 4);
+    ptr[0] = 0;
+    while (ptr[nrow] < nv && nrow + 1 < cap) {
+        int64_t len = (int64_t)(urand() * 51);
+        int64_t end = ptr[nrow] + len < nv ? ptr[nrow] + len : nv;
+        for (int64_t i = ptr[nrow]; i < end; i++) seg[i] = (int32_t)nrow;
+        ptr[nrow + 1] = end;
+        nrow++;
+    }
+    nv = ptr[nrow];
+    int64_t np1 = nrow + 1;
+    b[0].name = "v";
+    red_array_init(&b[0].array, A, RED_F32, 1, &nv, NULL);
+    b[1].name = "ptr";
+    red_array_init(&b[1].array, ptr, RED_I64, 1, &np1, NULL);
+    b[2].name = "seg";
+    red_array_init(&b[2].array, seg, RED_I32, 1, &nv, NULL);
+    static const gcase segs[] = {
+        {"sum(v[k]) over k in ptr[r]..ptr[r+1]", "sum(abs(v[k])) over k in ptr[r]..ptr[r+1]"},
+        {"sum(v[i]) by seg[i]", "sum(abs(v[i])) by seg[i]"},
+        {"max(v[i]) by seg[i], count(true) by seg[i]", NULL},
+    };
+    for (size_t k = 0; k < sizeof segs / sizeof segs[0]; k++) compare(ctx, &segs[k], b, 3, "segments");
+    printf("layouts: segments done\n");
+    free(ptr);
+    free(seg);
+    free(A);
+}
+
+/* Inputs in device memory, through the driver API loaded here. */
+static void device_inputs(red_ctx *ctx)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!h) return;
+    int (*memalloc)(unsigned long long *, size_t) = (int (*)(unsigned long long *, size_t))dlsym(h, "cuMemAlloc_v2");
+    int (*htod)(unsigned long long, const void *, size_t) =
+        (int (*)(unsigned long long, const void *, size_t))dlsym(h, "cuMemcpyHtoD_v2");
+    int (*memfree)(unsigned long long) = (int (*)(unsigned long long))dlsym(h, "cuMemFree_v2");
+    int64_t n = 1000003;
+    float *x = malloc((size_t)n * 4);
+    for (int64_t i = 0; i < n; i++) x[i] = (float)urand();
+    unsigned long long d = 0;
+    /* the context exists: red_gpu_available made it current on this thread */
+    CHECK(memalloc && htod && memfree && memalloc(&d, (size_t)n * 4) == 0 && htod(d, x, (size_t)n * 4) == 0,
+          "device allocation for the in-place test");
+    if (d) {
+        red_binding hb = {"x", {0}}, db = {"x", {0}};
+        red_array_init(&hb.array, x, RED_F32, 1, &n, NULL);
+        red_array_init(&db.array, (void *)(uintptr_t)d, RED_F32, 1, &n, NULL);
+        db.array.memory = RED_MEM_CUDA;
+        double hv = 0, dv = 0;
+        red_set_option(ctx, RED_OPT_DEVICE, RED_DEVICE_GPU);
+        red_set_option(ctx, RED_OPT_STRATEGY, RED_STRATEGY_AUTO);
+        int rc1 = red_eval_f64(ctx, "sum(x)", &hb, 1, &hv), rc2 = red_eval_f64(ctx, "sum(x)", &db, 1, &dv);
+        CHECK(rc1 == 0 && rc2 == 0 && hv == dv, "device input: host %.9g (%d), device %.9g (%d): %s", hv, rc1, dv,
+              rc2, red_errmsg(ctx));
+        red_set_option(ctx, RED_OPT_DEVICE, RED_DEVICE_CPU);
+        int rc3 = red_eval_f64(ctx, "sum(x)", &db, 1, &dv);
+        CHECK(rc3 == RED_ERR_BIND, "a device array on the CPU backend is refused (got %d)", rc3);
+        memfree(d);
+    }
+    free(x);
+}
+
+/* One process's share of the disk-cache test: evaluate a few expressions
+ * no other test uses and report how many kernels it compiled. */
+static int cache_child(void)
+{
+    red_ctx *ctx;
+    red_open(&ctx);
+    red_set_option(ctx, RED_OPT_DEVICE, RED_DEVICE_GPU);
+    float x[100];
+    for (int i = 0; i < 100; i++) x[i] = (float)i;
+    int64_t n = 100;
+    red_binding b = {"x", {0}};
+    red_array_init(&b.array, x, RED_F32, 1, &n, NULL);
+    const char *ex[] = {"sum(x * 1.25)", "max(x - 3.5)", "sum(x[i] * x[i]) over i"};
+    for (int k = 0; k < 3; k++) {
+        double v;
+        if (red_eval_f64(ctx, ex[k], &b, 1, &v)) {
+            printf("cache child: %s\n", red_errmsg(ctx));
+            return 100;
+        }
+    }
+    red_cache_info ci;
+    red_cache_stats(ctx, &ci);
+    red_close(ctx);
+    printf("cache child: %lld compiled, %lld from disk\n", ci.compiles, ci.disk_hits);
+    return ci.compiles > 50 ? 50 : (int)ci.compiles;
+}
+
+static int run_child(const char *self, const char *dir)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv("REDJIT_CACHE_DIR", dir, 1);
+        setenv("REDJIT_CACHE", "1", 1);
+        execl(self, self, "--cache-child", (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 126;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--cache-child") == 0) return cache_child();
+    int max_log2 = 28;
+    for (int i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], "--max-log2") == 0) max_log2 = atoi(argv[i + 1]);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    red_ctx *ctx;
+    red_open(&ctx);
+    if (!red_gpu_available(ctx)) {
+        printf("test_gpu: no GPU (%s): skipped\n", red_errmsg(ctx));
+        red_close(ctx);
+        return 77;
+    }
+    sizes(ctx, max_log2);
+    layouts(ctx, max_log2);
+    device_inputs(ctx);
+    red_close(ctx);
+
+    char dir[] = "/tmp/redjit-cache-XXXXXX";
+    if (mkdtemp(dir)) {
+        int first = run_child(argv[0], dir), second = run_child(argv[0], dir);
+        CHECK(first > 0 && first < 100, "first process compiled its kernels (%d)", first);
+        CHECK(second == 0, "second process found every kernel on disk (compiled %d)", second);
+    }
+    printf("%ld passed, %ld failed\n", npass, nfail);
+    return nfail ? 1 : 0;
+}
