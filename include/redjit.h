@@ -172,10 +172,16 @@ RED_API const char *red_errmsg(red_ctx *ctx);
 typedef enum red_option {
     RED_OPT_DEVICE     = 1, /* RED_DEVICE_*                          default AUTO */
     RED_OPT_STRATEGY   = 2, /* RED_STRATEGY_*                        default AUTO */
-    RED_OPT_THREADS    = 3  /* CPU threads, 0 = all cores            default 0    */
+    RED_OPT_THREADS    = 3, /* CPU threads, 0 = all cores            default 0    */
     /* 4 is reserved.  Subscripts are always bounds-checked: redjit never
      * reads outside an array. */
+    RED_OPT_RESULTS    = 5  /* RED_RESULTS_*: where GPU results stay  default HOST */
 } red_option;
+
+/* RED_RESULTS_DEVICE: results of a GPU run stay in device memory;
+ * red_result describes them with memory = RED_MEM_CUDA (the CPU backend
+ * always gives host results). */
+enum { RED_RESULTS_HOST = 0, RED_RESULTS_DEVICE = 1 };
 
 enum { RED_DEVICE_AUTO = 0, RED_DEVICE_CPU = 1, RED_DEVICE_GPU = 2 };
 enum {
@@ -194,6 +200,13 @@ typedef void (*red_log_fn)(void *user, int level, const char *msg);
 RED_API void red_set_log(red_ctx *ctx, red_log_fn fn, void *user);
 
 /* ---- Prepared expressions ------------------------------------------------ */
+
+/* Check the syntax of `text` only.  RED_OK, or RED_ERR_SYNTAX / RED_ERR_LIMIT
+ * with the caret message in red_errmsg(ctx); `*incomplete` (may be NULL) is
+ * set to 1 when the text is a valid beginning that more input could
+ * complete (an open bracket, a trailing operator): a REPL's cue to read a
+ * continuation line. */
+RED_API int red_check_syntax(red_ctx *ctx, const char *text, int *incomplete);
 
 /* Parse `text` (NUL-terminated) into a prepared expression.  Syntax errors
  * are reported here; names, types and shapes are checked when arrays are
@@ -220,6 +233,15 @@ RED_API void red_clear_bindings(red_expr *e);
  * shapes) are reported here with the caret message. */
 RED_API int red_run(red_expr *e);
 
+/* Run this expression's GPU work on the caller's CUDA stream (a CUstream or
+ * cudaStream_t; NULL: the default stream).  With a stream and
+ * RED_RESULTS_DEVICE, red_run returns once the work is queued: it is
+ * asynchronous until red_sync, or any red_result* call, which waits for it
+ * and reports a fault found on the device (an out-of-range subscript). */
+RED_API int red_expr_set_stream(red_expr *e, void *cuda_stream);
+/* Wait for the expression's queued work; its status (RED_OK if none). */
+RED_API int red_sync(red_expr *e);
+
 /* The last error message for this expression ("" if none). */
 RED_API const char *red_expr_errmsg(red_expr *e);
 
@@ -242,7 +264,8 @@ RED_API int red_result_i64(red_expr *e, int i, int64_t *v);
 RED_API int red_result_copy(red_expr *e, int i, const red_array *dst);
 
 /* Take ownership of result `i`'s buffer: `out` describes it, and the caller
- * releases out->data with red_free. */
+ * releases out->data with red_free (host memory) or red_device_free
+ * (memory == RED_MEM_CUDA, with RED_RESULTS_DEVICE). */
 RED_API int red_result_detach(red_expr *e, int i, red_array *out);
 RED_API void red_free(void *p);
 
@@ -270,6 +293,14 @@ typedef struct red_cache_info {
     long long pool_bytes;      /* device memory the buffer pool holds      */
     long long pool_in_use;     /* of which in use                          */
 } red_cache_info;
+
+/* Device memory from the context's pool (for arrays that live on the GPU
+ * across evaluations); valid until red_device_free or red_close. */
+RED_API int red_device_alloc(red_ctx *ctx, size_t bytes, void **ptr);
+RED_API void red_device_free(red_ctx *ctx, void *ptr);
+/* Copy `bytes` between host and device memory (synchronous). */
+RED_API int red_memcpy(red_ctx *ctx, void *dst, red_memory dst_memory, const void *src,
+                       red_memory src_memory, size_t bytes);
 
 /* Statistics of the kernel caches of `ctx` (zeros before the GPU is used). */
 RED_API int red_cache_stats(red_ctx *ctx, red_cache_info *info);

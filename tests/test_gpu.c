@@ -252,6 +252,35 @@ static void device_inputs(red_ctx *ctx)
         int rc1 = red_eval_f64(ctx, "sum(x)", &hb, 1, &hv), rc2 = red_eval_f64(ctx, "sum(x)", &db, 1, &dv);
         CHECK(rc1 == 0 && rc2 == 0 && hv == dv, "device input: host %.9g (%d), device %.9g (%d): %s", hv, rc1, dv,
               rc2, red_errmsg(ctx));
+        /* results left on the device, on a stream of the caller's */
+        int (*streamcreate)(void **, unsigned) = (int (*)(void **, unsigned))dlsym(h, "cuStreamCreate");
+        void *stream = NULL;
+        CHECK(streamcreate && streamcreate(&stream, 0) == 0, "cuStreamCreate");
+        red_expr *e;
+        red_prepare(ctx, "sum(x), max(x[i]) over i, x[i] * 2", &e);
+        red_expr_set_option(e, RED_OPT_RESULTS, RED_RESULTS_DEVICE);
+        red_expr_set_stream(e, stream);
+        red_bind_array(e, "x", &db.array);
+        int rr = red_run(e), rs = red_sync(e);
+        red_array r0, r2;
+        double s0 = 0;
+        int ok = rr == 0 && rs == 0 && red_result(e, 0, &r0, NULL) == 0 && red_result(e, 2, &r2, NULL) == 0 &&
+                 r0.memory == RED_MEM_CUDA && r2.memory == RED_MEM_CUDA && red_result_f64(e, 0, &s0) == 0;
+        CHECK(ok && s0 == hv, "device results on a stream: sum %.9g (host run %.9g): %s", s0, hv, red_expr_errmsg(e));
+        if (ok) {
+            float *back = malloc((size_t)n * 4);
+            red_array hb2;
+            red_array_init(&hb2, back, RED_F32, 1, &n, NULL);
+            int same = red_result_copy(e, 2, &hb2) == 0;
+            for (int64_t i = 0; same && i < n; i++) same = back[i] == x[i] * 2;
+            CHECK(same, "a device array result copied back equals x * 2");
+            red_array det;
+            int rd = red_result_detach(e, 2, &det);
+            CHECK(rd == 0 && det.memory == RED_MEM_CUDA, "detach hands over device memory (%d)", rd);
+            if (rd == 0) red_device_free(ctx, det.data);
+            free(back);
+        }
+        red_finalize(e);
         red_set_option(ctx, RED_OPT_DEVICE, RED_DEVICE_CPU);
         int rc3 = red_eval_f64(ctx, "sum(x)", &db, 1, &dv);
         CHECK(rc3 == RED_ERR_BIND, "a device array on the CPU backend is refused (got %d)", rc3);

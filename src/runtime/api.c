@@ -246,6 +246,11 @@ struct red_expr {
     util_diag diag;
     red_expr *prev, *next;  /* in ctx->exprs (prepared ones only) */
     int on_list;
+    /* GPU runs */
+    gpu_dev *gpu;           /* the backend of the last run, NULL: the CPU   */
+    gpu_run run;            /* its queued work, stream, result placement    */
+    void *stream;
+    int results_on_device;  /* temps.t[].data are device pointers           */
 };
 
 static _Thread_local char tl_errmsg[UTIL_DIAG_MAX];
@@ -293,6 +298,7 @@ static int check_opt(red_option opt, int value)
     case RED_OPT_DEVICE: return value >= RED_DEVICE_AUTO && value <= RED_DEVICE_GPU;
     case RED_OPT_STRATEGY: return value >= RED_STRATEGY_AUTO && value <= RED_STRATEGY_SEGMENTED;
     case RED_OPT_THREADS: return value >= 0 && value <= 4096;
+    case RED_OPT_RESULTS: return value == RED_RESULTS_HOST || value == RED_RESULTS_DEVICE;
     }
     return 0;
 }
@@ -360,6 +366,16 @@ static int ctx_program(red_ctx *ctx, const char *text, program **out, util_diag 
 
 static void expr_clear_results(red_expr *e)
 {
+    if (e->gpu && (e->run.pending || e->run.ws)) {
+        util_diag ignore = {0};
+        gpu_finish(e->gpu, &e->run, &ignore);
+    }
+    if (e->results_on_device && e->temps.t)
+        for (int i = 0; i < e->temps.n; i++) {
+            gpu_release(e->gpu, (void *)e->temps.t[i].data);
+            e->temps.t[i].data = NULL;
+        }
+    e->results_on_device = 0;
     cpu_temps_free(&e->temps);
     for (int i = 0; i < e->nresults; i++) free(e->result_name ? e->result_name[i] : NULL);
     free(e->result_temp);
@@ -763,9 +779,15 @@ RED_API int red_run(red_expr *e)
     int *on_device = calloc((size_t)p->nbufs + 1, sizeof *on_device);
     rc = on_device ? expr_inputs(e, p, bufs, scalars, on_device) : fail(e, RED_ERR_NOMEM);
     if (!rc) {
-        if (gpu)
-            rc = gpu_execute(gpu, p, bufs, on_device, scalars, expr_opt(e, RED_OPT_STRATEGY), &e->temps, &e->diag);
-        else
+        e->gpu = gpu;
+        if (gpu) {
+            memset(&e->run, 0, sizeof e->run);
+            e->run.stream = e->stream;
+            e->run.device_results = expr_opt(e, RED_OPT_RESULTS) == RED_RESULTS_DEVICE;
+            rc = gpu_execute(gpu, p, bufs, on_device, scalars, expr_opt(e, RED_OPT_STRATEGY), &e->run, &e->temps,
+                             &e->diag);
+            e->results_on_device = !rc && e->run.device_results;
+        } else
             rc = cpu_execute(p, bufs, scalars, expr_opt(e, RED_OPT_THREADS), &e->temps, &e->diag);
         if (rc) fail(e, rc);
     }
@@ -794,16 +816,39 @@ RED_API int red_run(red_expr *e)
 
 RED_API int red_result_count(red_expr *e) { return e ? e->nresults : 0; }
 
+RED_API int red_sync(red_expr *e)
+{
+    if (!e) return RED_ERR_ARG;
+    if (!e->gpu || !e->run.pending) return RED_OK;
+    int rc = gpu_finish(e->gpu, &e->run, &e->diag);
+    if (rc) {
+        expr_clear_results(e);   /* a fault on the device: no results */
+        return fail(e, rc);
+    }
+    return RED_OK;
+}
+
+RED_API int red_expr_set_stream(red_expr *e, void *cuda_stream)
+{
+    if (!e) return RED_ERR_ARG;
+    red_sync(e);
+    e->stream = cuda_stream;
+    return RED_OK;
+}
+
 RED_API int red_result(red_expr *e, int i, red_array *out, const char **name)
 {
-    if (!e || !out || i < 0 || i >= e->nresults) return RED_ERR_ARG;
+    if (!e || !out) return RED_ERR_ARG;
+    int rc = red_sync(e);
+    if (rc) return rc;
+    if (i < 0 || i >= e->nresults) return RED_ERR_ARG;
     if (e->detached[i]) return RED_ERR_MISUSE;
     const vm_buf *t = &e->temps.t[e->result_temp[i]];
     memset(out, 0, sizeof *out);
     out->data = (void *)t->data;
     out->dtype = t->dtype;
     out->ndim = t->ndim;
-    out->memory = RED_MEM_HOST;
+    out->memory = e->results_on_device ? RED_MEM_CUDA : RED_MEM_HOST;
     for (int d = 0; d < t->ndim; d++) {
         out->shape[d] = t->shape[d];
         out->strides[d] = t->strides[d];
@@ -822,7 +867,14 @@ static int scalar_result(red_expr *e, int i, plan_value *v, int *ct)
                       (long long)red_array_size(&a));
         return fail(e, RED_ERR_ARG);
     }
-    *v = vm_read_dtype(a.dtype, a.data);
+    unsigned char host[8];
+    const void *src = a.data;
+    if (a.memory == RED_MEM_CUDA) {
+        rc = gpu_copy(e->gpu, host, 0, a.data, 1, red_dtype_size(a.dtype), &e->diag);
+        if (rc) return fail(e, rc);
+        src = host;
+    }
+    *v = vm_read_dtype(a.dtype, src);
     *ct = plan_ct_of_dtype(a.dtype);
     return 0;
 }
@@ -923,6 +975,36 @@ RED_API int red_result_copy(red_expr *e, int i, const red_array *dst)
         util_diag_set(&e->diag, RED_ERR_BIND, "result %d: the destination's data pointer is NULL", i);
         return fail(e, RED_ERR_BIND);
     }
+    size_t bytes = (size_t)red_array_size(&src) * red_dtype_size(src.dtype);
+    if (dst->memory == RED_MEM_CUDA) {
+        /* device to device: same type, contiguous destination only */
+        int contiguous = 1;
+        int64_t st = 1;
+        for (int d = dst->ndim - 1; d >= 0; d--) {
+            contiguous &= dst->shape[d] <= 1 || dst->strides[d] == st;
+            st *= dst->shape[d];
+        }
+        if (dst->dtype != src.dtype || !contiguous || !e->gpu) {
+            util_diag_set(&e->diag, RED_ERR_UNSUPPORTED, "result %d: a copy into device memory needs the same "
+                          "dtype (%s) and a contiguous destination", i, red_dtype_name(src.dtype));
+            return fail(e, RED_ERR_UNSUPPORTED);
+        }
+        int rc2 = gpu_copy(e->gpu, dst->data, 1, src.data, src.memory == RED_MEM_CUDA, bytes, &e->diag);
+        return rc2 ? fail(e, rc2) : RED_OK;
+    }
+    if (src.memory == RED_MEM_CUDA) {
+        void *h = malloc(bytes ? bytes : 1);
+        if (!h) return fail(e, RED_ERR_NOMEM);
+        int rc2 = gpu_copy(e->gpu, h, 0, src.data, 1, bytes, &e->diag);
+        if (!rc2) {
+            red_array hs = src;
+            hs.data = h;
+            hs.memory = RED_MEM_HOST;
+            copy_array(&hs, dst);
+        }
+        free(h);
+        return rc2 ? fail(e, rc2) : RED_OK;
+    }
     return copy_array(&src, dst);
 }
 
@@ -934,6 +1016,18 @@ RED_API int red_result_detach(red_expr *e, int i, red_array *out)
     if (rc) return rc;
     /* a copy: results may share a temporary (`sum(x), sum(x)`) */
     size_t bytes = (size_t)red_array_size(&src) * red_dtype_size(src.dtype);
+    if (src.memory == RED_MEM_CUDA) {
+        void *d = NULL;
+        rc = gpu_alloc(e->gpu, bytes, &d, &e->diag);
+        if (!rc) rc = gpu_copy(e->gpu, d, 1, src.data, 1, bytes, &e->diag);
+        if (rc) {
+            gpu_release(e->gpu, d);
+            return fail(e, rc);
+        }
+        *out = src;
+        out->data = d;
+        return RED_OK;
+    }
     void *p = malloc(bytes ? bytes : 1);
     if (!p) return fail(e, RED_ERR_NOMEM);
     memcpy(p, src.data, bytes);
@@ -1052,4 +1146,66 @@ RED_API int red_cache_clear(red_ctx *ctx)
 {
     (void)ctx;
     return kc_clear();
+}
+
+/* ---- syntax, device memory --------------------------------------------------------- */
+
+RED_API int red_check_syntax(red_ctx *ctx, const char *text, int *incomplete)
+{
+    if (incomplete) *incomplete = 0;
+    if (!text) return RED_ERR_ARG;
+    util_arena a;
+    util_arena_init(&a);
+    util_diag d = {0};
+    ast_program *prog = NULL;
+    int inc = 0;
+    int rc = ast_parse(&a, text, &prog, &d, &inc);
+    util_arena_free(&a);
+    if (incomplete) *incomplete = rc ? inc : 0;
+    if (rc && ctx) ctx_note_error(ctx, &d);
+    return rc;
+}
+
+RED_API int red_device_alloc(red_ctx *ctx, size_t bytes, void **ptr)
+{
+    if (!ctx || !ptr) return RED_ERR_ARG;
+    *ptr = NULL;
+    gpu_dev *g = ctx_gpu(ctx);
+    if (!g) {
+        ctx_note_error(ctx, &ctx->gpu_err);
+        return RED_ERR_DEVICE;
+    }
+    util_diag d = {0};
+    int rc = gpu_alloc(g, bytes, ptr, &d);
+    if (rc) ctx_note_error(ctx, &d);
+    return rc;
+}
+
+RED_API void red_device_free(red_ctx *ctx, void *ptr)
+{
+    if (!ctx || !ptr) return;
+    pthread_mutex_lock(&ctx->lock);
+    gpu_dev *g = ctx->gpu;
+    pthread_mutex_unlock(&ctx->lock);
+    gpu_release(g, ptr);
+}
+
+RED_API int red_memcpy(red_ctx *ctx, void *dst, red_memory dst_memory, const void *src, red_memory src_memory,
+                       size_t bytes)
+{
+    if (!ctx || (bytes && (!dst || !src))) return RED_ERR_ARG;
+    int dd = dst_memory == RED_MEM_CUDA, sd = src_memory == RED_MEM_CUDA;
+    if (!dd && !sd) {
+        memcpy(dst, src, bytes);
+        return RED_OK;
+    }
+    gpu_dev *g = ctx_gpu(ctx);
+    if (!g) {
+        ctx_note_error(ctx, &ctx->gpu_err);
+        return RED_ERR_DEVICE;
+    }
+    util_diag d = {0};
+    int rc = gpu_copy(g, dst, dd, src, sd, bytes, &d);
+    if (rc) ctx_note_error(ctx, &d);
+    return rc;
 }

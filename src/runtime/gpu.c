@@ -55,6 +55,11 @@ typedef struct cu_api {
     CUresult (*GetErrorName)(CUresult, const char **);
     CUresult (*OccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int, size_t);
     CUresult (*PointerGetAttribute)(void *, int, CUdeviceptr);
+    CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+    CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+    CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
+    CUresult (*MemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
+    CUresult (*StreamSynchronize)(CUstream);
 } cu_api;
 
 /* ---- NVRTC, declared by hand ----------------------------------------------------- */
@@ -250,7 +255,6 @@ struct gpu_dev {
     pass_entry *passes;
     pool_buf *pool;
     int npool, cappool;
-    CUdeviceptr ws;         /* err[4], counter, kstats[3]: 96 bytes */
     gpu_stats stats;
 };
 
@@ -297,6 +301,11 @@ int gpu_open(gpu_dev **out, util_diag *diag)
     CUS(GetErrorName, "cuGetErrorName", NULL);
     CUS(OccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor", NULL);
     CUS(PointerGetAttribute, "cuPointerGetAttribute", NULL);
+    CUS(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", "cuMemcpyHtoDAsync");
+    CUS(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", "cuMemcpyDtoHAsync");
+    CUS(MemcpyDtoD, "cuMemcpyDtoD_v2", "cuMemcpyDtoD");
+    CUS(MemsetD8Async, "cuMemsetD8Async", NULL);
+    CUS(StreamSynchronize, "cuStreamSynchronize", NULL);
 #undef CUS
     void **fp = (void **)c;
     for (size_t i = 0; i < sizeof *c / sizeof(void *); i++)
@@ -316,8 +325,7 @@ int gpu_open(gpu_dev **out, util_diag *diag)
         (r = c->CtxSetCurrent(g->ctx)) ||
         (r = c->DeviceGetAttribute(&g->nsm, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, g->dev)) ||
         (r = c->DeviceGetAttribute(&g->sm_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g->dev)) ||
-        (r = c->DeviceGetAttribute(&g->sm_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, g->dev)) ||
-        (r = c->MemAlloc(&g->ws, 128)) || (r = c->MemsetD8(g->ws, 0, 128))) {
+        (r = c->DeviceGetAttribute(&g->sm_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, g->dev))) {
         rc = cu_fail(g, r, "device setup", diag);
         free(g);
         return rc;
@@ -347,7 +355,6 @@ void gpu_close(gpu_dev *g)
     }
     for (int i = 0; i < g->npool; i++) g->cu.MemFree(g->pool[i].ptr);
     free(g->pool);
-    g->cu.MemFree(g->ws);
     g->cu.DevicePrimaryCtxRelease(g->dev);
     pthread_mutex_destroy(&g->lock);
     free(g);
@@ -531,7 +538,30 @@ typedef struct run_ctx {
     long long *params;
     int nparams;
     util_diag *diag;
+    CUstream s;
+    CUdeviceptr ws;     /* err[4] at 0, counter at 32, key stats at 64 */
+    gpu_run *run;
 } run_ctx;
+
+/* Give `p` back to the pool when the run is over (its kernels may still be
+ * queued on the caller's stream). */
+static int defer_release(run_ctx *r, CUdeviceptr p)
+{
+    gpu_run *run = r->run;
+    if (run->nrelease == run->caprelease) {
+        int cap = run->caprelease ? 2 * run->caprelease : 16;
+        unsigned long long *n = realloc(run->release, (size_t)cap * sizeof *n);
+        if (!n) {
+            r->g->cu.StreamSynchronize(r->s);   /* cannot defer: wait instead */
+            pool_put(r->g, p);
+            return 0;
+        }
+        run->release = n;
+        run->caprelease = cap;
+    }
+    run->release[run->nrelease++] = p;
+    return 0;
+}
 
 static int launch(run_ctx *r, pass_entry *e, const char *name, long long grid)
 {
@@ -542,7 +572,7 @@ static int launch(run_ctx *r, pass_entry *e, const char *name, long long grid)
     if (grid < 1) grid = 1;
     if (grid > 0x7fffffff) grid = 0x7fffffff;
     void *args[] = {r->params};
-    CU(g->cu.LaunchKernel(f, (unsigned)grid, 1, 1, BLOCK, 1, 1, 0, NULL, args, NULL), name);
+    CU(g->cu.LaunchKernel(f, (unsigned)grid, 1, 1, BLOCK, 1, 1, 0, r->s, args, NULL), name);
     return 0;
 }
 
@@ -562,7 +592,7 @@ static long long cdiv(long long a, long long b) { return (a + b - 1) / b; }
 
 /* Host copy of a host array's touched span; device pointer adjusted so the
  * kernel's offsets (which may be negative with negative strides) work. */
-static int upload(gpu_dev *g, const vm_buf *b, CUdeviceptr *base, CUdeviceptr *adj, util_diag *diag)
+static int upload(gpu_dev *g, CUstream s, const vm_buf *b, CUdeviceptr *base, CUdeviceptr *adj, util_diag *diag)
 {
     int64_t lo = 0, hi = 0, esz = (int64_t)red_dtype_size(b->dtype);
     int empty = 0;
@@ -576,7 +606,8 @@ static int upload(gpu_dev *g, const vm_buf *b, CUdeviceptr *base, CUdeviceptr *a
     int rc = pool_get(g, bytes, base, diag);
     if (rc) return rc;
     if (!empty) {
-        CUresult r = g->cu.MemcpyHtoD(*base, (const char *)b->data + lo * esz, bytes);
+        /* pageable host memory: the call returns once the data is staged */
+        CUresult r = g->cu.MemcpyHtoDAsync(*base, (const char *)b->data + lo * esz, bytes, s);
         if (r) {
             pool_put(g, *base);
             return cu_fail(g, r, "cuMemcpyHtoD", diag);
@@ -633,9 +664,7 @@ static int run_full(run_ctx *r, pass_entry *e, long long n, int strategy, int or
         rc = launch(r, e, "rj_final", 1);
     }
     (void)ordered;
-    /* the partials buffer is reused by later passes once this one is done:
-     * launches on one stream run in order */
-    pool_put(g, part);
+    defer_release(r, part);
     return rc;
 }
 
@@ -672,7 +701,8 @@ static int read_errors(run_ctx *r, unsigned long long err[4])
 {
     gpu_dev *g = r->g;
     util_diag *diag = r->diag;
-    CU(g->cu.MemcpyDtoH(err, g->ws, 32), "cuMemcpyDtoH");
+    CU(g->cu.MemcpyDtoHAsync(err, r->ws, 32, r->s), "cuMemcpyDtoHAsync");
+    CU(g->cu.StreamSynchronize(r->s), "cuStreamSynchronize");
     return 0;
 }
 
@@ -732,8 +762,79 @@ static int report_device_fault(run_ctx *r, const unsigned long long err[4], cons
                         dim, name, (long long)err[3], shape);
 }
 
+/* Wait for the run's work, read its fault record, give its buffers back. */
+int gpu_finish(gpu_dev *g, gpu_run *run, util_diag *diag)
+{
+    pthread_mutex_lock(&g->lock);
+    int rc = 0;
+    if (run->pending || run->ws) {
+        g->cu.CtxSetCurrent(g->ctx);
+        run_ctx r = {.g = g, .p = run->p, .diag = diag, .s = (CUstream)run->stream, .ws = run->ws, .run = run};
+        unsigned long long err[4] = {0};
+        CUresult cr = g->cu.StreamSynchronize(r.s);
+        if (cr) rc = cu_fail(g, cr, "kernel execution (cuStreamSynchronize)", diag);
+        if (!rc && run->ws) rc = read_errors(&r, err);
+        if (!rc && err[0]) rc = report_device_fault(&r, err, run->bufs);
+    }
+    for (int i = 0; i < run->nrelease; i++) pool_put(g, run->release[i]);
+    if (run->ws) pool_put(g, run->ws);
+    free(run->release);
+    free(run->bufs);
+    run->release = NULL;
+    run->bufs = NULL;
+    run->nrelease = run->caprelease = 0;
+    run->ws = 0;
+    run->pending = 0;
+    pthread_mutex_unlock(&g->lock);
+    return rc;
+}
+
+int gpu_alloc(gpu_dev *g, size_t bytes, void **ptr, util_diag *diag)
+{
+    pthread_mutex_lock(&g->lock);
+    g->cu.CtxSetCurrent(g->ctx);
+    CUdeviceptr p = 0;
+    int rc = pool_get(g, bytes, &p, diag);
+    pthread_mutex_unlock(&g->lock);
+    *ptr = rc ? NULL : (void *)(uintptr_t)p;
+    return rc;
+}
+
+void gpu_release(gpu_dev *g, void *ptr)
+{
+    if (!g || !ptr) return;
+    pthread_mutex_lock(&g->lock);
+    pool_put(g, (CUdeviceptr)(uintptr_t)ptr);
+    pthread_mutex_unlock(&g->lock);
+}
+
+int gpu_copy(gpu_dev *g, void *dst, int dst_dev, const void *src, int src_dev, size_t bytes, util_diag *diag)
+{
+    if (!bytes) return 0;
+    pthread_mutex_lock(&g->lock);
+    g->cu.CtxSetCurrent(g->ctx);
+    CUresult r;
+    const char *what;
+    if (dst_dev && src_dev) {
+        r = g->cu.MemcpyDtoD((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, bytes);
+        what = "cuMemcpyDtoD";
+    } else if (dst_dev) {
+        r = g->cu.MemcpyHtoD((CUdeviceptr)(uintptr_t)dst, src, bytes);
+        what = "cuMemcpyHtoD";
+    } else if (src_dev) {
+        r = g->cu.MemcpyDtoH(dst, (CUdeviceptr)(uintptr_t)src, bytes);
+        what = "cuMemcpyDtoH";
+    } else {
+        memcpy(dst, src, bytes);
+        r = 0;
+        what = "memcpy";
+    }
+    pthread_mutex_unlock(&g->lock);
+    return r ? cu_fail(g, r, what, diag) : 0;
+}
+
 int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_device, const plan_value *scalars,
-                int strategy, cpu_temps *out, util_diag *diag)
+                int strategy, gpu_run *run, cpu_temps *out, util_diag *diag)
 {
     pthread_mutex_lock(&g->lock);
     int rc = 0;
@@ -743,21 +844,36 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
         pthread_mutex_unlock(&g->lock);
         return rc;
     }
-    CUdeviceptr *in_base = calloc((size_t)p->nbufs + 1, sizeof *in_base);
-    CUdeviceptr *in_adj = calloc((size_t)p->nbufs + 1, sizeof *in_adj);
+    CUstream s = (CUstream)run->stream;
+    run->p = p;
+    run->pending = 0;
+    run->bufs = calloc((size_t)p->nbufs + 1, sizeof *run->bufs);
+    if (run->bufs) memcpy(run->bufs, bufs, (size_t)p->nbufs * sizeof *bufs);
     CUdeviceptr *tptr = calloc((size_t)p->ntemps + 1, sizeof *tptr);
+    CUdeviceptr *in_adj = calloc((size_t)p->nbufs + 1, sizeof *in_adj);
     vm_buf *tdesc = calloc((size_t)p->ntemps + 1, sizeof *tdesc);
     int64_t *vlo = calloc((size_t)p->nvars + 1, sizeof *vlo), *vhi = calloc((size_t)p->nvars + 1, sizeof *vhi);
     int *done = calloc((size_t)p->nvars + 1, sizeof *done);
+    int *keep = calloc((size_t)p->ntemps + 1, sizeof *keep);
     long long *params = NULL;
-    run_ctx r = {.g = g, .p = p, .diag = diag};
-    if (!in_base || !in_adj || !tptr || !tdesc || !vlo || !vhi || !done) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+    run_ctx r = {.g = g, .p = p, .diag = diag, .s = s, .run = run};
+    if (!run->bufs || !in_adj || !tptr || !tdesc || !vlo || !vhi || !done || !keep)
+        rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+    /* this run's own fault record, persistent-grid counter and key stats, so
+     * runs on different streams never share them */
+    if (!rc) rc = pool_get(g, 128, &run->ws, diag);
+    if (!rc && g->cu.MemsetD8Async(run->ws, 0, 128, s)) rc = util_diag_set(diag, RED_ERR_DEVICE, "cuMemsetD8Async failed");
+    r.ws = run->ws;
 
     for (int i = 0; !rc && i < p->nbufs; i++) {
-        if (on_device && on_device[i]) in_adj[i] = (CUdeviceptr)(uintptr_t)bufs[i].data;
-        else rc = upload(g, &bufs[i], &in_base[i], &in_adj[i], diag);
+        if (on_device && on_device[i]) {
+            in_adj[i] = (CUdeviceptr)(uintptr_t)bufs[i].data;
+        } else {
+            CUdeviceptr base;
+            rc = upload(g, s, &bufs[i], &base, &in_adj[i], diag);
+            if (!rc) defer_release(&r, base);
+        }
     }
-    if (!rc && g->cu.MemsetD8(g->ws, 0, 32)) rc = util_diag_set(diag, RED_ERR_DEVICE, "cuMemsetD8 failed");
 
     for (int pi = 0; !rc && pi < p->npasses; pi++) {
         const plan_pass *ps = &p->passes[pi];
@@ -773,9 +889,9 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
         }
         r.params = params;
         r.nparams = L->nparams;
-        params[4] = (long long)g->ws;
-        params[9] = (long long)(g->ws + 64);
-        params[3] = (long long)(g->ws + 32);
+        params[4] = (long long)r.ws;
+        params[3] = (long long)(r.ws + 32);
+        params[9] = (long long)(r.ws + 64);
         for (int i = 0; i < p->nbufs; i++) set_array(params, L->buf_base[i], in_adj[i], &bufs[i]);
         for (int i = 0; i < p->nscalars; i++) memcpy(&params[L->scalar_slot[i]], &scalars[i], 8);
 
@@ -817,26 +933,23 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
             params[L->var_lo[v]] = vlo[v];
             params[L->var_sz[v]] = vhi[v] - vlo[v];
         }
-        /* temporaries this pass writes; earlier ones it may read */
-        int outs[PLAN_MAX_COMP * 64], nouts = 0;
-        if (!ps->nreds) outs[nouts++] = ps->map_temp;
-        for (int q = 0; q < ps->nreds; q++)
-            for (int c = 0; c < ps->reds[q].ncomp; c++) outs[nouts++] = ps->reds[q].temp[c];
+        for (int i = 0; i < p->ntemps; i++)
+            if (tptr[i]) set_array(params, L->temp_base[i], tptr[i], &tdesc[i]);
 
         long long nkeys = 0;
         int sorted = 1;
         if (ps->key) {
-            /* scan the keys: count, negatives, order */
+            /* scan the keys: count, negatives, order (a round trip: the
+             * result's size depends on them) */
             long long N = L1;
             params[0] = N;
             params[7] = 0;
             long long init[3] = {0x7fffffffffffffffll, -1, 1};
-            if (g->cu.MemcpyHtoD(g->ws + 64, init, 24)) rc = util_diag_set(diag, RED_ERR_DEVICE, "cuMemcpyHtoD failed");
-            for (int i = 0; !rc && i < p->ntemps; i++)
-                if (tptr[i]) set_array(params, L->temp_base[i], tptr[i], &tdesc[i]);
+            if (g->cu.MemcpyHtoDAsync(r.ws + 64, init, 24, s)) rc = util_diag_set(diag, RED_ERR_DEVICE, "cuMemcpyHtoDAsync failed");
             if (!rc && N > 0) rc = launch(&r, e, "rj_kscan", cdiv(N, BLOCK) < 8 * g->nsm ? cdiv(N, BLOCK) : 8 * g->nsm);
             long long st[3] = {0, -1, 1};
-            if (!rc && g->cu.MemcpyDtoH(st, g->ws + 64, 24)) rc = util_diag_set(diag, RED_ERR_DEVICE, "cuMemcpyDtoH failed");
+            if (!rc && (g->cu.MemcpyDtoHAsync(st, r.ws + 64, 24, s) || g->cu.StreamSynchronize(s)))
+                rc = util_diag_set(diag, RED_ERR_DEVICE, "reading the key statistics failed");
             unsigned long long err[4];
             if (!rc) rc = read_errors(&r, err);
             if (!rc && err[0]) {
@@ -851,11 +964,10 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
                 break;
             }
             for (int q = 0; q < ps->nreds; q++)
-                if (ps->reds[q].rop == ROP_USER && ps->reds[q].ordered && !sorted) {
+                if (ps->reds[q].rop == ROP_USER && ps->reds[q].ordered && !sorted)
                     rc = util_diag_at(diag, p->src, ps->key_pos, RED_ERR_KEYS,
                                       "ordered operator '%s' needs keys in non-decreasing order, and these are not sorted",
                                       ps->reds[q].uname);
-                }
             if (rc) break;
             if (st[1] >= ((long long)1 << 40)) {
                 rc = util_diag_at(diag, p->src, ps->key_pos, RED_ERR_LIMIT, "key %lld is too large", st[1]);
@@ -869,6 +981,12 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
             params[L->var_sz[ps->key_var]] = nkeys;
             nout = nkeys;
         }
+
+        /* the temporaries this pass writes */
+        int outs[PLAN_MAX_COMP * 64], nouts = 0;
+        if (!ps->nreds) outs[nouts++] = ps->map_temp;
+        for (int q = 0; q < ps->nreds; q++)
+            for (int c = 0; c < ps->reds[q].ncomp; c++) outs[nouts++] = ps->reds[q].temp[c];
         for (int k = 0; !rc && k < nouts; k++) {
             int t = outs[k];
             const plan_temp *pt = &p->temps[t];
@@ -882,9 +1000,9 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
                 d->strides[q] = n;
                 n *= d->shape[q] > 0 ? d->shape[q] : 1;
             }
-            rc = pool_get(g, (size_t)n * (size_t)plan_ct_size(pt->type), &tptr[t], diag);
-            if (!rc && g->cu.MemsetD8(tptr[t], 0, (size_t)n * (size_t)plan_ct_size(pt->type)))
-                rc = util_diag_set(diag, RED_ERR_DEVICE, "cuMemsetD8 failed");
+            size_t bytes = (size_t)n * (size_t)plan_ct_size(pt->type);
+            rc = pool_get(g, bytes, &tptr[t], diag);
+            if (!rc && g->cu.MemsetD8Async(tptr[t], 0, bytes, s)) rc = util_diag_set(diag, RED_ERR_DEVICE, "cuMemsetD8Async failed");
         }
         if (rc) break;
         for (int i = 0; i < p->ntemps; i++)
@@ -904,12 +1022,12 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
                 CUdeviceptr offs;
                 rc = pool_get(g, (size_t)(nkeys + 1) * 8, &offs, diag);
                 if (!rc) {
+                    defer_release(&r, offs);
                     params[8] = (long long)offs;
                     params[1] = nkeys;
                     rc = launch(&r, e, "rj_koffs", cdiv(N, BLOCK) < 8 * g->nsm ? cdiv(N, BLOCK) : 8 * g->nsm);
                     params[7] = 1;
                     if (!rc) rc = run_segments(&r, e, nkeys, N, strategy);
-                    pool_put(g, offs);
                 }
             } else {
                 /* private rows per partition, combined in partition order */
@@ -919,6 +1037,7 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
                 CUdeviceptr rows;
                 rc = pool_get(g, (size_t)(np * nkeys * asz), &rows, diag);
                 if (!rc) {
+                    defer_release(&r, rows);
                     params[2] = (long long)rows;
                     params[6] = np;
                     params[5] = cdiv(N, np);
@@ -926,17 +1045,16 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
                     params[7] = 0;
                     rc = launch(&r, e, "rj_kpriv", cdiv(np, BLOCK));
                     if (!rc) rc = launch(&r, e, "rj_kcomb", cdiv(nkeys, BLOCK));
-                    pool_put(g, rows);
                 }
             }
         } else if (ps->nfree == 0) {
             long long N = L1;
             if (ranged) {
                 /* the domain's size comes from bounds only the device can read */
-                params[9] = (long long)(g->ws + 64);
                 rc = launch(&r, e, "rj_count", 1);
                 long long cnt = 0;
-                if (!rc && g->cu.MemcpyDtoH(&cnt, g->ws + 64, 8)) rc = util_diag_set(diag, RED_ERR_DEVICE, "cuMemcpyDtoH failed");
+                if (!rc && (g->cu.MemcpyDtoHAsync(&cnt, r.ws + 64, 8, s) || g->cu.StreamSynchronize(s)))
+                    rc = util_diag_set(diag, RED_ERR_DEVICE, "reading the domain size failed");
                 N = cnt;
             }
             if (!rc) rc = run_full(&r, e, N, strategy, e->k.ordered);
@@ -947,37 +1065,35 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
         if (rc) break;
     }
 
-    /* results back to the host; the first device fault, if any */
-    unsigned long long err[4] = {0};
-    if (!rc) {
-        CUresult cr = g->cu.CtxSynchronize();
-        if (cr) rc = cu_fail(g, cr, "kernel execution (cuCtxSynchronize)", diag);
-    }
-    if (!rc) rc = read_errors(&r, err);
-    if (!rc && err[0]) rc = report_device_fault(&r, err, bufs);
+    /* results: left on the device, or copied back; every other temporary is
+     * given back once the work is done */
     if (!rc) {
         out->n = p->ntemps;
         out->t = calloc((size_t)p->ntemps + 1, sizeof *out->t);
         if (!out->t) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
         for (int i = 0; !rc && i < p->nresults; i++) {
             int t = p->results[i].temp;
-            if (out->t[t].data) continue;
+            if (keep[t] || out->t[t].data) continue;
             out->t[t] = tdesc[t];
+            if (run->device_results) {
+                keep[t] = 1;
+                out->t[t].data = (void *)(uintptr_t)tptr[t];
+                continue;
+            }
             int64_t n = 1;
             for (int d = 0; d < tdesc[t].ndim; d++) n *= tdesc[t].shape[d];
             size_t bytes = (size_t)n * red_dtype_size(tdesc[t].dtype);
             void *h = malloc(bytes ? bytes : 1);
             out->t[t].data = h;
+            /* to pageable memory: returns when the copy is complete */
             if (!h) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
-            else if (bytes && g->cu.MemcpyDtoH(h, tptr[t], bytes)) rc = util_diag_set(diag, RED_ERR_DEVICE, "cuMemcpyDtoH failed");
+            else if (bytes && g->cu.MemcpyDtoHAsync(h, tptr[t], bytes, s))
+                rc = util_diag_set(diag, RED_ERR_DEVICE, "cuMemcpyDtoHAsync failed");
         }
-        if (rc) cpu_temps_free(out);
     }
-    for (int i = 0; i < p->nbufs; i++)
-        if (in_base && in_base[i]) pool_put(g, in_base[i]);
     for (int i = 0; i < p->ntemps; i++)
-        if (tptr && tptr[i]) pool_put(g, tptr[i]);
-    free(in_base);
+        if (tptr && tptr[i] && !(keep && keep[i])) defer_release(&r, tptr[i]);
+    int pending = !rc && run->stream && run->device_results;
     free(in_adj);
     free(tptr);
     free(tdesc);
@@ -985,6 +1101,26 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
     free(vhi);
     free(done);
     free(params);
+    if (rc && keep) {
+        /* nothing is handed out after a failure */
+        for (int i = 0; i < p->ntemps; i++)
+            if (keep[i] && out->t) {
+                defer_release(&r, (CUdeviceptr)(uintptr_t)out->t[i].data);
+                out->t[i].data = NULL;
+            }
+    }
+    free(keep);
     pthread_mutex_unlock(&g->lock);
-    return rc;
+    if (pending) {
+        run->pending = 1;
+        return 0;
+    }
+    int frc = gpu_finish(g, run, rc ? &(util_diag){0} : diag);
+    if (!rc && frc && out->t) {
+        /* a fault found after the fact: the results are not valid */
+        if (run->device_results)
+            for (int i = 0; i < out->n; i++) gpu_release(g, (void *)out->t[i].data), out->t[i].data = NULL;
+        cpu_temps_free(out);
+    }
+    return rc ? rc : frc;
 }

@@ -26,10 +26,38 @@ typedef struct gpu_stats {
 int gpu_open(gpu_dev **out, util_diag *diag);
 void gpu_close(gpu_dev *g);
 
+/* How one run goes: on which stream, and where its results stay.  With a
+ * stream and device results the run may return with its work still queued
+ * (pending): gpu_finish then waits, checks the device's fault record and
+ * releases the run's buffers. */
+typedef struct gpu_run {
+    void *stream;           /* CUstream, or NULL: the default stream        */
+    int device_results;     /* results stay in device memory                */
+    /* filled by gpu_execute */
+    int pending;
+    const plan *p;
+    vm_buf *bufs;           /* a copy, for fault messages                   */
+    unsigned long long ws;  /* this run's fault record, counter, key stats  */
+    unsigned long long *release;   /* buffers to give back at the end       */
+    int nrelease, caprelease;
+} gpu_run;
+
 /* Run every pass of `p`.  bufs[i].data are host pointers unless
- * on_device[i]; results come back to host temporaries in `out`. */
+ * on_device[i]; results come back to host temporaries in `out`, or stay on
+ * the device (out->t[i].data are device pointers) with device_results. */
 int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_device,
-                const plan_value *scalars, int strategy, cpu_temps *out, util_diag *diag);
+                const plan_value *scalars, int strategy, gpu_run *run, cpu_temps *out,
+                util_diag *diag);
+/* Wait for a run, report a device fault, give its buffers back.  Safe to
+ * call on a run that is not pending (it only releases). */
+int gpu_finish(gpu_dev *g, gpu_run *run, util_diag *diag);
+
+/* Device memory through the pool (valid until gpu_close). */
+int gpu_alloc(gpu_dev *g, size_t bytes, void **ptr, util_diag *diag);
+void gpu_release(gpu_dev *g, void *ptr);
+/* Copy between host (0) and device (1) memory, synchronously. */
+int gpu_copy(gpu_dev *g, void *dst, int dst_dev, const void *src, int src_dev, size_t bytes,
+             util_diag *diag);
 
 /* Generate and compile (NVRTC only, no driver needed) every pass of `p` for
  * `arch` ("sm_90"); used by the test suite on machines without a GPU. */

@@ -1,0 +1,74 @@
+/*
+ * _redjit.h -- what the three files of the CPython extension share: the object
+ * layouts of Context and Expr, the binding holder, and the error helpers.
+ * module.c holds the types and the module, bind.c turns keyword arguments into
+ * bindings, result.c turns results into Python objects.
+ */
+#ifndef REDJIT_PY_H
+#define REDJIT_PY_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "redjit.h"
+
+/* ---- objects ----------------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    red_ctx *ctx;
+} rjp_context;
+
+typedef struct {
+    PyObject_HEAD
+    rjp_context *owner;   /* strong: the context outlives its expressions        */
+    red_expr *e;          /* the expression's own handle                         */
+    PyObject *text;       /* str                                                 */
+    const char *utf8;     /* UTF-8 of text, owned by `text`                      */
+    PyObject *last_names; /* tuple of the names bound by the last call, or NULL  */
+    int busy;             /* `e` is in use by a call (read and set under the GIL) */
+} rjp_expr;
+
+extern PyTypeObject rjp_context_type;
+extern PyTypeObject rjp_expr_type;
+extern PyTypeObject rjp_buffer_type;
+
+/* ---- bindings: what must stay alive (buffers, DLPack tensors) until the run ends ---- */
+
+enum { RJP_HOLD_BUFFER = 1, RJP_HOLD_DLPACK = 2, RJP_HOLD_DLPACK_V1 = 3 };
+
+typedef struct {
+    int kind;
+    Py_buffer view;    /* RJP_HOLD_BUFFER                                   */
+    PyObject *capsule; /* RJP_HOLD_DLPACK*: the capsule, renamed "used_..." */
+    void *managed;     /* RJP_HOLD_DLPACK*: the managed tensor to delete    */
+} rjp_hold;
+
+#define RJP_HOLDS_INLINE 8
+typedef struct {
+    rjp_hold inl[RJP_HOLDS_INLINE];
+    rjp_hold *h;
+    int n, cap;
+} rjp_holds;
+
+void rjp_holds_init(rjp_holds *H);
+/* Release every buffer and delete every DLPack tensor held (needs the GIL). */
+void rjp_holds_release(rjp_holds *H);
+
+/* Bind one keyword argument.  0, or -1 with a Python exception set. */
+int rjp_bind(red_expr *e, PyObject *name, PyObject *value, rjp_holds *H);
+/* Bind every item of `kwargs` (may be NULL).  0, or -1 with an exception set. */
+int rjp_bind_all(red_expr *e, PyObject *kwargs, rjp_holds *H);
+
+/* The results of the last run of `e`: None, one object or a tuple. */
+PyObject *rjp_results(red_expr *e);
+
+/* ---- errors ------------------------------------------------------------------------- */
+
+/* Raise the redjit.Error subclass for `status` with `msg` (the caret message). */
+void rjp_raise(int status, const char *msg);
+/* Raise redjit.BindingError with a printf-style message. */
+void rjp_raise_bind(const char *fmt, ...);
+extern PyObject *rjp_Error;
+
+#endif /* REDJIT_PY_H */
