@@ -11,7 +11,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --f
 cat "$OUT/gpu.txt"
 py=$(command -v python3)
 if ! cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$py" \
-      -DREDJIT_BUILD_SAMPLES=ON > "$OUT/cmake.log" 2>&1; then
+      -DREDJIT_BUILD_SAMPLES=ON ${DEVICE_CMAKE_ARGS:-} > "$OUT/cmake.log" 2>&1; then
   tail -40 "$OUT/cmake.log"; exit 1
 fi
 if ! cmake --build build-gpu -j "$(nproc)" > "$OUT/build.log" 2>&1; then
