@@ -10,6 +10,7 @@ packages=(
   libdlpack-dev                                # dlpack.h, for red_array_from_dlpack
   libedit-dev                                  # line editing in the CLI's prompt
   python3 python3-numpy python3-numexpr        # tests and bench/cpu_bench.py
+  python3-dev python3-pytest python3-setuptools python3-wheel python3-pip   # the Python package
   time                                         # /usr/bin/time -v in bench/cpu_bench.py
 )
 

@@ -257,7 +257,7 @@ static void device_inputs(red_ctx *ctx)
         void *stream = NULL;
         CHECK(streamcreate && streamcreate(&stream, 0) == 0, "cuStreamCreate");
         red_expr *e;
-        red_prepare(ctx, "sum(x), max(x[i]) over i, x[i] * 2", &e);
+        red_prepare(ctx, "sum(x), (max(x[i]) over i), x[i] * 2", &e);
         red_expr_set_option(e, RED_OPT_RESULTS, RED_RESULTS_DEVICE);
         red_expr_set_stream(e, stream);
         red_bind_array(e, "x", &db.array);

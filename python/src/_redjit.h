@@ -32,6 +32,7 @@ typedef struct {
 extern PyTypeObject rjp_context_type;
 extern PyTypeObject rjp_expr_type;
 extern PyTypeObject rjp_buffer_type;
+extern PyTypeObject rjp_devarray_type;
 
 /* ---- bindings: what must stay alive (buffers, DLPack tensors) until the run ends ---- */
 
@@ -49,19 +50,40 @@ typedef struct {
     rjp_hold inl[RJP_HOLDS_INLINE];
     rjp_hold *h;
     int n, cap;
+    int device; /* an array in CUDA memory was bound: results stay on the device */
 } rjp_holds;
 
 void rjp_holds_init(rjp_holds *H);
 /* Release every buffer and delete every DLPack tensor held (needs the GIL). */
 void rjp_holds_release(rjp_holds *H);
 
+/* A keyword argument made ready for the library: a weak f64 or i64 scalar, or an
+ * array descriptor (a 0-d one for typed scalars, pointing into this struct). */
+enum { RJP_ARRAY = 1, RJP_F64 = 2, RJP_I64 = 3 };
+typedef struct {
+    int kind;
+    red_array a;
+    double f;
+    int64_t i;
+    uint64_t u;
+    unsigned char b;
+} rjp_value;
+
+/* Convert `value` bound as `name` (for messages); what it borrows goes into H.
+ * 0, or -1 with a Python exception set. */
+int rjp_convert(const char *name, PyObject *value, rjp_holds *H, rjp_value *out);
 /* Bind one keyword argument.  0, or -1 with a Python exception set. */
 int rjp_bind(red_expr *e, PyObject *name, PyObject *value, rjp_holds *H);
 /* Bind every item of `kwargs` (may be NULL).  0, or -1 with an exception set. */
 int rjp_bind_all(red_expr *e, PyObject *kwargs, rjp_holds *H);
 
-/* The results of the last run of `e`: None, one object or a tuple. */
-PyObject *rjp_results(red_expr *e);
+/* The results of the last run of `e`: None, one object or a tuple.  Scalars become
+ * Python numbers, host arrays NumPy arrays, device arrays redjit.DeviceArray. */
+PyObject *rjp_results(rjp_context *owner, red_expr *e);
+/* A NumPy array (a memoryview without NumPy) owning host result `a` (red_free). */
+PyObject *rjp_host_array(const red_array *a);
+/* A redjit.DeviceArray owning device result `a` (red_device_free on owner). */
+PyObject *rjp_devarray_new(rjp_context *owner, const red_array *a);
 
 /* ---- errors ------------------------------------------------------------------------- */
 

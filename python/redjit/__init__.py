@@ -1,0 +1,43 @@
+"""redjit: reduction expressions evaluated on a GPU or a multithreaded CPU.
+
+    >>> import numpy as np, redjit
+    >>> x = np.arange(5, dtype=np.float32); y = np.ones(5, np.float32)
+    >>> redjit.eval("max(abs(x-y))", x=x, y=y)
+    3.0
+    >>> ctx = redjit.Context(device="auto", strategy="auto")
+    >>> e = ctx.prepare("sum(A[i,k]*B[k,j]) over k")     # parsed once
+    >>> C = e(A=a, B=b)                                   # a NumPy array
+    >>> print(e.explain())
+
+Arrays bind by keyword: NumPy arrays and buffer-protocol objects (host), CuPy,
+PyTorch, JAX or Numba arrays through __dlpack__ / __cuda_array_interface__ (read
+in place on the GPU); Python int and float bind as scalars that adapt like
+literals.  Scalar results come back as Python numbers, several results as a
+tuple, array results as NumPy arrays.  Errors raise redjit.Error subclasses
+whose message points at the text with a caret.  The language is described in
+docs/language.md of the repository.
+"""
+from ._redjit import (
+    BindingError,
+    Context,
+    DeviceError,
+    Error,
+    Expr,
+    IndexError,
+    SyntaxError,
+    TypeError,
+    default_context,
+    eval,
+    gpu_available,
+    library_version,
+    prepare,
+)
+
+__version__ = "0.1.0"
+
+# SyntaxError, TypeError and IndexError shadow the builtins of the same names, so
+# `from redjit import *` leaves them out: spell them redjit.SyntaxError and so on.
+__all__ = [
+    "BindingError", "Context", "DeviceError", "Error", "Expr", "default_context",
+    "eval", "gpu_available", "library_version", "prepare",
+]

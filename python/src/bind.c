@@ -1,0 +1,567 @@
+/*
+ * bind.c -- keyword arguments to redjit bindings.  Python int and float become
+ * weak scalars (like literals), bool a 0-d bool; host arrays come through the
+ * buffer protocol, device arrays through __dlpack__ or __cuda_array_interface__,
+ * always in place: nothing is copied, and what was borrowed is held until the run ends.
+ */
+#include "_redjit.h"
+
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <string.h>
+
+/* ---- DLPack: the ABI, mirrored here so that any dlpack.h (or none) will do ----------
+ * DLTensor is unchanged from DLPack 0.2 to 1.x; DLManagedTensorVersioned is 1.0's. */
+typedef struct {
+    int32_t device_type, device_id;
+} rjp_dldevice;
+typedef struct {
+    uint8_t code, bits;
+    uint16_t lanes;
+} rjp_dldtype;
+typedef struct {
+    void *data;
+    rjp_dldevice device;
+    int32_t ndim;
+    rjp_dldtype dtype;
+    int64_t *shape;
+    int64_t *strides;
+    uint64_t byte_offset;
+} rjp_dltensor;
+typedef struct rjp_dlmanaged {
+    rjp_dltensor dl_tensor;
+    void *manager_ctx;
+    void (*deleter)(struct rjp_dlmanaged *self);
+} rjp_dlmanaged;
+typedef struct rjp_dlmanaged_v1 {
+    struct {
+        uint32_t major, minor;
+    } version;
+    void *manager_ctx;
+    void (*deleter)(struct rjp_dlmanaged_v1 *self);
+    uint64_t flags;
+    rjp_dltensor dl_tensor;
+} rjp_dlmanaged_v1;
+
+enum { DL_CPU = 1, DL_CUDA = 2, DL_CUDA_HOST = 3 };
+
+/* ---- holds ---------------------------------------------------------------------------- */
+
+void rjp_holds_init(rjp_holds *H)
+{
+    H->h = H->inl;
+    H->n = 0;
+    H->cap = RJP_HOLDS_INLINE;
+    H->device = 0;
+}
+
+static rjp_hold *hold_new(rjp_holds *H)
+{
+    if (H->n == H->cap) {
+        int cap = H->cap * 2;
+        rjp_hold *nh = PyMem_Malloc((size_t)cap * sizeof *nh);
+        if (!nh) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        memcpy(nh, H->h, (size_t)H->n * sizeof *nh);
+        if (H->h != H->inl) PyMem_Free(H->h);
+        H->h = nh;
+        H->cap = cap;
+    }
+    rjp_hold *h = &H->h[H->n++];
+    h->kind = 0;
+    h->capsule = NULL;
+    h->managed = NULL;
+    return h;
+}
+
+void rjp_holds_release(rjp_holds *H)
+{
+    for (int i = 0; i < H->n; i++) {
+        rjp_hold *h = &H->h[i];
+        if (h->kind == RJP_HOLD_BUFFER) {
+            PyBuffer_Release(&h->view);
+        } else if (h->kind == RJP_HOLD_DLPACK) {
+            rjp_dlmanaged *m = h->managed;
+            if (m && m->deleter) m->deleter(m);
+        } else if (h->kind == RJP_HOLD_DLPACK_V1) {
+            rjp_dlmanaged_v1 *m = h->managed;
+            if (m && m->deleter) m->deleter(m);
+        }
+        Py_XDECREF(h->capsule);
+    }
+    if (H->h != H->inl) PyMem_Free(H->h);
+    rjp_holds_init(H);
+}
+
+/* ---- errors ---------------------------------------------------------------------------- */
+
+void rjp_raise_bind(const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    rjp_raise(RED_ERR_BIND, msg);
+}
+
+static const char supported_types[] =
+    "redjit reads bool, int32, int64, uint32, uint64, float16, bfloat16, float32 and float64";
+
+/* ---- host arrays: the buffer protocol ----------------------------------------------- */
+
+/* The redjit type of a struct-module format string with item size `size`, or 0. */
+static red_dtype format_dtype(const char *f, Py_ssize_t size)
+{
+    if (!f) return 0; /* "B": bytes */
+    if (*f == '@' || *f == '=' || *f == '<') f++;
+    else if (*f == '>' || *f == '!') return 0; /* big-endian: this is a little-endian library */
+    if (!f[0] || f[1]) return 0;               /* one item, no struct, no repeat count */
+    switch (f[0]) {
+    case '?': return size == 1 ? RED_BOOL : 0;
+    case 'e': return size == 2 ? RED_F16 : 0;
+    case 'f': return size == 4 ? RED_F32 : 0;
+    case 'd': return size == 8 ? RED_F64 : 0;
+    case 'b': case 'h': case 'i': case 'l': case 'q': case 'n':
+        return size == 4 ? RED_I32 : size == 8 ? RED_I64 : 0;
+    case 'B': case 'H': case 'I': case 'L': case 'Q': case 'N':
+        return size == 4 ? RED_U32 : size == 8 ? RED_U64 : 0;
+    }
+    return 0;
+}
+
+static int view_array(const char *name, Py_buffer *v, red_dtype dt, rjp_value *out)
+{
+    if (v->ndim > RED_MAX_DIMS) {
+        rjp_raise_bind("cannot bind '%s': %d dimensions (0 to %d are allowed)", name, v->ndim, RED_MAX_DIMS);
+        return -1;
+    }
+    red_array *a = &out->a;
+    out->kind = RJP_ARRAY;
+    memset(a, 0, sizeof *a);
+    a->data = v->buf;
+    a->dtype = dt;
+    a->ndim = v->ndim;
+    a->memory = RED_MEM_HOST;
+    int64_t s = 1;
+    for (int d = v->ndim - 1; d >= 0; d--) {
+        a->shape[d] = v->shape[d];
+        if (v->strides) {
+            if (v->strides[d] % v->itemsize) {
+                rjp_raise_bind("cannot bind '%s': its stride along dimension %d is %zd bytes, not a multiple "
+                               "of its item size (%zd bytes); copy it first (numpy.ascontiguousarray)",
+                               name, d, v->strides[d], v->itemsize);
+                return -1;
+            }
+            a->strides[d] = v->strides[d] / v->itemsize;
+        } else {
+            a->strides[d] = s;
+        }
+        s *= v->shape[d] > 0 ? v->shape[d] : 1;
+    }
+    return 0;
+}
+
+/* bfloat16 arrays of ml_dtypes (NumPy has no bfloat16 of its own, and refuses to
+ * export one through the buffer protocol): bound through a uint16 view. */
+static int ml_bfloat16(const char *name, PyObject *value, rjp_holds *H, int *done, rjp_value *out)
+{
+    *done = 0;
+    PyObject *dt = PyObject_GetAttrString(value, "dtype");
+    if (!dt) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *dname = PyObject_GetAttrString(dt, "name");
+    Py_DECREF(dt);
+    if (!dname) {
+        PyErr_Clear();
+        return 0;
+    }
+    int is_bf16 = PyUnicode_Check(dname) && PyUnicode_CompareWithASCIIString(dname, "bfloat16") == 0;
+    Py_DECREF(dname);
+    if (!is_bf16) return 0;
+    PyObject *u16 = PyObject_CallMethod(value, "view", "s", "uint16");
+    if (!u16) return -1;
+    rjp_hold *h = hold_new(H);
+    if (!h) {
+        Py_DECREF(u16);
+        return -1;
+    }
+    int rc = PyObject_GetBuffer(u16, &h->view, PyBUF_RECORDS_RO);
+    Py_DECREF(u16); /* the view holds the array */
+    if (rc < 0) {
+        H->n--;
+        return -1;
+    }
+    h->kind = RJP_HOLD_BUFFER;
+    *done = 1;
+    return view_array(name, &h->view, RED_BF16, out);
+}
+
+static int buffer_value(const char *name, PyObject *value, rjp_holds *H, rjp_value *out)
+{
+    rjp_hold *h = hold_new(H);
+    if (!h) return -1;
+    if (PyObject_GetBuffer(value, &h->view, PyBUF_RECORDS_RO) < 0) {
+        H->n--;
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        int done;
+        if (ml_bfloat16(name, value, H, &done, out) < 0 || done) {
+            Py_XDECREF(et);
+            Py_XDECREF(ev);
+            Py_XDECREF(tb);
+            return PyErr_Occurred() ? -1 : 0;
+        }
+        PyObject *s = ev ? PyObject_Str(ev) : NULL;
+        rjp_raise_bind("cannot bind '%s': its buffer cannot be read (%s)", name,
+                       s ? PyUnicode_AsUTF8(s) : "unknown reason");
+        Py_XDECREF(s);
+        Py_XDECREF(et);
+        Py_XDECREF(ev);
+        Py_XDECREF(tb);
+        return -1;
+    }
+    h->kind = RJP_HOLD_BUFFER;
+    red_dtype dt = format_dtype(h->view.format, h->view.itemsize);
+    if (!dt) {
+        rjp_raise_bind("cannot bind '%s': items of format '%s' (%zd bytes) are not supported; %s", name,
+                       h->view.format ? h->view.format : "B", h->view.itemsize, supported_types);
+        return -1;
+    }
+    return view_array(name, &h->view, dt, out);
+}
+
+/* ---- device (and host) arrays: DLPack ---------------------------------------------- */
+
+/* Which protocol a type speaks, found once per type.  Types are few (numpy, cupy,
+ * torch, jax...), so a short table with strong references does. */
+enum { KIND_NONE = 1, KIND_DLPACK = 2, KIND_CAI = 3 };
+#define KIND_CACHE 16
+static struct {
+    PyTypeObject *type;
+    int kind;
+    int legacy; /* __dlpack__ does not take max_version */
+} kind_cache[KIND_CACHE];
+static int kind_next;
+
+static int type_kind(PyTypeObject *t, int **legacy)
+{
+    for (int i = 0; i < KIND_CACHE; i++)
+        if (kind_cache[i].type == t) {
+            *legacy = &kind_cache[i].legacy;
+            return kind_cache[i].kind;
+        }
+    int kind = KIND_NONE;
+    if (PyObject_HasAttrString((PyObject *)t, "__dlpack__") &&
+        PyObject_HasAttrString((PyObject *)t, "__dlpack_device__"))
+        kind = KIND_DLPACK;
+    else if (PyObject_HasAttrString((PyObject *)t, "__cuda_array_interface__"))
+        kind = KIND_CAI;
+    int i = kind_next;
+    kind_next = (kind_next + 1) % KIND_CACHE;
+    Py_XDECREF(kind_cache[i].type);
+    Py_INCREF(t);
+    kind_cache[i].type = t;
+    kind_cache[i].kind = kind;
+    kind_cache[i].legacy = 0;
+    *legacy = &kind_cache[i].legacy;
+    return kind;
+}
+
+static PyObject *str_dlpack, *str_dlpack_device, *str_cai, *kw_stream, *kw_stream_version, *max_version,
+    *legacy_stream;
+
+static int init_strings(void)
+{
+    if (str_dlpack) return 0;
+    str_dlpack = PyUnicode_InternFromString("__dlpack__");
+    str_dlpack_device = PyUnicode_InternFromString("__dlpack_device__");
+    str_cai = PyUnicode_InternFromString("__cuda_array_interface__");
+    kw_stream = Py_BuildValue("(s)", "stream");
+    kw_stream_version = Py_BuildValue("(ss)", "stream", "max_version");
+    max_version = Py_BuildValue("(ii)", 1, 0);
+    /* DLPack's number for CUDA's legacy default stream, the one redjit launches on */
+    legacy_stream = PyLong_FromLong(1);
+    return str_dlpack && str_dlpack_device && str_cai && kw_stream && kw_stream_version && max_version &&
+                   legacy_stream
+               ? 0
+               : -1;
+}
+
+static int dlpack_value(const char *name, PyObject *value, int *legacy, rjp_holds *H, rjp_value *out)
+{
+    /* the device decides the stream: none for host memory; for CUDA the legacy
+     * default stream, so the producer makes its pending work visible there */
+    PyObject *dev = PyObject_CallMethodNoArgs(value, str_dlpack_device);
+    if (!dev) return -1;
+    long dtype = -1;
+    if (PyTuple_Check(dev) && PyTuple_GET_SIZE(dev) >= 1) dtype = PyLong_AsLong(PyTuple_GET_ITEM(dev, 0));
+    Py_DECREF(dev);
+    if (dtype == -1 && PyErr_Occurred()) return -1;
+    PyObject *stream = dtype == DL_CUDA ? legacy_stream : Py_None;
+
+    PyObject *cap = NULL;
+    if (!*legacy) {
+        PyObject *args[3] = {value, stream, max_version};
+        cap = PyObject_VectorcallMethod(str_dlpack, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, kw_stream_version);
+        if (!cap && PyErr_ExceptionMatches(PyExc_TypeError)) {
+            /* a producer from before DLPack 1.0: no max_version */
+            PyErr_Clear();
+            *legacy = 1;
+        } else if (!cap) {
+            return -1;
+        }
+    }
+    if (!cap) {
+        PyObject *args[2] = {value, stream};
+        cap = PyObject_VectorcallMethod(str_dlpack, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, kw_stream);
+        if (!cap) return -1;
+    }
+
+    rjp_hold *h = hold_new(H);
+    if (!h) {
+        Py_DECREF(cap);
+        return -1;
+    }
+    h->capsule = cap;
+    const rjp_dltensor *t;
+    if (PyCapsule_IsValid(cap, "dltensor_versioned")) {
+        rjp_dlmanaged_v1 *m = PyCapsule_GetPointer(cap, "dltensor_versioned");
+        if (PyCapsule_SetName(cap, "used_dltensor_versioned") < 0) return -1;
+        h->kind = RJP_HOLD_DLPACK_V1;
+        h->managed = m;
+        if (m->version.major != 1) {
+            rjp_raise_bind("cannot bind '%s': its DLPack tensor has version %u.%u; redjit reads 1.x", name,
+                           m->version.major, m->version.minor);
+            return -1;
+        }
+        t = &m->dl_tensor;
+    } else if (PyCapsule_IsValid(cap, "dltensor")) {
+        rjp_dlmanaged *m = PyCapsule_GetPointer(cap, "dltensor");
+        if (PyCapsule_SetName(cap, "used_dltensor") < 0) return -1;
+        h->kind = RJP_HOLD_DLPACK;
+        h->managed = m;
+        t = &m->dl_tensor;
+    } else {
+        rjp_raise_bind("cannot bind '%s': __dlpack__ returned no DLPack capsule", name);
+        return -1;
+    }
+    out->kind = RJP_ARRAY;
+    if (red_array_from_dlpack(&out->a, t) != RED_OK) {
+        rjp_raise_bind("cannot bind '%s': DLPack type (code %u, %u bits, %u lanes) on device type %d with %d "
+                       "dimensions is not supported; %s, on the CPU or a CUDA device, up to %d dimensions",
+                       name, t->dtype.code, t->dtype.bits, t->dtype.lanes, (int)t->device.device_type,
+                       (int)t->ndim, supported_types, RED_MAX_DIMS);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- device arrays: __cuda_array_interface__ ----------------------------------------- */
+
+/* cuStreamSynchronize from the driver, loaded on first need: a producer's stream
+ * given in the interface is waited for before redjit reads the data. */
+typedef int (*cu_stream_sync_fn)(void *);
+static cu_stream_sync_fn cu_stream_sync;
+
+static int sync_stream(const char *name, void *stream)
+{
+    if (!cu_stream_sync) {
+        void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (lib) cu_stream_sync = (cu_stream_sync_fn)dlsym(lib, "cuStreamSynchronize");
+        if (!cu_stream_sync) {
+            rjp_raise(RED_ERR_DEVICE, "cannot wait for the stream of a __cuda_array_interface__: no CUDA driver");
+            return -1;
+        }
+    }
+    int r;
+    Py_BEGIN_ALLOW_THREADS
+    r = cu_stream_sync(stream);
+    Py_END_ALLOW_THREADS
+    if (r) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "cannot bind '%s': waiting for its stream failed (CUDA error %d)", name, r);
+        rjp_raise(RED_ERR_DEVICE, msg);
+        return -1;
+    }
+    return 0;
+}
+
+static red_dtype typestr_dtype(const char *s)
+{
+    if (!s || !s[0] || s[0] == '>') return 0;
+    if (s[0] == '<' || s[0] == '|' || s[0] == '=') s++;
+    if (strcmp(s, "b1") == 0) return RED_BOOL;
+    if (strcmp(s, "i4") == 0) return RED_I32;
+    if (strcmp(s, "i8") == 0) return RED_I64;
+    if (strcmp(s, "u4") == 0) return RED_U32;
+    if (strcmp(s, "u8") == 0) return RED_U64;
+    if (strcmp(s, "f2") == 0) return RED_F16;
+    if (strcmp(s, "f4") == 0) return RED_F32;
+    if (strcmp(s, "f8") == 0) return RED_F64;
+    return 0;
+}
+
+static int cai_value(const char *name, PyObject *value, rjp_value *out)
+{
+    PyObject *cai = PyObject_GetAttr(value, str_cai);
+    if (!cai) return -1;
+    int ret = -1;
+    if (!PyDict_Check(cai)) {
+        rjp_raise_bind("cannot bind '%s': __cuda_array_interface__ is not a dict", name);
+        goto out;
+    }
+    PyObject *shape = PyDict_GetItemString(cai, "shape"), *typestr = PyDict_GetItemString(cai, "typestr"),
+             *data = PyDict_GetItemString(cai, "data"), *strides = PyDict_GetItemString(cai, "strides"),
+             *mask = PyDict_GetItemString(cai, "mask"), *stream = PyDict_GetItemString(cai, "stream");
+    if (!shape || !PyTuple_Check(shape) || !typestr || !PyUnicode_Check(typestr) || !data ||
+        !PyTuple_Check(data) || PyTuple_GET_SIZE(data) < 1) {
+        rjp_raise_bind("cannot bind '%s': its __cuda_array_interface__ lacks shape, typestr or data", name);
+        goto out;
+    }
+    if (mask && mask != Py_None) {
+        rjp_raise_bind("cannot bind '%s': masked arrays are not supported", name);
+        goto out;
+    }
+    const char *ts = PyUnicode_AsUTF8(typestr);
+    red_dtype dt = typestr_dtype(ts);
+    if (!dt) {
+        rjp_raise_bind("cannot bind '%s': type '%s' is not supported; %s", name, ts ? ts : "?", supported_types);
+        goto out;
+    }
+    Py_ssize_t nd = PyTuple_GET_SIZE(shape);
+    if (nd > RED_MAX_DIMS) {
+        rjp_raise_bind("cannot bind '%s': %zd dimensions (0 to %d are allowed)", name, nd, RED_MAX_DIMS);
+        goto out;
+    }
+    if (strides && strides != Py_None && (!PyTuple_Check(strides) || PyTuple_GET_SIZE(strides) != nd)) {
+        rjp_raise_bind("cannot bind '%s': its strides do not match its shape", name);
+        goto out;
+    }
+    red_array *a = &out->a;
+    out->kind = RJP_ARRAY;
+    memset(a, 0, sizeof *a);
+    a->data = PyLong_AsVoidPtr(PyTuple_GET_ITEM(data, 0));
+    if (PyErr_Occurred()) goto out;
+    a->dtype = dt;
+    a->ndim = (int)nd;
+    a->memory = RED_MEM_CUDA;
+    int64_t size = (int64_t)red_dtype_size(dt), s = 1;
+    for (Py_ssize_t d = nd - 1; d >= 0; d--) {
+        a->shape[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, d));
+        if (strides && strides != Py_None) {
+            long long b = PyLong_AsLongLong(PyTuple_GET_ITEM(strides, d));
+            if (b % size) {
+                rjp_raise_bind("cannot bind '%s': its stride along dimension %zd is %lld bytes, not a multiple "
+                               "of its item size (%lld bytes)", name, d, b, (long long)size);
+                goto out;
+            }
+            a->strides[d] = b / size;
+        } else {
+            a->strides[d] = s;
+        }
+        s *= a->shape[d] > 0 ? a->shape[d] : 1;
+    }
+    if (PyErr_Occurred()) goto out;
+    /* version 3: a stream to wait for; 1 is the legacy default stream, which is ordered
+     * with redjit's own launches already */
+    if (stream && stream != Py_None) {
+        void *sp = PyLong_AsVoidPtr(stream);
+        if (PyErr_Occurred()) goto out;
+        if ((uintptr_t)sp != 1 && sync_stream(name, sp) < 0) goto out;
+    }
+    ret = 0;
+out:
+    Py_DECREF(cai);
+    return ret;
+}
+
+/* ---- one value --------------------------------------------------------------------- */
+
+static int int_value(const char *name, PyObject *value, rjp_value *out)
+{
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (v == -1 && PyErr_Occurred()) return -1;
+    if (!overflow) {
+        out->kind = RJP_I64;
+        out->i = v;
+        return 0;
+    }
+    /* beyond int64: a u64 when it fits, as a typed (not weak) scalar */
+    unsigned long long u = overflow > 0 ? PyLong_AsUnsignedLongLong(value) : 0;
+    if (overflow < 0 || (u == (unsigned long long)-1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        rjp_raise_bind("cannot bind '%s': the integer does not fit in int64 or uint64", name);
+        return -1;
+    }
+    out->kind = RJP_ARRAY;
+    out->u = u;
+    red_array_init(&out->a, &out->u, RED_U64, 0, NULL, NULL);
+    return 0;
+}
+
+int rjp_convert(const char *name, PyObject *value, rjp_holds *H, rjp_value *out)
+{
+    /* the common cases first: exact float and int are weak scalars, like literals */
+    if (PyFloat_CheckExact(value)) {
+        out->kind = RJP_F64;
+        out->f = PyFloat_AS_DOUBLE(value);
+        return 0;
+    }
+    if (PyLong_CheckExact(value)) return int_value(name, value, out);
+    if (PyBool_Check(value)) {
+        out->kind = RJP_ARRAY;
+        out->b = value == Py_True;
+        red_array_init(&out->a, &out->b, RED_BOOL, 0, NULL, NULL);
+        return 0;
+    }
+    /* NumPy arrays and scalars (np.float32(2) is a typed scalar), memoryview, array.array */
+    if (PyObject_CheckBuffer(value)) return buffer_value(name, value, H, out);
+    if (PyLong_Check(value)) return int_value(name, value, out);
+    if (PyFloat_Check(value)) {
+        out->kind = RJP_F64;
+        out->f = PyFloat_AsDouble(value);
+        return out->f == -1.0 && PyErr_Occurred() ? -1 : 0;
+    }
+    if (init_strings() < 0) return -1;
+    int *legacy;
+    switch (type_kind(Py_TYPE(value), &legacy)) {
+    case KIND_DLPACK: return dlpack_value(name, value, legacy, H, out);
+    case KIND_CAI: return cai_value(name, value, out);
+    }
+    rjp_raise_bind("cannot bind '%s': a %.100s is neither a number, nor an array with the buffer protocol, "
+                   "__dlpack__ or __cuda_array_interface__", name, Py_TYPE(value)->tp_name);
+    return -1;
+}
+
+int rjp_bind(red_expr *e, PyObject *key, PyObject *value, rjp_holds *H)
+{
+    const char *name = PyUnicode_AsUTF8(key);
+    if (!name) return -1;
+    rjp_value v;
+    if (rjp_convert(name, value, H, &v) < 0) return -1;
+    if (v.kind == RJP_ARRAY && v.a.memory == RED_MEM_CUDA) H->device = 1;
+    int rc = v.kind == RJP_F64   ? red_bind_f64(e, name, v.f)
+             : v.kind == RJP_I64 ? red_bind_i64(e, name, v.i)
+                                 : red_bind_array(e, name, &v.a);
+    if (rc) {
+        rjp_raise(rc, red_expr_errmsg(e));
+        return -1;
+    }
+    return 0;
+}
+
+int rjp_bind_all(red_expr *e, PyObject *kwargs, rjp_holds *H)
+{
+    if (!kwargs) return 0;
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    while (PyDict_Next(kwargs, &pos, &k, &v))
+        if (rjp_bind(e, k, v, H) < 0) return -1;
+    return 0;
+}

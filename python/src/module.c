@@ -1,0 +1,672 @@
+/*
+ * module.c -- the redjit._redjit extension: Context (a red_ctx), Expr (a prepared
+ * red_expr), eval(), and the exception classes (bind.c, result.c and devarray.c do
+ * the conversions).  Each call binds its keyword
+ * arguments, runs with the GIL released and converts the results; nothing on that
+ * path goes through Python-level code.
+ */
+#include "_redjit.h"
+
+#include <string.h>
+
+/* ---- exceptions ------------------------------------------------------------------- */
+
+PyObject *rjp_Error;
+static PyObject *rjp_SyntaxError, *rjp_TypeError, *rjp_BindingError, *rjp_IndexError, *rjp_DeviceError;
+
+static PyObject *class_for(int status)
+{
+    switch (status) {
+    case RED_ERR_SYNTAX: case RED_ERR_LIMIT: return rjp_SyntaxError;
+    case RED_ERR_TYPE: return rjp_TypeError;
+    case RED_ERR_NAME: case RED_ERR_SHAPE: case RED_ERR_BIND: return rjp_BindingError;
+    case RED_ERR_INDEX: case RED_ERR_EMPTY: case RED_ERR_KEYS: return rjp_IndexError;
+    case RED_ERR_DEVICE: case RED_ERR_COMPILE: return rjp_DeviceError;
+    }
+    return rjp_Error;
+}
+
+void rjp_raise(int status, const char *msg)
+{
+    if (status == RED_ERR_NOMEM) {
+        PyErr_NoMemory();
+        return;
+    }
+    PyObject *cls = class_for(status);
+    PyObject *exc = PyObject_CallFunction(cls, "s", msg && *msg ? msg : red_errstr(status));
+    if (!exc) return;
+    PyObject *st = PyLong_FromLong(status), *reason = PyUnicode_FromString(red_errstr(status));
+    if (st && reason && PyObject_SetAttrString(exc, "status", st) == 0 &&
+        PyObject_SetAttrString(exc, "reason", reason) == 0)
+        PyErr_SetObject(cls, exc);
+    Py_XDECREF(st);
+    Py_XDECREF(reason);
+    Py_DECREF(exc);
+}
+
+static int add_exceptions(PyObject *m)
+{
+    static const char base_doc[] =
+        "Base class of every error redjit raises.\n\n"
+        "str(err) is the library's message: for expressions 'line:col: message', the line\n"
+        "and a caret under the offending text.  err.status is the library's status code\n"
+        "(redjit.h's red_status) and err.reason its short name ('syntax error', ...).";
+    rjp_Error = PyErr_NewExceptionWithDoc("redjit.Error", base_doc, PyExc_Exception, NULL);
+    if (!rjp_Error) return -1;
+    struct {
+        PyObject **cls;
+        const char *name;
+        PyObject *builtin;
+        const char *doc;
+    } sub[] = {
+        {&rjp_SyntaxError, "redjit.SyntaxError", PyExc_ValueError,
+         "The expression does not parse, or exceeds a limit of the language (nesting)."},
+        {&rjp_TypeError, "redjit.TypeError", PyExc_TypeError,
+         "A type error in the expression (a bit operation on floats, ...)."},
+        {&rjp_BindingError, "redjit.BindingError", PyExc_ValueError,
+         "A binding is wrong: unknown or unbound name, unsupported dtype or layout, shape conflict."},
+        {&rjp_IndexError, "redjit.IndexError", PyExc_IndexError,
+         "A run-time data error: subscript out of range, argmin/argmax of nothing, bad keys for `by`."},
+        {&rjp_DeviceError, "redjit.DeviceError", PyExc_RuntimeError,
+         "No usable GPU, a CUDA driver error, or NVRTC rejected the generated code."},
+    };
+    if (PyModule_AddObjectRef(m, "Error", rjp_Error) < 0) return -1;
+    for (size_t i = 0; i < sizeof sub / sizeof sub[0]; i++) {
+        PyObject *bases = PyTuple_Pack(2, rjp_Error, sub[i].builtin);
+        if (!bases) return -1;
+        *sub[i].cls = PyErr_NewExceptionWithDoc(sub[i].name, sub[i].doc, bases, NULL);
+        Py_DECREF(bases);
+        if (!*sub[i].cls || PyModule_AddObjectRef(m, strchr(sub[i].name, '.') + 1, *sub[i].cls) < 0) return -1;
+    }
+    return 0;
+}
+
+/* ---- one run -------------------------------------------------------------------------- */
+
+/* Bind `kwargs` to `e`, run without the GIL, return the results.  The borrowed
+ * buffers are released as soon as the run is over. */
+static PyObject *bind_run(rjp_context *owner, red_expr *e, PyObject *kwargs)
+{
+    rjp_holds H;
+    rjp_holds_init(&H);
+    if (rjp_bind_all(e, kwargs, &H) < 0) {
+        rjp_holds_release(&H);
+        return NULL;
+    }
+    /* device inputs give device results (read in place by CuPy, PyTorch...) */
+    int rc = red_expr_set_option(e, RED_OPT_RESULTS, H.device ? RED_RESULTS_DEVICE : RED_RESULTS_HOST);
+    if (!rc) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = red_run(e);
+        Py_END_ALLOW_THREADS
+    }
+    rjp_holds_release(&H);
+    if (rc) {
+        rjp_raise(rc, red_expr_errmsg(e));
+        return NULL;
+    }
+    return rjp_results(owner, e);
+}
+
+static red_expr *prepare(red_ctx *ctx, const char *text)
+{
+    red_expr *e = NULL;
+    int rc = red_prepare(ctx, text, &e);
+    if (rc) {
+        rjp_raise(rc, red_errmsg(ctx));
+        return NULL;
+    }
+    return e;
+}
+
+/* Prepare (the library caches the parse by text), bind, run, finalize: safe from any
+ * number of threads at once. */
+static PyObject *run_once(rjp_context *c, const char *text, PyObject *kwargs)
+{
+    red_expr *e = prepare(c->ctx, text);
+    if (!e) return NULL;
+    PyObject *r = bind_run(c, e, kwargs);
+    red_finalize(e);
+    return r;
+}
+
+static int no_positional(PyObject *args, const char *what)
+{
+    if (args && PyTuple_GET_SIZE(args)) {
+        PyErr_Format(PyExc_TypeError, "%s binds arrays and scalars by name only: e(x=a, y=b)", what);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- Context ------------------------------------------------------------------------ */
+
+static const char *const device_names[] = {"auto", "cpu", "gpu", NULL};
+static const char *const strategy_names[] = {"auto", "tree", "sequential", "persistent", "segmented", NULL};
+
+static int name_index(const char *const *names, PyObject *v, const char *what)
+{
+    if (PyUnicode_Check(v))
+        for (int i = 0; names[i]; i++)
+            if (PyUnicode_CompareWithASCIIString(v, names[i]) == 0) return i;
+    PyObject *r = PyObject_Repr(v);
+    PyErr_Format(PyExc_ValueError, "%s must be one of %s%s%s%s%s%s, not %s", what, names[0],
+                 names[1] ? ", " : "", names[1] ? names[1] : "", names[2] ? ", " : "", names[2] ? names[2] : "",
+                 names[3] ? ", ..." : "", r ? PyUnicode_AsUTF8(r) : "?");
+    Py_XDECREF(r);
+    return -1;
+}
+
+static PyObject *context_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    rjp_context *self = (rjp_context *)type->tp_alloc(type, 0);
+    if (!self) return NULL;
+    if (red_open(&self->ctx)) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    return (PyObject *)self;
+}
+
+static int set_opt(rjp_context *self, red_option opt, int v)
+{
+    if (red_set_option(self->ctx, opt, v)) {
+        PyErr_Format(PyExc_ValueError, "invalid value %d for this option", v);
+        return -1;
+    }
+    return 0;
+}
+
+static int context_init(rjp_context *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kw[] = {"device", "strategy", "threads", NULL};
+    PyObject *device = NULL, *strategy = NULL;
+    int threads = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOi:Context", kw, &device, &strategy, &threads)) return -1;
+    int d = device ? name_index(device_names, device, "device") : 0;
+    int s = strategy ? name_index(strategy_names, strategy, "strategy") : 0;
+    if (d < 0 || s < 0) return -1;
+    if (threads < 0) {
+        PyErr_SetString(PyExc_ValueError, "threads must be >= 0 (0 = all cores)");
+        return -1;
+    }
+    if (set_opt(self, RED_OPT_DEVICE, d) || set_opt(self, RED_OPT_STRATEGY, s) ||
+        set_opt(self, RED_OPT_THREADS, threads))
+        return -1;
+    return 0;
+}
+
+static void context_dealloc(rjp_context *self)
+{
+    red_close(self->ctx); /* every Expr holds its context: none is left here */
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int get_opt(rjp_context *self, red_option opt)
+{
+    int v = 0;
+    red_get_option(self->ctx, opt, &v);
+    return v;
+}
+
+static PyObject *context_repr(rjp_context *self)
+{
+    return PyUnicode_FromFormat("redjit.Context(device='%s', strategy='%s', threads=%d)",
+                                device_names[get_opt(self, RED_OPT_DEVICE)],
+                                strategy_names[get_opt(self, RED_OPT_STRATEGY)], get_opt(self, RED_OPT_THREADS));
+}
+
+static PyObject *expr_make(rjp_context *ctx, PyObject *text);
+
+static PyObject *context_prepare(rjp_context *self, PyObject *text)
+{
+    if (!PyUnicode_Check(text)) {
+        PyErr_Format(PyExc_TypeError, "prepare() takes the expression as a str, not %.100s", Py_TYPE(text)->tp_name);
+        return NULL;
+    }
+    return expr_make(self, text);
+}
+
+static PyObject *context_eval(rjp_context *self, PyObject *args, PyObject *kwargs)
+{
+    const char *text;
+    if (!PyArg_ParseTuple(args, "s:eval", &text)) return NULL;
+    return run_once(self, text, kwargs);
+}
+
+static PyObject *context_gpu_available(rjp_context *self, PyObject *unused)
+{
+    int ok;
+    Py_BEGIN_ALLOW_THREADS
+    ok = red_gpu_available(self->ctx); /* the first call initialises CUDA */
+    Py_END_ALLOW_THREADS
+    return PyBool_FromLong(ok);
+}
+
+static PyObject *context_gpu_error(rjp_context *self, PyObject *unused)
+{
+    int ok;
+    Py_BEGIN_ALLOW_THREADS
+    ok = red_gpu_available(self->ctx);
+    Py_END_ALLOW_THREADS
+    if (ok) Py_RETURN_NONE;
+    return PyUnicode_FromString(red_errmsg(self->ctx));
+}
+
+static PyObject *context_cache_stats(rjp_context *self, PyObject *unused)
+{
+    red_cache_info i;
+    if (red_cache_stats(self->ctx, &i)) {
+        rjp_raise(RED_ERR_ARG, red_errmsg(self->ctx));
+        return NULL;
+    }
+    return Py_BuildValue("{s:L,s:L,s:L,s:d,s:L,s:L}", "memory_hits", i.memory_hits, "disk_hits", i.disk_hits,
+                         "compiles", i.compiles, "compile_ms", i.compile_ms, "pool_bytes", i.pool_bytes,
+                         "pool_in_use", i.pool_in_use);
+}
+
+static PyObject *context_cache_clear(rjp_context *self, PyObject *unused)
+{
+    return PyLong_FromLong(red_cache_clear(self->ctx));
+}
+
+static PyObject *opt_get_name(rjp_context *self, void *which)
+{
+    red_option opt = (red_option)(intptr_t)which;
+    const char *const *names = opt == RED_OPT_DEVICE ? device_names : strategy_names;
+    return PyUnicode_FromString(names[get_opt(self, opt)]);
+}
+
+static int opt_set_name(rjp_context *self, PyObject *v, void *which)
+{
+    red_option opt = (red_option)(intptr_t)which;
+    if (!v) {
+        PyErr_SetString(PyExc_AttributeError, "cannot delete a context option");
+        return -1;
+    }
+    int i = name_index(opt == RED_OPT_DEVICE ? device_names : strategy_names, v,
+                       opt == RED_OPT_DEVICE ? "device" : "strategy");
+    return i < 0 ? -1 : set_opt(self, opt, i);
+}
+
+static PyObject *threads_get(rjp_context *self, void *unused)
+{
+    return PyLong_FromLong(get_opt(self, RED_OPT_THREADS));
+}
+
+static int threads_set(rjp_context *self, PyObject *v, void *unused)
+{
+    if (!v) {
+        PyErr_SetString(PyExc_AttributeError, "cannot delete a context option");
+        return -1;
+    }
+    long n = PyLong_AsLong(v);
+    if (n == -1 && PyErr_Occurred()) return -1;
+    if (n < 0 || n > 4096) {
+        PyErr_SetString(PyExc_ValueError, "threads must be 0 (all cores) to 4096");
+        return -1;
+    }
+    return set_opt(self, RED_OPT_THREADS, (int)n);
+}
+
+static PyMethodDef context_methods[] = {
+    {"prepare", (PyCFunction)context_prepare, METH_O,
+     "prepare($self, text, /)\n--\n\n"
+     "Parse `text` once and return a reusable Expr.\n\n"
+     "Syntax errors raise redjit.SyntaxError here; names, types and shapes are\n"
+     "checked when the Expr is called, since they depend on the bindings.\n\n"
+     ">>> e = ctx.prepare('sum(A[i,k]*B[k,j]) over k')\n>>> C = e(A=a, B=b)"},
+    {"eval", (PyCFunction)(void (*)(void))context_eval, METH_VARARGS | METH_KEYWORDS,
+     "eval($self, text, /, **bindings)\n--\n\n"
+     "Evaluate `text` with these bindings on this context (see redjit.eval)."},
+    {"gpu_available", (PyCFunction)context_gpu_available, METH_NOARGS,
+     "gpu_available($self, /)\n--\n\n"
+     "True when a GPU can be used (driver, device and NVRTC found).  The first call\n"
+     "initialises CUDA; gpu_error() says why not."},
+    {"gpu_error", (PyCFunction)context_gpu_error, METH_NOARGS,
+     "gpu_error($self, /)\n--\n\nNone when a GPU can be used, else the reason (a str)."},
+    {"cache_stats", (PyCFunction)context_cache_stats, METH_NOARGS,
+     "cache_stats($self, /)\n--\n\n"
+     "Statistics of the GPU kernel caches as a dict: memory_hits, disk_hits, compiles,\n"
+     "compile_ms, pool_bytes, pool_in_use (zeros before the GPU is used)."},
+    {"cache_clear", (PyCFunction)context_cache_clear, METH_NOARGS,
+     "cache_clear($self, /)\n--\n\n"
+     "Remove every entry of the on-disk kernel cache; returns how many were removed."},
+    {NULL},
+};
+
+static PyGetSetDef context_getset[] = {
+    {"device", (getter)opt_get_name, (setter)opt_set_name,
+     "Where expressions run: 'auto' (the GPU when usable, else the CPU), 'cpu' or 'gpu'.",
+     (void *)(intptr_t)RED_OPT_DEVICE},
+    {"strategy", (getter)opt_get_name, (setter)opt_set_name,
+     "GPU reduction strategy: 'auto', 'tree', 'sequential', 'persistent' or 'segmented'.",
+     (void *)(intptr_t)RED_OPT_STRATEGY},
+    {"threads", (getter)threads_get, (setter)threads_set, "CPU executor threads; 0 means all cores.", NULL},
+    {NULL},
+};
+
+PyTypeObject rjp_context_type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "redjit.Context",
+    .tp_basicsize = sizeof(rjp_context),
+    .tp_dealloc = (destructor)context_dealloc,
+    .tp_repr = (reprfunc)context_repr,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Context(device='auto', strategy='auto', threads=0)\n--\n\n"
+              "A redjit context: options, caches of parsed expressions, plans and GPU kernels.\n\n"
+              "device: 'auto' (the GPU when one is usable, else the CPU), 'cpu' or 'gpu'.\n"
+              "strategy: GPU reduction strategy, 'auto', 'tree', 'sequential', 'persistent'\n"
+              "    or 'segmented'.\n"
+              "threads: CPU executor threads, 0 for all cores.\n\n"
+              "A context may be used from several threads at once; no GPU is touched until an\n"
+              "expression needs one.",
+    .tp_methods = context_methods,
+    .tp_getset = context_getset,
+    .tp_init = (initproc)context_init,
+    .tp_new = context_new,
+};
+
+/* ---- Expr ------------------------------------------------------------------------------ */
+
+static PyObject *expr_make(rjp_context *ctx, PyObject *text)
+{
+    Py_ssize_t len;
+    const char *utf8 = PyUnicode_AsUTF8AndSize(text, &len);
+    if (!utf8) return NULL;
+    if (strlen(utf8) != (size_t)len) {
+        PyErr_SetString(PyExc_ValueError, "the expression contains a NUL character");
+        return NULL;
+    }
+    red_expr *e = prepare(ctx->ctx, utf8);
+    if (!e) return NULL;
+    rjp_expr *self = PyObject_New(rjp_expr, &rjp_expr_type);
+    if (!self) {
+        red_finalize(e);
+        return NULL;
+    }
+    Py_INCREF(ctx);
+    Py_INCREF(text);
+    self->owner = ctx;
+    self->e = e;
+    self->text = text;
+    self->utf8 = utf8;
+    self->last_names = NULL;
+    self->busy = 0;
+    return (PyObject *)self;
+}
+
+static void expr_dealloc(rjp_expr *self)
+{
+    red_finalize(self->e);
+    Py_XDECREF(self->last_names);
+    Py_DECREF(self->text);
+    Py_DECREF(self->owner);
+    PyObject_Free(self);
+}
+
+/* Whether `kwargs` binds exactly the names of the last call: then every binding is
+ * replaced and none can be left pointing at an array of an earlier call. */
+static int same_names(PyObject *last, PyObject *kwargs)
+{
+    if (!last) return 0;
+    Py_ssize_t n = PyTuple_GET_SIZE(last);
+    if (n != (kwargs ? PyDict_GET_SIZE(kwargs) : 0)) return 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (PyDict_Contains(kwargs, PyTuple_GET_ITEM(last, i)) != 1) {
+            PyErr_Clear();
+            return 0;
+        }
+    return 1;
+}
+
+/* Make `kwargs` the bindings of self->e (clearing older ones when the names differ). */
+static int expr_rebind_names(rjp_expr *self, PyObject *kwargs)
+{
+    if (same_names(self->last_names, kwargs)) return 0;
+    red_clear_bindings(self->e);
+    Py_CLEAR(self->last_names);
+    self->last_names = kwargs ? PySequence_Tuple(kwargs) : PyTuple_New(0);
+    return self->last_names ? 0 : -1;
+}
+
+static PyObject *expr_call(rjp_expr *self, PyObject *args, PyObject *kwargs)
+{
+    if (no_positional(args, "an Expr") < 0) return NULL;
+    /* one red_expr serves one thread at a time: a call that finds it busy (another
+     * thread is running it) uses a fresh one, cheap since the parse is cached */
+    if (self->busy) return run_once(self->owner, self->utf8, kwargs);
+    if (expr_rebind_names(self, kwargs) < 0) return NULL;
+    self->busy = 1;
+    PyObject *r = bind_run(self->owner, self->e, kwargs);
+    if (!r) {
+        /* a binding may be half made: start afresh next time */
+        red_clear_bindings(self->e);
+        Py_CLEAR(self->last_names);
+    }
+    self->busy = 0;
+    return r;
+}
+
+static PyObject *explain_expr(red_expr *e)
+{
+    const char *text = NULL;
+    int rc = red_explain(e, &text);
+    if (rc) {
+        rjp_raise(rc, red_expr_errmsg(e));
+        return NULL;
+    }
+    return PyUnicode_FromString(text);
+}
+
+static PyObject *expr_explain(rjp_expr *self, PyObject *args, PyObject *kwargs)
+{
+    if (no_positional(args, "explain()") < 0) return NULL;
+    red_expr *e = self->e;
+    int temp = 0;
+    if (self->busy) {
+        if (!kwargs || !PyDict_GET_SIZE(kwargs)) {
+            PyErr_SetString(PyExc_RuntimeError, "the Expr is running in another thread: pass the bindings "
+                                                "to explain() to explain a plan");
+            return NULL;
+        }
+        if (!(e = prepare(self->owner->ctx, self->utf8))) return NULL;
+        temp = 1;
+    } else if (kwargs && PyDict_GET_SIZE(kwargs)) {
+        if (expr_rebind_names(self, kwargs) < 0) return NULL;
+    }
+    PyObject *r = NULL;
+    if (kwargs && PyDict_GET_SIZE(kwargs)) {
+        /* only types and ranks matter to a plan: bind, explain, release */
+        rjp_holds H;
+        rjp_holds_init(&H);
+        if (rjp_bind_all(e, kwargs, &H) == 0) r = explain_expr(e);
+        rjp_holds_release(&H);
+    } else {
+        r = explain_expr(e);
+    }
+    if (temp) red_finalize(e);
+    return r;
+}
+
+static PyObject *expr_repr(rjp_expr *self)
+{
+    return PyUnicode_FromFormat("redjit.Expr(%R)", self->text);
+}
+
+static PyObject *expr_get_text(rjp_expr *self, void *unused)
+{
+    Py_INCREF(self->text);
+    return self->text;
+}
+
+static PyObject *expr_get_context(rjp_expr *self, void *unused)
+{
+    Py_INCREF(self->owner);
+    return (PyObject *)self->owner;
+}
+
+static PyMethodDef expr_methods[] = {
+    {"explain", (PyCFunction)(void (*)(void))expr_explain, METH_VARARGS | METH_KEYWORDS,
+     "explain($self, /, **bindings)\n--\n\n"
+     "The plan of the expression as a str: map expressions, operators with their\n"
+     "identities, domain, result shape, backend and the generated CUDA source.\n\n"
+     "The plan depends on the types and ranks of the bindings: pass them as for a\n"
+     "call (nothing is run), or none to explain the plan of the last call."},
+    {NULL},
+};
+
+static PyGetSetDef expr_getset[] = {
+    {"text", (getter)expr_get_text, NULL, "The expression's text.", NULL},
+    {"context", (getter)expr_get_context, NULL, "The Context the expression was prepared on.", NULL},
+    {NULL},
+};
+
+PyTypeObject rjp_expr_type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "redjit.Expr",
+    .tp_basicsize = sizeof(rjp_expr),
+    .tp_dealloc = (destructor)expr_dealloc,
+    .tp_repr = (reprfunc)expr_repr,
+    .tp_call = (ternaryfunc)expr_call,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A prepared expression, made by Context.prepare() or redjit.prepare().\n\n"
+              "Call it with the bindings as keyword arguments: e(x=a, y=b, t=0.5).  Arrays are\n"
+              "read in place (host arrays through the buffer protocol, device arrays through\n"
+              "__dlpack__ or __cuda_array_interface__) and never copied.  Returns a Python\n"
+              "scalar, a NumPy array, or a tuple of them for several results.\n\n"
+              "An Expr may be called from several threads at once.",
+    .tp_methods = expr_methods,
+    .tp_getset = expr_getset,
+};
+
+/* ---- module ------------------------------------------------------------------------ */
+
+static rjp_context *default_ctx;
+
+static PyObject *mod_eval(PyObject *m, PyObject *args, PyObject *kwargs)
+{
+    const char *text;
+    if (!PyArg_ParseTuple(args, "s:eval", &text)) return NULL;
+    return run_once(default_ctx, text, kwargs);
+}
+
+static PyObject *mod_prepare(PyObject *m, PyObject *text)
+{
+    return context_prepare(default_ctx, text);
+}
+
+static PyObject *mod_gpu_available(PyObject *m, PyObject *unused)
+{
+    return context_gpu_available(default_ctx, NULL);
+}
+
+static PyObject *mod_default_context(PyObject *m, PyObject *unused)
+{
+    Py_INCREF(default_ctx);
+    return (PyObject *)default_ctx;
+}
+
+/* The descriptor a value would be bound with (tests check zero copy by pointer). */
+static PyObject *mod_describe(PyObject *m, PyObject *value)
+{
+    rjp_holds H;
+    rjp_holds_init(&H);
+    rjp_value v;
+    PyObject *r = NULL;
+    if (rjp_convert("value", value, &H, &v) == 0) {
+        if (v.kind == RJP_F64) {
+            r = Py_BuildValue("{s:s,s:d}", "kind", "weak f64", "value", v.f);
+        } else if (v.kind == RJP_I64) {
+            r = Py_BuildValue("{s:s,s:L}", "kind", "weak i64", "value", (long long)v.i);
+        } else {
+            PyObject *shape = PyTuple_New(v.a.ndim), *strides = PyTuple_New(v.a.ndim);
+            for (int d = 0; shape && strides && d < v.a.ndim; d++) {
+                PyTuple_SET_ITEM(shape, d, PyLong_FromLongLong(v.a.shape[d]));
+                PyTuple_SET_ITEM(strides, d, PyLong_FromLongLong(v.a.strides[d]));
+            }
+            if (shape && strides)
+                r = Py_BuildValue("{s:s,s:N,s:s,s:O,s:O,s:s,s:i}", "kind", "array", "data",
+                                  PyLong_FromVoidPtr(v.a.data), "dtype", red_dtype_name(v.a.dtype), "shape",
+                                  shape, "strides", strides, "memory",
+                                  v.a.memory == RED_MEM_CUDA ? "cuda" : "host", "device_id", v.a.device_id);
+            Py_XDECREF(shape);
+            Py_XDECREF(strides);
+        }
+    }
+    rjp_holds_release(&H);
+    return r;
+}
+
+static PyMethodDef module_methods[] = {
+    {"_describe", (PyCFunction)mod_describe, METH_O,
+     "_describe(value, /)\n--\n\n"
+     "How `value` would be bound, as a dict (kind, data pointer, dtype, shape, strides in\n"
+     "elements, memory): for tests and debugging.  Nothing is copied."},
+    {"eval", (PyCFunction)(void (*)(void))mod_eval, METH_VARARGS | METH_KEYWORDS,
+     "eval(text, /, **bindings)\n--\n\n"
+     "Evaluate the reduction expression `text` over the arrays and scalars bound by\n"
+     "keyword, on the default context (the GPU when usable, else the CPU).\n\n"
+     "Bindings:\n"
+     "  - NumPy arrays and anything with the buffer protocol (host memory), of type\n"
+     "    bool, int32, int64, uint32, uint64, float16, float32 or float64 (bfloat16\n"
+     "    through ml_dtypes), any strides including negative and zero;\n"
+     "  - objects with __dlpack__ or __cuda_array_interface__ (CuPy, PyTorch, JAX,\n"
+     "    Numba), read in place on the GPU with their strides; their stream is waited for;\n"
+     "  - int and float: scalars that adapt to the other operand like literals do\n"
+     "    (x*t stays float32 for a float32 x); bool and NumPy scalars keep their type.\n"
+     "Nothing is ever copied.\n\n"
+     "Returns a Python int, float or bool for a scalar result, a NumPy array for an\n"
+     "array result, and a tuple for several results ('sum(x), max(x)').\n\n"
+     "Errors raise subclasses of redjit.Error (SyntaxError, TypeError, BindingError,\n"
+     "IndexError, DeviceError) whose message points at the text with a caret.  The GIL\n"
+     "is released while the expression runs.\n\n"
+     ">>> redjit.eval('max(abs(x-y))', x=a, y=b)\n"
+     ">>> s, m = redjit.eval('sum(x), max(x)', x=a)\n"
+     ">>> redjit.eval('sum(A[i,j]) over j', A=m)       # row sums, a NumPy array"},
+    {"prepare", (PyCFunction)mod_prepare, METH_O,
+     "prepare(text, /)\n--\n\n"
+     "Parse `text` once on the default context and return an Expr to call many times:\n"
+     ">>> e = redjit.prepare('max(abs(x-y))')\n>>> e(x=a, y=b)"},
+    {"gpu_available", (PyCFunction)mod_gpu_available, METH_NOARGS,
+     "gpu_available()\n--\n\nTrue when the default context can use a GPU."},
+    {"default_context", (PyCFunction)mod_default_context, METH_NOARGS,
+     "default_context()\n--\n\n"
+     "The Context that redjit.eval and redjit.prepare use; set its options to change\n"
+     "theirs (redjit.default_context().device = 'cpu')."},
+    {NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "redjit._redjit",
+    .m_doc = "The CPython extension at the core of the redjit package (use `import redjit`).",
+    .m_size = -1,
+    .m_methods = module_methods,
+};
+
+PyMODINIT_FUNC PyInit__redjit(void)
+{
+    if (PyType_Ready(&rjp_context_type) < 0 || PyType_Ready(&rjp_expr_type) < 0 ||
+        PyType_Ready(&rjp_buffer_type) < 0 || PyType_Ready(&rjp_devarray_type) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module_def);
+    if (!m) return NULL;
+    if (add_exceptions(m) < 0 || PyModule_AddObjectRef(m, "Context", (PyObject *)&rjp_context_type) < 0 ||
+        PyModule_AddObjectRef(m, "Expr", (PyObject *)&rjp_expr_type) < 0 ||
+        PyModule_AddObjectRef(m, "_Buffer", (PyObject *)&rjp_buffer_type) < 0 ||
+        PyModule_AddObjectRef(m, "DeviceArray", (PyObject *)&rjp_devarray_type) < 0 ||
+        PyModule_AddStringConstant(m, "library_version", red_version_string()) < 0)
+        goto fail;
+    if (red_version_number() != REDJIT_VERSION_NUMBER) {
+        PyErr_Format(PyExc_ImportError, "redjit: built against library %s, linked with %s", REDJIT_VERSION_STRING,
+                     red_version_string());
+        goto fail;
+    }
+    default_ctx = (rjp_context *)PyObject_CallNoArgs((PyObject *)&rjp_context_type);
+    if (!default_ctx) goto fail;
+    return m;
+fail:
+    Py_DECREF(m);
+    return NULL;
+}

@@ -1,0 +1,226 @@
+"""test_host.py -- host arrays (NumPy, buffer protocol, DLPack on the CPU) against NumPy:
+every dtype, strided, transposed, negative-stride and broadcast views, scalars, several
+results, array results, explain()."""
+import array
+
+import numpy as np
+import pytest
+
+import redjit
+
+rng = np.random.default_rng(7)
+
+DTYPES = [np.float16, np.float32, np.float64, np.int32, np.int64, np.uint32, np.uint64, np.bool_]
+
+
+def sample(dtype, shape):
+    if dtype == np.bool_:
+        return rng.random(shape) < 0.5
+    if np.issubdtype(dtype, np.integer):
+        return rng.integers(0, 100, shape).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def close(got, want, dtype=np.float64):
+    tol = 1e-2 if dtype == np.float16 else 1e-5
+    assert np.allclose(got, want, rtol=tol, atol=tol), (got, want)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_dtypes_sum_min_max(cpu, dtype):
+    x = sample(dtype, 1000)
+    s, lo, hi = cpu.eval("sum(x), min(x), max(x)", x=x)
+    if np.issubdtype(dtype, np.floating):
+        wide = x.astype(np.float64)
+    else:
+        wide = x.astype(np.uint64 if dtype == np.uint64 else np.int64)
+    close(s, wide.sum(), dtype)
+    assert lo == pytest.approx(float(x.min()), rel=1e-3) and hi == pytest.approx(float(x.max()), rel=1e-3)
+    if dtype == np.bool_:
+        assert isinstance(s, int) and isinstance(hi, bool)
+    elif np.issubdtype(dtype, np.integer):
+        assert isinstance(s, int) and isinstance(hi, int)
+    else:
+        assert isinstance(s, float)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32, np.int64, np.uint32, np.uint64],
+                         ids=lambda d: np.dtype(d).name)
+def test_dtypes_elementwise_array_result(cpu, dtype):
+    x = sample(dtype, (7, 9))
+    r = cpu.eval("sum(f64(x[i,j])) over j", x=x)
+    assert isinstance(r, np.ndarray) and r.shape == (7,) and r.dtype == np.float64
+    close(r, x.astype(np.float64).sum(axis=1), dtype)
+
+
+def test_max_abs_diff(cpu):
+    x, y = sample(np.float32, 10_000), sample(np.float32, 10_000)
+    assert cpu.eval("max(abs(x-y))", x=x, y=y) == pytest.approx(float(np.max(np.abs(x - y))))
+    assert redjit.eval("max(abs(x-y))", x=x, y=y) == pytest.approx(float(np.max(np.abs(x - y))))
+
+
+def test_matmul_prepared(cpu):
+    a, b = sample(np.float64, (13, 17)), sample(np.float64, (17, 5))
+    e = cpu.prepare("sum(A[i,k]*B[k,j]) over k")
+    assert isinstance(e, redjit.Expr) and e.text == "sum(A[i,k]*B[k,j]) over k" and e.context is cpu
+    for _ in range(3):
+        close(e(A=a, B=b), a @ b)
+    c = cpu.eval("C[j,i] = sum(A[i,k]*B[k,j]) over k", A=a, B=b)
+    close(c, (a @ b).T)
+
+
+def test_row_and_column_sums_mean_arg(cpu):
+    m = sample(np.float64, (6, 11))
+    close(cpu.eval("sum(A[i,j]) over j", A=m), m.sum(1))
+    close(cpu.eval("sum(A[i,j]) over i", A=m), m.sum(0))
+    x = sample(np.float64, 500)
+    mean, amin, amax = cpu.eval("mean(x), argmin(x), argmax(x)", x=x)
+    assert mean == pytest.approx(x.mean()) and amin == int(np.argmin(x)) and amax == int(np.argmax(x))
+    close(cpu.eval("x[i] - mean(x)", x=x), x - x.mean())
+
+
+def test_keys_and_counts(cpu):
+    seg = np.sort(rng.integers(0, 8, 300)).astype(np.int64)
+    x = sample(np.float64, 300)
+    close(cpu.eval("sum(x[i]) by seg[i]", x=x, seg=seg), np.bincount(seg, weights=x))
+    assert cpu.eval("count(x > 0)", x=x) == int((x > 0).sum())
+    assert cpu.eval("any(x > 100), all(x < 100)", x=x) == (False, True)
+
+
+def test_user_operator_tuple(cpu):
+    re, im = sample(np.float64, 5) * 0.5, sample(np.float64, 5) * 0.5
+    r = cpu.eval("op cmul(a, b) = (a.0*b.0 - a.1*b.1, a.0*b.1 + a.1*b.0) identity (1, 0);\n"
+                 "reduce(cmul, (re[i], im[i])) over i", re=re, im=im)
+    want = np.prod(re + 1j * im)
+    assert isinstance(r, tuple) and len(r) == 2
+    assert r[0] == pytest.approx(want.real) and r[1] == pytest.approx(want.imag)
+
+
+@pytest.mark.parametrize("view", ["step", "reverse", "transpose", "slice2d", "broadcast", "fortran"])
+def test_strided_views(cpu, view):
+    base = sample(np.float64, (40, 30))
+    if view == "step":
+        a = base[:, ::3]
+    elif view == "reverse":
+        a = base[::-1, ::-2]
+    elif view == "transpose":
+        a = base.T
+    elif view == "slice2d":
+        a = base[5:31:2, 1::4]
+    elif view == "broadcast":
+        a = np.broadcast_to(base[0], (12, 30))
+    else:
+        a = np.asfortranarray(base)
+    d = redjit._redjit._describe(a)
+    assert d["data"] == a.__array_interface__["data"][0]           # read in place
+    assert d["strides"] == tuple(s // a.itemsize for s in a.strides)
+    close(cpu.eval("sum(A[i,j]) over j", A=a), a.sum(1))
+    close(cpu.eval("max(abs(A))", A=a), np.abs(a).max())
+    b = sample(np.float64, a.shape)
+    close(cpu.eval("sum(A*B)", A=a, B=b), (a * b).sum())
+
+
+def test_scalars_weak_and_typed(cpu):
+    x = np.arange(10, dtype=np.float32)
+    assert cpu.eval("sum(x*t)", x=x, t=2) == 90.0
+    assert cpu.eval("sum(x*t)", x=x, t=0.5) == 22.5
+    assert redjit._redjit._describe(3)["kind"] == "weak i64"
+    assert redjit._redjit._describe(2.5)["kind"] == "weak f64"
+    d = redjit._redjit._describe(np.float32(2))
+    assert d["kind"] == "array" and d["dtype"] == "f32" and d["shape"] == ()
+    assert cpu.eval("sum(x*t)", x=x, t=np.float32(2)) == 90.0
+    assert cpu.eval("count(x > 4) + (b ? 100 : 0)", x=x, b=True) == 105
+    assert cpu.eval("count(x > 4) + (b ? 100 : 0)", x=x, b=False) == 5
+    big = 2**63 + 5
+    assert cpu.eval("n + 0", n=big) == big
+    with pytest.raises(redjit.BindingError):
+        cpu.eval("n + 0", n=2**70)
+    assert cpu.eval("a * b", a=6, b=7) == 42
+
+
+def test_several_results_and_names(cpu):
+    x = sample(np.float64, 100)
+    r = cpu.eval("sum(x), max(x), sum(x[i]*2) over i", x=x)
+    assert isinstance(r, tuple) and len(r) == 3
+    assert r[0] == pytest.approx(x.sum()) and r[2] == pytest.approx(2 * x.sum())
+
+
+def test_array_result_owns_memory(cpu):
+    e = cpu.prepare("x[i] * 2")
+    x = np.arange(5, dtype=np.float64)
+    r1 = e(x=x)
+    r2 = e(x=x + 1)                     # the next run does not touch r1
+    assert r1.tolist() == [0, 2, 4, 6, 8] and r2.tolist() == [2, 4, 6, 8, 10]
+    assert r1.flags.writeable and r1.base is not None
+    r1[0] = 42.0
+    assert r1[0] == 42.0
+
+
+def test_buffer_protocol_inputs(cpu):
+    assert cpu.eval("sum(x)", x=array.array("d", [1.0, 2.0, 3.5])) == 6.5
+    assert cpu.eval("sum(x)", x=memoryview(array.array("i", [1, 2, 3]))) == 6
+    assert cpu.eval("max(x)", x=array.array("Q", [1, 2**63])) == 2**63
+
+
+class OnlyDLPack:
+    """An object that offers its data through DLPack only (NumPy's host tensors)."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __dlpack__(self, stream=None):
+        return self.a.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+
+@pytest.mark.skipif(not hasattr(np.ndarray, "__dlpack__"), reason="NumPy without DLPack")
+def test_dlpack_host(cpu):
+    a = sample(np.float32, (20, 8))[::2, ::-1]
+    w = OnlyDLPack(a)
+    d = redjit._redjit._describe(w)
+    assert d["memory"] == "host" and d["data"] == a.__array_interface__["data"][0]
+    assert d["strides"] == (16, -1)
+    close(cpu.eval("sum(A[i,j]) over j", A=w), a.sum(1))
+
+
+def test_explain(cpu):
+    e = cpu.prepare("sum(A[i,k]*B[k,j]) over k")
+    a = np.ones((3, 4))
+    text = e.explain(A=a, B=a.T.copy())
+    assert "backend: cpu" in text and "reduce(sum" in text
+    assert e.explain() == text           # the last bindings' plan
+    e(A=a, B=a.T.copy())
+    assert "backend: cpu" in e.explain()
+
+
+def test_expr_rebinding_forgets_old_names(cpu):
+    e = cpu.prepare("sum(x) + t")
+    x = np.ones(4)
+    assert e(x=x, t=1) == 5.0
+    with pytest.raises(redjit.BindingError, match="t"):
+        e(x=x)                            # t is not silently kept from the last call
+    assert e(t=2, x=x) == 6.0
+
+
+def test_context_options():
+    c = redjit.Context(device="cpu", strategy="tree", threads=1)
+    assert (c.device, c.strategy, c.threads) == ("cpu", "tree", 1)
+    c.threads = 2
+    c.device = "auto"
+    assert "threads=2" in repr(c)
+    with pytest.raises(ValueError):
+        redjit.Context(device="tpu")
+    with pytest.raises(ValueError):
+        c.strategy = "fast"
+    assert isinstance(redjit.gpu_available(), bool)
+    assert redjit.default_context().device in ("auto", "cpu", "gpu")
+    assert set(c.cache_stats()) >= {"compiles", "memory_hits"}
+
+
+def test_empty_and_docs(cpu):
+    assert cpu.eval("sum(x)", x=np.zeros(0, np.float32)) == 0.0
+    assert "max(abs(x-y))" in redjit.eval.__doc__
+    assert redjit.eval.__text_signature__ == "(text, /, **bindings)"
+    assert redjit.library_version
