@@ -195,6 +195,27 @@ static void emit_cast(gen *g, const ir *x)
     }
 }
 
+/* Is subscript d of load x always in range?  An inferred index v runs over
+ * 0..min(shape - c) of the subscripts `v + c` it was inferred from, so such
+ * a subscript of the same array and dimension needs no run-time check. */
+static int proven_in_range(gen *g, const ir *x, int d)
+{
+    if (x->slot < 0) return 0;
+    const ir *s = x->args[d];
+    int64_t c = 0;
+    if (s->kind == IR_OP && s->op == OP_ADD && s->args[1]->kind == IR_CONST && s->args[0]->kind == IR_INDEX) {
+        c = s->args[1]->c.i;
+        s = s->args[0];
+    }
+    if (s->kind != IR_INDEX) return 0;
+    const plan_var *v = &g->p->vars[s->slot];
+    if (v->lo || v->key_pass >= 0) return 0;
+    for (int k = 0; k < v->nconstraints; k++)
+        if (v->constraints[k].buf == x->slot && v->constraints[k].dim == d && v->constraints[k].offset == c && c >= 0)
+            return 1;
+    return 0;
+}
+
 static void emit(gen *g, const ir *x)
 {
     if (x->kind == IR_CONST || x->kind == IR_INDEX) return;
@@ -211,9 +232,12 @@ static void emit(gen *g, const ir *x)
         for (int d = 0; d < nd; d++) {
             util_buf_printf(o, "    { long long s = ");
             ref(g, x->args[d]);
-            util_buf_printf(o, "; if ((unsigned long long)s >= (unsigned long long)P.v[%d]) "
-                               "{ rj_fault(P, %d, %d, %d, s); s = 0; } %s += s * P.v[%d]; }\n",
-                            base + 1 + d, RED_ERR_INDEX, x->id, d, off, base + 1 + nd + d);
+            if (proven_in_range(g, x, d))
+                util_buf_printf(o, "; %s += s * P.v[%d]; }\n", off, base + 1 + nd + d);
+            else
+                util_buf_printf(o, "; if ((unsigned long long)s >= (unsigned long long)P.v[%d]) "
+                                   "{ rj_fault(P, %d, %d, %d, s); s = 0; } %s += s * P.v[%d]; }\n",
+                                base + 1 + d, RED_ERR_INDEX, x->id, d, off, base + 1 + nd + d);
         }
         util_buf_printf(o, "    const %s v%d = ", tname[x->type], x->id);
         util_buf_printf(o, load_expr(buf_dtype(g, x->slot)), base, off);
