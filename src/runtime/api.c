@@ -251,6 +251,10 @@ struct red_expr {
     gpu_run run;            /* its queued work, stream, result placement    */
     void *stream;
     int results_on_device;  /* temps.t[].data are device pointers           */
+    /* the plan for the binding signature of the last run: rebinding the
+     * same names with arrays of the same kinds, types and ranks reuses it */
+    plan *last_plan;
+    int sig_dirty;
 };
 
 static _Thread_local char tl_errmsg[UTIL_DIAG_MAX];
@@ -552,8 +556,12 @@ RED_API int red_bind_array(red_expr *e, const char *name, const red_array *a)
         util_diag_set(&e->diag, RED_ERR_BIND, "cannot bind '%s': unknown memory kind %d", name, (int)a->memory);
         return fail(e, RED_ERR_BIND);
     }
+    int had = e->nbinds;
     binding *b = new_binding(e, name);
     if (!b) return fail(e, RED_ERR_NOMEM);
+    if (e->nbinds != had || !b->is_array != !(a->ndim > 0) || b->arr.dtype != a->dtype || b->arr.ndim != a->ndim ||
+        b->weak)
+        e->sig_dirty = 1;
     b->arr = *a;
     if (!b->arr.memory) b->arr.memory = RED_MEM_HOST;
     b->is_array = a->ndim > 0;
@@ -581,8 +589,10 @@ static int bind_scalar(red_expr *e, const char *name, red_dtype t, plan_value v)
         util_diag_set(&e->diag, RED_ERR_BIND, "cannot bind '%s': not a valid name", name ? name : "(null)");
         return fail(e, RED_ERR_BIND);
     }
+    int had = e->nbinds;
     binding *b = new_binding(e, name);
     if (!b) return fail(e, RED_ERR_NOMEM);
+    if (e->nbinds != had || b->is_array || b->sdtype != t || !b->weak) e->sig_dirty = 1;
     b->is_array = 0;
     b->sdtype = t;
     b->scalar = v;
@@ -606,6 +616,7 @@ RED_API void red_clear_bindings(red_expr *e)
     if (!e) return;
     for (int i = 0; i < e->nbinds; i++) free(e->binds[i].name);
     e->nbinds = 0;
+    e->sig_dirty = 1;
 }
 
 static int cmp_binding(const void *x, const void *y)
@@ -617,6 +628,10 @@ static int cmp_binding(const void *x, const void *y)
 static int expr_plan(red_expr *e, plan **out)
 {
     program *pg = e->pg;
+    if (e->last_plan && !e->sig_dirty) {
+        *out = e->last_plan;   /* plans live as long as their program */
+        return 0;
+    }
     /* canonical signature: bindings sorted by name */
     if (e->nbinds > 1) qsort(e->binds, (size_t)e->nbinds, sizeof *e->binds, cmp_binding);
     util_buf sig;
@@ -634,7 +649,8 @@ static int expr_plan(red_expr *e, plan **out)
     pthread_mutex_lock(&pg->lock);
     for (plan_entry *pe = pg->plans; pe; pe = pe->next)
         if (strcmp(pe->sig, s) == 0) {
-            *out = pe->plan;
+            *out = e->last_plan = pe->plan;
+            e->sig_dirty = 0;
             pthread_mutex_unlock(&pg->lock);
             util_buf_free(&sig);
             return 0;
@@ -684,7 +700,8 @@ static int expr_plan(red_expr *e, plan **out)
     pg->plans = pe;
     pg->nplans++;
     pthread_mutex_unlock(&pg->lock);
-    *out = p;
+    *out = e->last_plan = p;
+    e->sig_dirty = 0;
     return 0;
 }
 
