@@ -1,0 +1,812 @@
+/*
+ * redjit_bench.c -- the redjit side of the GPU benchmark (bench/run.sh): the inputs of
+ * bench_data.h built on the host and copied to device memory, every case run through redjit on
+ * arrays bound with RED_MEM_CUDA under each strategy, timed with CUDA events, and the JIT and
+ * per-call figures.  One JSON object per line on stdout; bench/report.py reads them.
+ *
+ *   redjit_bench [--log2n 28] [--curve 10,20,24,26,28,30] [--log2s 26] [--rows 16384 --cols 16384]
+ *                [--short-rows 33554432 --short-cols 8] [--reps 50] [--warmup 5] [--budget-ms 2000]
+ *                [--calls 100000] [--cases id,id,...] [--strategies auto,tree,...] [--no-jit]
+ *
+ * Timing: the expression runs on a stream of ours with RED_RESULTS_DEVICE, so red_run returns
+ * once its work is queued; events recorded on that stream before and after the call measure the
+ * GPU time including any gap the host leaves while launching (as for CUB, whose calls are timed
+ * the same way).  Median of --reps runs after --warmup, fewer when one run is slow (--budget-ms
+ * per measurement).  Inputs smaller than BD_ROT_BYTES are rotated among copies (bench_data.h).
+ * "sync_us" is the host wall time of a plain synchronous red_run with the result on the host.
+ *
+ * The CUDA driver is loaded with dlopen as src/runtime/gpu.c does, so this builds without CUDA
+ * headers; without a GPU it prints a notice and exits 0.
+ */
+#define _GNU_SOURCE
+#include <redjit.h>
+
+#include <dlfcn.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench_data.h"
+
+/* ---- the few driver functions we need, declared by hand ------------------------------------ */
+typedef int CUresult;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+typedef unsigned long long CUdeviceptr;
+
+static struct {
+    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*MemFree)(CUdeviceptr);
+    CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
+    CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
+    CUresult (*EventCreate)(CUevent *, unsigned);
+    CUresult (*EventRecord)(CUevent, CUstream);
+    CUresult (*EventSynchronize)(CUevent);
+    CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+    CUresult (*StreamCreate)(CUstream *, unsigned);
+    CUresult (*StreamSynchronize)(CUstream);
+    CUresult (*CtxSynchronize)(void);
+    CUresult (*GetErrorName)(CUresult, const char **);
+} cu;
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fflush(stdout);
+    fprintf(stderr, "redjit_bench: ");
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(2);
+}
+
+static void cu_check(CUresult r, const char *what)
+{
+    if (!r) return;
+    const char *name = NULL;
+    if (cu.GetErrorName) cu.GetErrorName(r, &name);
+    die("%s failed: %s (%d)", what, name ? name : "?", r);
+}
+
+static void *cu_sym(void *h, const char *a, const char *b)
+{
+    void *p = dlsym(h, a);
+    if (!p && b) p = dlsym(h, b);
+    if (!p) die("the CUDA driver lacks %s", a);
+    return p;
+}
+
+static void cu_load(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) die("libcuda.so.1: %s", dlerror());
+#define SYM(f, a, b) *(void **)&cu.f = cu_sym(h, a, b)
+    SYM(MemAlloc, "cuMemAlloc_v2", NULL);
+    SYM(MemFree, "cuMemFree_v2", NULL);
+    SYM(MemcpyHtoD, "cuMemcpyHtoD_v2", NULL);
+    SYM(MemcpyDtoD, "cuMemcpyDtoD_v2", NULL);
+    SYM(EventCreate, "cuEventCreate", NULL);
+    SYM(EventRecord, "cuEventRecord", NULL);
+    SYM(EventSynchronize, "cuEventSynchronize", NULL);
+    SYM(EventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime");
+    SYM(StreamCreate, "cuStreamCreate", NULL);
+    SYM(StreamSynchronize, "cuStreamSynchronize", NULL);
+    SYM(CtxSynchronize, "cuCtxSynchronize", NULL);
+    SYM(GetErrorName, "cuGetErrorName", NULL);
+#undef SYM
+}
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* --cpu-check: host arrays and the CPU executor at whatever sizes are given, wall-clock times;
+ * checks the cases, inputs and checksums against peers.py --numpy-check where there is no GPU. */
+static int cpu_mode;
+
+/* ---- options ------------------------------------------------------------------------------ */
+
+static struct {
+    int log2n, log2s, reps, warmup;
+    long long rows, cols, srows, scols, calls;
+    double budget_ms;
+    int curve[16], ncurve;
+    const char *cases, *strategies;
+    int jit;
+} opt = {28, 26, 50, 5, 16384, 16384, 1LL << 25, 8, 100000, 2000, {10, 20, 24, 26, 28, 30}, 6, NULL,
+         "auto,tree,sequential,persistent,segmented", 1};
+
+static int in_list(const char *list, const char *name)
+{
+    if (!list) return 1;
+    size_t n = strlen(name);
+    for (const char *p = list; (p = strstr(p, name)) != NULL; p += n)
+        if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == '\0')) return 1;
+    return 0;
+}
+
+/* ---- device inputs ------------------------------------------------------------------------ */
+
+enum { G_F32, G_F64, G_I32 };
+
+/* Device array of n elements of generator `g`, built on the host in chunks. */
+static CUdeviceptr make_array(int g, int64_t n, uint32_t seed)
+{
+    size_t esz = g == G_F64 ? 8 : 4;
+    CUdeviceptr d;
+    if (cpu_mode) {
+        void *p = malloc((size_t)n * esz);
+        if (!p) die("out of memory");
+        d = (CUdeviceptr)(uintptr_t)p;
+    } else
+        cu_check(cu.MemAlloc(&d, (size_t)n * esz), "cuMemAlloc");
+    const int64_t chunk = (int64_t)1 << 24;
+    void *h = malloc((size_t)chunk * esz);
+    if (!h) die("out of memory");
+    for (int64_t c0 = 0; c0 < n; c0 += chunk) {
+        int64_t m = n - c0 < chunk ? n - c0 : chunk;
+#pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < m; i++) {
+            uint64_t k = (uint64_t)(c0 + i);
+            if (g == G_F32) ((float *)h)[i] = bd_f32(k, seed);
+            else if (g == G_F64) ((double *)h)[i] = bd_f64(k, seed);
+            else ((int32_t *)h)[i] = bd_i32(k, seed);
+        }
+        if (cpu_mode) memcpy((char *)(uintptr_t)d + c0 * esz, h, (size_t)m * esz);
+        else cu_check(cu.MemcpyHtoD(d + (CUdeviceptr)c0 * esz, h, (size_t)m * esz), "cuMemcpyHtoD");
+    }
+    free(h);
+    return d;
+}
+
+static CUdeviceptr upload(const void *h, size_t bytes)
+{
+    CUdeviceptr d;
+    if (cpu_mode) {
+        void *p = malloc(bytes ? bytes : 4);
+        if (!p) die("out of memory");
+        memcpy(p, h, bytes);
+        return (CUdeviceptr)(uintptr_t)p;
+    }
+    cu_check(cu.MemAlloc(&d, bytes ? bytes : 4), "cuMemAlloc");
+    if (bytes) cu_check(cu.MemcpyHtoD(d, h, bytes), "cuMemcpyHtoD");
+    return d;
+}
+
+/* ---- cases -------------------------------------------------------------------------------- */
+
+enum { K_SCALAR, K_PAIR, K_INDEX, K_ARRAY };
+
+typedef struct bind_spec {
+    const char *name;
+    red_dtype dtype;
+    int ndim;
+    int64_t shape[2];
+    CUdeviceptr base;
+    CUdeviceptr *copies;   /* rotation copies (copies[0] = base) */
+} bind_spec;
+
+typedef struct bench_case {
+    char id[32];
+    const char *text;
+    int64_t n;        /* elements reduced (the table's n) */
+    double bytes;     /* bytes that must be read */
+    int kind;
+    int nb;
+    bind_spec b[2];
+} bench_case;
+
+static bench_case cases[64];
+static int ncases;
+
+static bench_case *add_case(const char *id, const char *text, int64_t n, int kind)
+{
+    if (ncases == 64) die("too many cases");
+    bench_case *c = &cases[ncases++];
+    memset(c, 0, sizeof *c);
+    snprintf(c->id, sizeof c->id, "%s", id);
+    c->text = text;
+    c->n = n;
+    c->kind = kind;
+    return c;
+}
+
+static void add_bind(bench_case *c, const char *name, red_dtype dt, CUdeviceptr base, int64_t d0, int64_t d1)
+{
+    bind_spec *b = &c->b[c->nb++];
+    b->name = name;
+    b->dtype = dt;
+    b->base = base;
+    b->ndim = d1 ? 2 : 1;
+    b->shape[0] = d0;
+    b->shape[1] = d1;
+    c->bytes += (double)d0 * (double)(d1 ? d1 : 1) * (double)red_dtype_size(dt);
+}
+
+static void bind_one(red_expr *e, const bind_spec *b, CUdeviceptr ptr)
+{
+    red_array a;
+    red_array_init(&a, (void *)(uintptr_t)ptr, b->dtype, b->ndim, b->shape, NULL);
+    a.memory = cpu_mode ? RED_MEM_HOST : RED_MEM_CUDA;
+    a.device_id = 0;
+    int rc = red_bind_array(e, b->name, &a);
+    if (rc) die("bind %s: %s", b->name, red_expr_errmsg(e));
+}
+
+static void bind_case(red_expr *e, const bench_case *c, int rot)
+{
+    for (int i = 0; i < c->nb; i++) bind_one(e, &c->b[i], c->b[i].copies ? c->b[i].copies[rot] : c->b[i].base);
+}
+
+static int rotation_of(bench_case *c)
+{
+    return cpu_mode ? 1 : bd_rotation(c->bytes);
+}
+
+static void make_copies(bench_case *c, int k)
+{
+    for (int i = 0; i < c->nb && k > 1; i++) {
+        bind_spec *b = &c->b[i];
+        size_t bytes = (size_t)(b->shape[0] * (b->ndim > 1 ? b->shape[1] : 1)) * red_dtype_size(b->dtype);
+        b->copies = calloc((size_t)k, sizeof *b->copies);
+        if (!b->copies) die("out of memory");
+        b->copies[0] = b->base;
+        for (int r = 1; r < k; r++) {
+            cu_check(cu.MemAlloc(&b->copies[r], bytes), "cuMemAlloc");
+            cu_check(cu.MemcpyDtoD(b->copies[r], b->base, bytes), "cuMemcpyDtoD");
+        }
+    }
+}
+
+static void free_copies(bench_case *c, int k)
+{
+    for (int i = 0; i < c->nb; i++) {
+        bind_spec *b = &c->b[i];
+        if (!b->copies) continue;
+        for (int r = 1; r < k; r++) cu.MemFree(b->copies[r]);
+        free(b->copies);
+        b->copies = NULL;
+    }
+}
+
+/* ---- results and their JSON ----------------------------------------------------------------- */
+
+/* The value fields of a record: scalar value(s), or for an array result its checksums
+ * value = sum out[k], check = sum ((k % 16) - 7.5) out[k], mag = sum |out[k]|. */
+static int print_values(red_expr *e, const bench_case *c)
+{
+    int rc = 0;
+    if (c->kind == K_SCALAR || c->kind == K_PAIR) {
+        red_array r;
+        if ((rc = red_result(e, 0, &r, NULL))) return rc;
+        if (r.dtype == RED_F32 || r.dtype == RED_F64) {
+            double v;
+            if ((rc = red_result_f64(e, 0, &v))) return rc;
+            printf(", \"value\": %.17g", v);
+        } else {
+            int64_t v;
+            if ((rc = red_result_i64(e, 0, &v))) return rc;
+            printf(", \"value\": %lld", (long long)v);
+        }
+        if (c->kind == K_PAIR) {
+            double v2;
+            if ((rc = red_result_f64(e, 1, &v2))) return rc;
+            printf(", \"value2\": %.17g", v2);
+        }
+    } else if (c->kind == K_INDEX) {
+        int64_t v;
+        if ((rc = red_result_i64(e, 0, &v))) return rc;
+        printf(", \"value\": %lld", (long long)v);
+    } else {
+        red_array r;
+        if ((rc = red_result(e, 0, &r, NULL))) return rc;
+        int64_t m = red_array_size(&r);
+        double *h = malloc((size_t)(m ? m : 1) * sizeof *h);
+        if (!h) die("out of memory");
+        red_array ha;
+        red_array_init(&ha, h, RED_F64, r.ndim, r.shape, NULL);
+        if ((rc = red_result_copy(e, 0, &ha))) {
+            free(h);
+            return rc;
+        }
+        double s = 0, w = 0, a = 0;
+        for (int64_t k = 0; k < m; k++) {
+            s += h[k];
+            w += ((double)(k % 16) - 7.5) * h[k];
+            a += fabs(h[k]);
+        }
+        free(h);
+        printf(", \"value\": %.17g, \"check\": %.17g, \"mag\": %.17g, \"nout\": %lld", s, w, a, (long long)m);
+    }
+    return 0;
+}
+
+static void json_str(const char *key, const char *s)
+{
+    printf(", \"%s\": \"", key);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') printf("\\%c", *s);
+        else if ((unsigned char)*s < 0x20) printf("\\u%04x", (unsigned char)*s);
+        else putchar(*s);
+    }
+    putchar('"');
+}
+
+static void print_head(const bench_case *c, const char *system)
+{
+    printf("{\"case\": \"%s\", \"n\": %lld, \"system\": \"%s\", \"bytes\": %.0f", c->id, (long long)c->n, system,
+           c->bytes);
+}
+
+/* ---- timing ------------------------------------------------------------------------------- */
+
+static CUstream stream;
+static CUevent ev0, ev1;
+static const char *const strategy_names[] = {"auto", "tree", "sequential", "persistent", "segmented"};
+
+typedef struct timing {
+    double med_us, min_us;
+    int reps;
+} timing;
+
+static int run_once(red_expr *e, const bench_case *c, int rot, double *us)
+{
+    bind_case(e, c, rot);
+    if (cpu_mode) {
+        double t0 = now_ms();
+        int rc = red_run(e);
+        *us = (now_ms() - t0) * 1e3;
+        return rc;
+    }
+    cu_check(cu.EventRecord(ev0, stream), "cuEventRecord");
+    int rc = red_run(e);
+    cu_check(cu.EventRecord(ev1, stream), "cuEventRecord");
+    cu_check(cu.EventSynchronize(ev1), "cuEventSynchronize");
+    int rs = red_sync(e);
+    if (rc || rs) return rc ? rc : rs;
+    float ms = 0;
+    cu_check(cu.EventElapsedTime(&ms, ev0, ev1), "cuEventElapsedTime");
+    *us = ms * 1e3;
+    return 0;
+}
+
+/* Runs per measurement: all of --reps unless one run is slow, then what fits the budget. */
+static int plan_reps(double probe_us, int *warm)
+{
+    int reps = opt.reps;
+    double per = probe_us > 1 ? probe_us : 1;
+    if (per * 1e-3 * (opt.reps + opt.warmup) > opt.budget_ms) {
+        reps = (int)(opt.budget_ms / (per * 1e-3)) - 1;
+        if (reps < 3) reps = 3;
+        if (per * 1e-3 > opt.budget_ms) reps = 1;
+        if (reps > opt.reps) reps = opt.reps;
+    }
+    *warm = reps < opt.reps ? 0 : opt.warmup;
+    return reps;
+}
+
+static int time_gpu(red_expr *e, const bench_case *c, int k, timing *t)
+{
+    double probe, *v;
+    int rc = run_once(e, c, 0, &probe);     /* first run: may compile */
+    if (!rc) rc = run_once(e, c, k > 1 ? 1 : 0, &probe);
+    if (rc) return rc;
+    int warm, reps = plan_reps(probe, &warm);
+    v = malloc((size_t)reps * sizeof *v);
+    if (!v) die("out of memory");
+    int rot = 2;
+    for (int i = 0; i < warm && !rc; i++, rot++) rc = run_once(e, c, rot % k, &probe);
+    for (int i = 0; i < reps && !rc; i++, rot++) rc = run_once(e, c, rot % k, &v[i]);
+    if (!rc) {
+        t->reps = reps;
+        t->med_us = median(v, reps);
+        t->min_us = v[0];
+    }
+    free(v);
+    return rc;
+}
+
+/* Host wall time of a synchronous run with host results (the default configuration). */
+static int time_sync(red_ctx *ctx, const bench_case *c, int k, int reps, double *us)
+{
+    red_expr *e;
+    int rc = red_prepare(ctx, c->text, &e);
+    if (rc) return rc;
+    double *v = malloc((size_t)reps * sizeof *v);
+    if (!v) die("out of memory");
+    for (int i = -2; i < reps && !rc; i++) {
+        bind_case(e, c, ((i + 2) % k));
+        double t0 = now_ms();
+        rc = red_run(e);
+        if (!rc && c->kind != K_ARRAY) {
+            red_array r;
+            rc = red_result(e, 0, &r, NULL);
+        }
+        double t1 = now_ms();
+        if (i >= 0) v[i] = (t1 - t0) * 1e3;
+    }
+    if (!rc) *us = median(v, reps);
+    free(v);
+    red_finalize(e);
+    return rc;
+}
+
+static void run_case(red_ctx *ctx, bench_case *c)
+{
+    int k = rotation_of(c);
+    make_copies(c, k);
+    double sync_us = -1;
+    int rcs = time_sync(ctx, c, k, opt.reps < 20 ? opt.reps : 20, &sync_us);
+    for (int s = 0; s < 5; s++) {
+        if (!in_list(opt.strategies, strategy_names[s])) continue;
+        red_expr *e;
+        int rc = red_prepare(ctx, c->text, &e);
+        if (rc) die("prepare %s: %s", c->text, red_errmsg(ctx));
+        red_expr_set_option(e, RED_OPT_STRATEGY, s);
+        red_expr_set_option(e, RED_OPT_RESULTS, RED_RESULTS_DEVICE);
+        if (!cpu_mode) red_expr_set_stream(e, stream);
+        timing t = {0};
+        rc = time_gpu(e, c, k, &t);
+        print_head(c, "redjit");
+        printf(", \"strategy\": \"%s\", \"expr\": \"%s\", \"rot\": %d", strategy_names[s], c->text, k);
+        if (!rc) {
+            printf(", \"us\": %.3f, \"min_us\": %.3f, \"reps\": %d", t.med_us, t.min_us, t.reps);
+            if (s == 0 && !rcs) printf(", \"sync_us\": %.3f", sync_us);
+            rc = print_values(e, c);
+        }
+        if (rc) {
+            char msg[600];
+            snprintf(msg, sizeof msg, "%s: %s", red_errstr(rc), red_expr_errmsg(e));
+            json_str("error", msg);
+            if (!cpu_mode) cu.CtxSynchronize();
+        }
+        printf("}\n");
+        fflush(stdout);
+        red_finalize(e);
+    }
+    free_copies(c, k);
+}
+
+/* ---- JIT and per-call figures --------------------------------------------------------------- */
+
+static void jit_new_expressions(red_ctx *ctx)
+{
+    /* the driver and NVRTC initialised by an expression no case uses */
+    {
+        CUdeviceptr w = make_array(G_F64, 1000, 99);
+        bench_case tmp = {0};
+        add_bind(&tmp, "w", RED_F64, w, 1000, 0);
+        red_expr *e;
+        if (red_prepare(ctx, "any(w > 0.75)", &e)) die("prepare: %s", red_errmsg(ctx));
+        bind_case(e, &tmp, 0);
+        if (red_run(e)) die("warm-up expression: %s", red_expr_errmsg(e));
+        red_finalize(e);
+        cu.MemFree(w);
+    }
+    double ms[64];
+    int nms = 0;
+    for (int i = 0; i < ncases; i++) {
+        bench_case *c = &cases[i];
+        int seen = 0;   /* one per expression text and input types */
+        for (int j = 0; j < i && !seen; j++) {
+            int same = !strcmp(cases[j].text, c->text) && cases[j].nb == c->nb;
+            for (int b = 0; same && b < c->nb; b++)
+                same = cases[j].b[b].dtype == c->b[b].dtype && cases[j].b[b].ndim == c->b[b].ndim;
+            seen = same;
+        }
+        if (seen) continue;
+        red_cache_info a, b;
+        red_cache_stats(ctx, &a);
+        double t0 = now_ms();
+        red_expr *e = NULL;
+        int rc = red_prepare(ctx, c->text, &e);
+        if (!rc) {
+            bind_case(e, c, 0);
+            rc = red_run(e);
+        }
+        if (!rc) {
+            red_array r;
+            rc = red_result(e, 0, &r, NULL);
+        }
+        double t1 = now_ms();
+        red_cache_stats(ctx, &b);
+        printf("{\"case\": \"jit_new\", \"system\": \"redjit\", \"expr\": \"%s\", \"of\": \"%s\", \"n\": %lld", c->text,
+               c->id, (long long)c->n);
+        if (rc) json_str("error", red_expr_errmsg(e));
+        else {
+            printf(", \"ms\": %.3f, \"compiles\": %lld, \"compile_ms\": %.3f", t1 - t0, b.compiles - a.compiles,
+                   b.compile_ms - a.compile_ms);
+            ms[nms++] = t1 - t0;
+        }
+        printf("}\n");
+        red_finalize(e);
+    }
+    if (nms) printf("{\"case\": \"jit_new_median\", \"system\": \"redjit\", \"ms\": %.3f, \"count\": %d}\n", median(ms, nms), nms);
+    fflush(stdout);
+}
+
+/* Child process: context creation, then the first result of sum(x) over 2^20 values in device
+ * memory, its kernel found in the disk cache the parent filled (or compiled: REDJIT_CACHE=0). */
+static int jit_child(const char *label)
+{
+    double t0 = now_ms();
+    red_ctx *ctx;
+    if (red_open(&ctx)) return 3;
+    red_set_option(ctx, RED_OPT_DEVICE, RED_DEVICE_GPU);
+    if (!red_gpu_available(ctx)) return 4;
+    double t1 = now_ms();
+    cu_load();
+    int64_t n = 1 << 20;
+    CUdeviceptr x = make_array(G_F32, n, BD_SEED_X);
+    double t2 = now_ms();
+    red_expr *e = NULL;
+    double v = 0;
+    int rc = red_prepare(ctx, "sum(x)", &e);
+    if (!rc) {
+        red_array a;
+        red_array_init(&a, (void *)(uintptr_t)x, RED_F32, 1, &n, NULL);
+        a.memory = RED_MEM_CUDA;
+        rc = red_bind_array(e, "x", &a);
+    }
+    if (!rc) rc = red_run(e);
+    if (!rc) rc = red_result_f64(e, 0, &v);
+    double t3 = now_ms();
+    red_cache_info ci;
+    red_cache_stats(ctx, &ci);
+    printf("{\"case\": \"%s\", \"system\": \"redjit\", \"expr\": \"sum(x)\", \"n\": %lld, \"ctx_ms\": %.3f, "
+           "\"ms\": %.3f, \"compiles\": %lld, \"disk_hits\": %lld, \"value\": %.17g",
+           label, (long long)n, t1 - t0, t3 - t2, ci.compiles, ci.disk_hits, v);
+    if (rc) json_str("error", red_expr_errmsg(e));
+    printf("}\n");
+    fflush(stdout);
+    red_finalize(e);
+    cu.MemFree(x);
+    red_close(ctx);
+    return rc ? 5 : 0;
+}
+
+static void spawn_child(const char *label, int cache_on)
+{
+    fflush(stdout);
+    double t0 = now_ms();
+    pid_t pid = fork();
+    if (pid < 0) die("fork failed");
+    if (pid == 0) {
+        if (!cache_on) setenv("REDJIT_CACHE", "0", 1);
+        execl("/proc/self/exe", "redjit_bench", "--jit-child", label, (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    double t1 = now_ms();
+    if (!WIFEXITED(st) || WEXITSTATUS(st))
+        printf("{\"case\": \"%s\", \"system\": \"redjit\", \"error\": \"child exited with status %d\"}\n", label,
+               WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    else
+        printf("{\"case\": \"%s_process\", \"system\": \"redjit\", \"ms\": %.3f}\n", label, t1 - t0);
+    fflush(stdout);
+}
+
+/* Host time per call of red_eval (and of red_run + red_result on a prepared expression) for
+ * sum(x) over 1024 values already in device memory. */
+static void call_overhead(red_ctx *ctx, CUdeviceptr x)
+{
+    int64_t n = 1024;
+    red_binding b = {"x", {0}};
+    red_array_init(&b.array, (void *)(uintptr_t)x, RED_F32, 1, &n, NULL);
+    b.array.memory = RED_MEM_CUDA;
+    double v = 0;
+    int rc = 0;
+    for (int i = 0; i < 100 && !rc; i++) rc = red_eval_f64(ctx, "sum(x)", &b, 1, &v);
+    double t0 = now_ms();
+    for (long long i = 0; i < opt.calls && !rc; i++) rc = red_eval_f64(ctx, "sum(x)", &b, 1, &v);
+    double t1 = now_ms();
+    printf("{\"case\": \"overhead\", \"n\": %lld, \"system\": \"redjit\", \"variant\": \"red_eval_f64\", "
+           "\"calls\": %lld, \"us\": %.3f, \"value\": %.17g", (long long)n, opt.calls, (t1 - t0) * 1e3 / opt.calls, v);
+    if (rc) json_str("error", red_errmsg(ctx));
+    printf("}\n");
+
+    red_expr *e;
+    rc = red_prepare(ctx, "sum(x)", &e);
+    if (!rc) rc = red_bind_array(e, "x", &b.array);
+    for (int i = 0; i < 100 && !rc; i++)
+        if (!(rc = red_run(e))) rc = red_result_f64(e, 0, &v);
+    t0 = now_ms();
+    for (long long i = 0; i < opt.calls && !rc; i++)
+        if (!(rc = red_run(e))) rc = red_result_f64(e, 0, &v);
+    t1 = now_ms();
+    printf("{\"case\": \"overhead\", \"n\": %lld, \"system\": \"redjit_prepared\", \"variant\": \"red_run+red_result_f64\", "
+           "\"calls\": %lld, \"us\": %.3f, \"value\": %.17g", (long long)n, opt.calls, (t1 - t0) * 1e3 / opt.calls, v);
+    if (rc) json_str("error", red_expr_errmsg(e));
+    printf("}\n");
+    red_finalize(e);
+    fflush(stdout);
+}
+
+/* ---- main --------------------------------------------------------------------------------- */
+
+static void parse_curve(const char *s)
+{
+    opt.ncurve = 0;
+    while (*s && opt.ncurve < 16) {
+        opt.curve[opt.ncurve++] = atoi(s);
+        s = strchr(s, ',');
+        if (!s) break;
+        s++;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc == 3 && !strcmp(argv[1], "--jit-child")) return jit_child(argv[2]);
+    for (int i = 1; i < argc; i++) {
+        const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(k, "--no-jit") || !strcmp(k, "--cpu-check")) {
+            opt.jit = 0;
+            cpu_mode |= !strcmp(k, "--cpu-check");
+            continue;
+        }
+        if (!v) die("option %s needs a value", k);
+        i++;
+        if (!strcmp(k, "--log2n")) opt.log2n = atoi(v);
+        else if (!strcmp(k, "--log2s")) opt.log2s = atoi(v);
+        else if (!strcmp(k, "--curve")) parse_curve(v);
+        else if (!strcmp(k, "--rows")) opt.rows = atoll(v);
+        else if (!strcmp(k, "--cols")) opt.cols = atoll(v);
+        else if (!strcmp(k, "--short-rows")) opt.srows = atoll(v);
+        else if (!strcmp(k, "--short-cols")) opt.scols = atoll(v);
+        else if (!strcmp(k, "--reps")) opt.reps = atoi(v);
+        else if (!strcmp(k, "--warmup")) opt.warmup = atoi(v);
+        else if (!strcmp(k, "--budget-ms")) opt.budget_ms = atof(v);
+        else if (!strcmp(k, "--calls")) opt.calls = atoll(v);
+        else if (!strcmp(k, "--cases")) opt.cases = v;
+        else if (!strcmp(k, "--strategies")) opt.strategies = v;
+        else die("unknown option %s (see the comment at the top of bench/redjit_bench.c)", k);
+    }
+    if (opt.reps < 1 || opt.warmup < 0 || opt.calls < 1) die("bad --reps, --warmup or --calls");
+
+    /* the JIT figures need an empty disk cache: a directory of our own, removed at the end */
+    char cachedir[] = "/tmp/redjit-bench-cache.XXXXXX";
+    if (!mkdtemp(cachedir)) die("mkdtemp failed");
+    setenv("REDJIT_CACHE_DIR", cachedir, 1);
+    setenv("REDJIT_CACHE", "1", 1);
+
+    red_ctx *ctx;
+    if (red_open(&ctx)) die("red_open failed");
+    red_set_option(ctx, RED_OPT_DEVICE, cpu_mode ? RED_DEVICE_CPU : RED_DEVICE_GPU);
+    if (!cpu_mode && !red_gpu_available(ctx)) {
+        fprintf(stderr, "redjit_bench: no usable GPU (%s): nothing to measure\n", red_errmsg(ctx));
+        printf("{\"case\": \"none\", \"system\": \"redjit\", \"note\": \"no GPU\"}\n");
+        red_close(ctx);
+        rmdir(cachedir);
+        return 0;
+    }
+    /* red_gpu_available made redjit's context (the device's primary one) current here */
+    if (!cpu_mode) {
+        cu_load();
+        cu_check(cu.StreamCreate(&stream, 0), "cuStreamCreate");
+        cu_check(cu.EventCreate(&ev0, 0), "cuEventCreate");
+        cu_check(cu.EventCreate(&ev1, 0), "cuEventCreate");
+    }
+
+    /* inputs: every f32 case reads a prefix of x */
+    int64_t N = (int64_t)1 << opt.log2n, NS = (int64_t)1 << opt.log2s, NX = N;
+    for (int i = 0; i < opt.ncurve; i++)
+        if (((int64_t)1 << opt.curve[i]) > NX) NX = (int64_t)1 << opt.curve[i];
+    if (NS > NX) NX = NS;
+    if (opt.rows * opt.cols > NX) NX = opt.rows * opt.cols;
+    if (opt.srows * opt.scols > NX) NX = opt.srows * opt.scols;
+    double t0 = now_ms();
+    CUdeviceptr x = make_array(G_F32, NX, BD_SEED_X);
+    CUdeviceptr bf = make_array(G_F32, N, BD_SEED_B);
+    CUdeviceptr xd = make_array(G_F64, N, BD_SEED_F64);
+    CUdeviceptr xi = make_array(G_I32, N, BD_SEED_I32);
+    static const char *const layout_names[BD_NLAYOUTS] = {"one", "rand", "len3", "rows1024"};
+    CUdeviceptr ptr_d[BD_NLAYOUTS], key_d[BD_NLAYOUTS];
+    int64_t nseg[BD_NLAYOUTS];
+    for (int l = 0; l < BD_NLAYOUTS; l++) {
+        nseg[l] = bd_nseg(l, NS);
+        int32_t *ptr = malloc((size_t)(nseg[l] + 1) * 4), *key = malloc((size_t)NS * 4);
+        if (!ptr || !key) die("out of memory");
+        bd_offsets(l, NS, ptr);
+        for (int64_t s = 0; s < nseg[l]; s++)
+            for (int64_t i = ptr[s]; i < ptr[s + 1]; i++) key[i] = (int32_t)s;
+        ptr_d[l] = upload(ptr, (size_t)(nseg[l] + 1) * 4);
+        key_d[l] = upload(key, (size_t)NS * 4);
+        free(ptr);
+        free(key);
+    }
+    if (!cpu_mode) cu_check(cu.CtxSynchronize(), "cuCtxSynchronize");
+    fprintf(stderr, "redjit_bench: inputs ready in %.1f s (x: %lld f32)\n", (now_ms() - t0) * 1e-3, (long long)NX);
+
+    /* the cases, in table order */
+    bench_case *c;
+    for (int i = 0; i < opt.ncurve; i++) {
+        int64_t n = (int64_t)1 << opt.curve[i];
+        c = add_case("sum_f32", "sum(x)", n, K_SCALAR);
+        add_bind(c, "x", RED_F32, x, n, 0);
+    }
+    c = add_case("sum_f64", "sum(x)", N, K_SCALAR);
+    add_bind(c, "x", RED_F64, xd, N, 0);
+    c = add_case("sum_i32", "sum(x)", N, K_SCALAR);
+    add_bind(c, "x", RED_I32, xi, N, 0);
+    c = add_case("max_f32", "max(x)", N, K_SCALAR);
+    add_bind(c, "x", RED_F32, x, N, 0);
+    c = add_case("dot_f32", "sum(a*b)", N, K_SCALAR);
+    add_bind(c, "a", RED_F32, x, N, 0);
+    add_bind(c, "b", RED_F32, bf, N, 0);
+    c = add_case("maxabs_f32", "max(abs(a-b))", N, K_SCALAR);
+    add_bind(c, "a", RED_F32, x, N, 0);
+    add_bind(c, "b", RED_F32, bf, N, 0);
+    c = add_case("sumsq_f32", "sum(x), sum(x*x)", N, K_PAIR);
+    add_bind(c, "x", RED_F32, x, N, 0);
+    c = add_case("argmax_f32", "argmax(x)", N, K_INDEX);
+    add_bind(c, "x", RED_F32, x, N, 0);
+    for (int l = 0; l < BD_NLAYOUTS; l++) {
+        char id[32];
+        snprintf(id, sizeof id, "csr_%s", layout_names[l]);
+        c = add_case(id, "sum(v[k]) over k in ptr[r]..ptr[r+1]", NS, K_ARRAY);
+        add_bind(c, "v", RED_F32, x, NS, 0);
+        add_bind(c, "ptr", RED_I32, ptr_d[l], nseg[l] + 1, 0);
+    }
+    for (int l = 0; l < BD_NLAYOUTS; l++) {
+        char id[32];
+        snprintf(id, sizeof id, "keys_%s", layout_names[l]);
+        c = add_case(id, "sum(v[i]) by seg[i]", NS, K_ARRAY);
+        add_bind(c, "v", RED_F32, x, NS, 0);
+        add_bind(c, "seg", RED_I32, key_d[l], NS, 0);
+    }
+    c = add_case("rowsum", "sum(A[i,j]) over j", opt.rows * opt.cols, K_ARRAY);
+    add_bind(c, "A", RED_F32, x, opt.rows, opt.cols);
+    c = add_case("colsum", "sum(A[i,j]) over i", opt.rows * opt.cols, K_ARRAY);
+    add_bind(c, "A", RED_F32, x, opt.rows, opt.cols);
+    c = add_case("rowsum_short", "sum(A[i,j]) over j", opt.srows * opt.scols, K_ARRAY);
+    add_bind(c, "A", RED_F32, x, opt.srows, opt.scols);
+
+    printf("{\"case\": \"config\", \"system\": \"redjit\", \"version\": \"%s\", \"reps\": %d, \"warmup\": %d, "
+           "\"budget_ms\": %.0f}\n", red_version_string(), opt.reps, opt.warmup, opt.budget_ms);
+    if (opt.jit && in_list(opt.cases, "jit")) {
+        jit_new_expressions(ctx);
+        for (int i = 0; i < 3; i++) spawn_child("jit_disk", 1);
+        for (int i = 0; i < 3; i++) spawn_child("jit_cold", 0);
+    }
+    if (!cpu_mode && in_list(opt.cases, "overhead")) call_overhead(ctx, x);
+    for (int i = 0; i < ncases; i++)
+        if (in_list(opt.cases, cases[i].id)) run_case(ctx, &cases[i]);
+
+    CUdeviceptr all[4 + 2 * BD_NLAYOUTS] = {x, bf, xd, xi};
+    for (int l = 0; l < BD_NLAYOUTS; l++) {
+        all[4 + 2 * l] = ptr_d[l];
+        all[5 + 2 * l] = key_d[l];
+    }
+    for (int i = 0; i < 4 + 2 * BD_NLAYOUTS; i++)
+        if (cpu_mode) free((void *)(uintptr_t)all[i]);
+        else cu.MemFree(all[i]);
+    red_cache_clear(ctx);
+    red_close(ctx);
+    rmdir(cachedir);
+    return 0;
+}

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# run.sh -- the GPU benchmark in one command, on the GPU machine, from anywhere in the checkout:
+#
+#   bench/run.sh [--quick] [--cases id,id,...]
+#
+# Builds redjit and bench/redjit_bench (CMake, Release, build-bench/) and bench/cub_bench.cu (nvcc,
+# in parallel), runs cub_bench, redjit_bench and peers.py one after the other on the same inputs
+# (bench_data.h), then bench/report.py: the table on stdout, bench/RESULTS.md and bench/bandwidth.png.
+# The JSON lines, logs and copies of RESULTS.md and the image go to $OUT/bench (or build-bench/out).
+# --quick: small sizes and few runs, a smoke test (under two minutes with the build), not a
+# measurement.  Needs re2c and lemon on PATH (source .devtools/env.sh first), nvcc, python3 with
+# CuPy and/or PyTorch; matplotlib is optional.  Exits non-zero when a program fails or a redjit
+# result disagrees with the peers'.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+start=$SECONDS
+budget=${BENCH_BUDGET_S:-560}     # the whole run, build included: stay inside a 10-minute call
+quick=0
+cases=()
+args=("$@")
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) quick=1 ;;
+    --cases) cases=(--cases "$2"); shift ;;
+    *) echo "usage: bench/run.sh [--quick] [--cases id,id,...]" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+build="build-bench"
+out=${OUT:-$PWD/$build/out}/bench
+mkdir -p "$out" "$build"
+py=${PYTHON:-$(command -v python3)}
+nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+arch=${CUB_ARCH:-sm_90}
+
+# shellcheck disable=SC2054  # the commas are inside option values
+if [ $quick = 1 ]; then
+  sizes=(--log2n 24 --curve 10,16,20,24 --log2s 22 --rows 4096 --cols 4096 --short-rows 2097152 --short-cols 8
+         --reps 10 --warmup 2 --budget-ms 300)
+  calls_c=10000; calls_py=5000
+  t_cub=90; t_redjit=120; t_peers=120
+else
+  sizes=(--log2n 28 --curve 10,16,20,22,24,26,28,30 --log2s 26 --rows 16384 --cols 16384
+         --short-rows 33554432 --short-cols 8 --reps 50 --warmup 5 --budget-ms 2000)
+  calls_c=100000; calls_py=20000
+  t_cub=150; t_redjit=300; t_peers=240
+fi
+
+# a step's time limit: its own, or what is left of the budget (keeping 20 s for the report)
+limit() {
+  local left=$((budget - (SECONDS - start) - 20))
+  [ "$left" -lt 10 ] && left=10
+  [ "$1" -lt "$left" ] && echo "$1" || echo "$left"
+}
+
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv \
+  > "$out/gpu.txt" 2>&1 || echo "nvidia-smi failed" > "$out/gpu.txt"
+cat "$out/gpu.txt"
+
+# ---- build: nvcc in the background, CMake meanwhile ----
+cub=$build/cub_bench
+if [ -x "$cub" ] && [ "$cub" -nt bench/cub_bench.cu ] && [ "$cub" -nt bench/bench_data.h ]; then
+  echo "cub_bench is up to date"
+  nvcc_pid=
+else
+  ( "$nvcc" -O3 -arch="$arch" -std=c++17 -o "$cub" bench/cub_bench.cu > "$out/nvcc.log" 2>&1 ) &
+  nvcc_pid=$!
+fi
+rc=0
+if ! cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DREDJIT_BUILD_TESTS=OFF -DREDJIT_BUILD_TOOLS=OFF -DREDJIT_BUILD_SAMPLES=OFF \
+       -DPython3_EXECUTABLE="$py" > "$out/cmake.log" 2>&1; then
+  echo "cmake configure failed:"; tail -30 "$out/cmake.log"; rc=1
+elif ! cmake --build "$build" --target redjit_bench -j "$(nproc)" > "$out/build.log" 2>&1; then
+  echo "build failed:"; grep -E "error|Error" "$out/build.log" | head -30; rc=1
+fi
+if [ -n "$nvcc_pid" ] && ! wait "$nvcc_pid"; then
+  echo "nvcc failed:"; head -40 "$out/nvcc.log"; rm -f "$cub"
+  rc=1
+fi
+echo "build done in $((SECONDS - start)) s"
+
+# ---- the three programs, one after the other ----
+run_step() {   # name, limit, command...
+  local name=$1 lim=$2; shift 2
+  local t0=$SECONDS
+  timeout --kill-after=10 "$lim" "$@" > "$out/$name.jsonl" 2> "$out/$name.err"
+  local st=$?
+  echo "$name: exit $st, $((SECONDS - t0)) s, $(grep -c '^{' "$out/$name.jsonl") records"
+  if [ $st -ne 0 ]; then
+    [ $st -eq 124 ] && echo "  $name ran past its limit of $lim s: its table rows are incomplete"
+    tail -15 "$out/$name.err" | sed 's/^/  /'
+    rc=1
+  fi
+}
+: > "$out/cub.jsonl"; : > "$out/redjit.jsonl"; : > "$out/peers.jsonl"
+if [ -x "$cub" ]; then
+  run_step cub "$(limit $t_cub)" "$cub" "${sizes[@]}" --calls $calls_c "${cases[@]}"
+fi
+if [ -x "$build/bench/redjit_bench" ]; then
+  run_step redjit "$(limit $t_redjit)" "$build/bench/redjit_bench" "${sizes[@]}" --calls $calls_c "${cases[@]}"
+fi
+run_step peers "$(limit $t_peers)" "$py" bench/peers.py "${sizes[@]}" --calls $calls_py "${cases[@]}"
+
+# ---- the table ----
+"$py" bench/report.py --cmd "bench/run.sh ${args[*]}" --device-info "$out/gpu.txt" \
+  --out bench/RESULTS.md --png bench/bandwidth.png \
+  "$out/redjit.jsonl" "$out/cub.jsonl" "$out/peers.jsonl" | tee "$out/report.txt"
+[ "${PIPESTATUS[0]}" -ne 0 ] && rc=1
+cp bench/RESULTS.md "$out/" 2>/dev/null
+cp bench/bandwidth.png bench/bandwidth.csv "$out/" 2>/dev/null
+echo "total $((SECONDS - start)) s; JSON and logs in $out"
+exit $rc
