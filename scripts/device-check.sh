@@ -37,6 +37,12 @@ if [[ " $what " == *" sanitize "* ]]; then
      > "$OUT/sanitize-memcheck-cases.log" 2>&1) || rc=1
   echo "== memcheck (cases)"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/sanitize-memcheck-cases.log" | tail -3
 fi
+if [[ " $what " == *" python "* ]]; then
+  (PYTHONPATH=build-gpu/python/pkg python3 -m pytest -q python/tests > "$OUT/pytest-gpu.log" 2>&1) || rc=1
+  tail -3 "$OUT/pytest-gpu.log"
+  (PYTHONPATH=build-gpu/python/pkg python3 python/bench_overhead.py > "$OUT/py-overhead.log" 2>&1) || rc=1
+  tail -12 "$OUT/py-overhead.log"
+fi
 if [[ " $what " == *" bench "* ]] && [ -x bench/run.sh ]; then
   bench/run.sh > "$OUT/bench.log" 2>&1 || rc=1
   tail -60 "$OUT/bench.log"
