@@ -1,7 +1,7 @@
 /*
- * redjit.c -- the `redjit` command-line tool: evaluates one expression (-e),
- * a script file or lines typed at a minimal prompt over arrays loaded from
- * .npy files, and prints the results (text or JSON) or saves them as .npy.
+ * redjit.c -- the `redjit` command-line tool: evaluates one expression (-e)
+ * over arrays loaded from .npy files and prints the results (text or JSON),
+ * or runs a session (repl.h) from a script file, a pipe or the prompt.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -14,22 +14,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "npy.h"
+#include "print.h"
+#include "repl.h"
 #include "redjit.h"
 
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 
-/* NumPy's print options: arrays above THRESHOLD elements show EDGE items
- * at each end of every long axis. */
-enum { CLI_THRESHOLD = 1000, CLI_EDGE = 3 };
-
 static const char cli_help[] =
     "usage: redjit -e EXPR [options]     evaluate one program\n"
-    "       redjit FILE.red [options]    evaluate a script file as one program ('-': stdin)\n"
-    "       redjit [options]             read programs from stdin, one per line\n"
-    "                                    (prompt 'redjit> ' on a terminal; :quit leaves)\n"
+    "       redjit FILE.red [options]    run a script: statements as typed at the prompt,\n"
+    "                                    stopping at the first error ('-': stdin)\n"
+    "       redjit [options]             the interactive prompt on a terminal (:help there);\n"
+    "                                    from a pipe, the same statements without prompts\n"
     "\n"
     "options:\n"
     "  -e, --expr EXPR          the program to evaluate, e.g. 'max(abs(x-y))'\n"
@@ -43,7 +43,8 @@ static const char cli_help[] =
     "  --threads N              CPU threads, 0 = all cores (default)\n"
     "  --format text|json       how results are printed (default text)\n"
     "  --out NAME=FILE.npy      save the result named NAME (from 'NAME[i,j] = ...') or at\n"
-    "                           position NAME (0, 1, ...) as a .npy file; may be repeated\n"
+    "                           position NAME (0, 1, ...) as a .npy file; may be repeated.\n"
+    "                           With a script: the value NAME holds when it ends\n"
     "  --explain                print the evaluation plan before the results\n"
     "  --verbose                print the library's notes (strategy, cache) on stderr\n"
     "  -h, --help               this text\n"
@@ -134,211 +135,6 @@ static void cli_log(void *user, int level, const char *msg)
         fprintf(stderr, "redjit: %s%s\n", level >= 2 ? "warning: " : "", msg);
 }
 
-/* ---- formatting numbers ------------------------------------------------------------ */
-
-/* The shortest "%.Ng" that reads back as the same double: as exact as
- * "%.17g" without printing 0.1 as 0.10000000000000001. */
-static void cli_fmt_f64(char *buf, size_t n, double v)
-{
-    if (isnan(v)) {
-        snprintf(buf, n, "nan");
-    } else if (isinf(v)) {
-        snprintf(buf, n, v > 0 ? "inf" : "-inf");
-    } else {
-        for (int prec = 15; prec <= 17; prec++) {
-            snprintf(buf, n, "%.*g", prec, v);
-            if (strtod(buf, NULL) == v)
-                break;
-        }
-    }
-}
-
-static void cli_fmt_f32(char *buf, size_t n, float v)
-{
-    if (isnan(v) || isinf(v)) {
-        cli_fmt_f64(buf, n, v);
-        return;
-    }
-    for (int prec = 6; prec <= 9; prec++) {
-        snprintf(buf, n, "%.*g", prec, (double)v);
-        if (strtof(buf, NULL) == v)
-            break;
-    }
-}
-
-static float cli_half_to_float(uint16_t h)
-{
-    int e = h >> 10 & 0x1f, m = h & 0x3ff;
-    float v = e == 0 ? ldexpf((float)m, -24)
-            : e == 31 ? (m ? NAN : INFINITY)
-            : ldexpf((float)(m | 0x400), e - 25);
-    return h & 0x8000 ? -v : v;
-}
-
-/* One element as text.  JSON differs only in quoting NaN and infinities. */
-static void cli_fmt_elem(char *buf, size_t n, red_dtype t, const void *p, bool json)
-{
-    switch (t) {
-    case RED_BOOL: snprintf(buf, n, "%s", *(const unsigned char *)p ? "true" : "false"); return;
-    case RED_I32: { int32_t v; memcpy(&v, p, 4); snprintf(buf, n, "%" PRId32, v); return; }
-    case RED_I64: { int64_t v; memcpy(&v, p, 8); snprintf(buf, n, "%" PRId64, v); return; }
-    case RED_U32: { uint32_t v; memcpy(&v, p, 4); snprintf(buf, n, "%" PRIu32, v); return; }
-    case RED_U64: { uint64_t v; memcpy(&v, p, 8); snprintf(buf, n, "%" PRIu64, v); return; }
-    default: break;
-    }
-    char num[40];
-    double d;
-    if (t == RED_F64) {
-        memcpy(&d, p, 8);
-        cli_fmt_f64(num, sizeof num, d);
-    } else {
-        float f;
-        uint16_t h;
-        if (t == RED_F32) {
-            memcpy(&f, p, 4);
-        } else if (t == RED_F16) {
-            memcpy(&h, p, 2);
-            f = cli_half_to_float(h);
-        } else if (t == RED_BF16) {
-            memcpy(&h, p, 2);
-            uint32_t bits = (uint32_t)h << 16;
-            memcpy(&f, &bits, 4);
-        } else {
-            snprintf(buf, n, json ? "null" : "?");
-            return;
-        }
-        d = f;
-        cli_fmt_f32(num, sizeof num, f);
-    }
-    if (json && !isfinite(d))
-        snprintf(buf, n, "\"%s\"", num);
-    else
-        snprintf(buf, n, "%s", num);
-}
-
-static size_t cli_dtype_size(red_dtype t)
-{
-    switch (t) {
-    case RED_BOOL: return 1;
-    case RED_F16: case RED_BF16: return 2;
-    case RED_I32: case RED_U32: case RED_F32: return 4;
-    case RED_I64: case RED_U64: case RED_F64: return 8;
-    }
-    return 0;
-}
-
-/* ---- printing arrays ----------------------------------------------------------------- */
-
-typedef struct cli_text {
-    FILE *out;           /* NULL while measuring the widest element */
-    const red_array *a;
-    size_t esize;
-    bool elide;
-    int width;           /* every element is right-aligned to this */
-    int indent;          /* columns before the outermost '[' */
-} cli_text;
-
-/* NumPy's layout: elements of the last axis on one line, deeper blocks
- * separated by one more newline per level, each line indented to its depth. */
-static void cli_text_rec(cli_text *t, int dim, const char *p)
-{
-    const red_array *a = t->a;
-    char buf[64];
-    if (dim == a->ndim) {
-        cli_fmt_elem(buf, sizeof buf, a->dtype, p, false);
-        int len = (int)strlen(buf);
-        if (!t->out)
-            t->width = len > t->width ? len : t->width;
-        else
-            fprintf(t->out, "%*s", t->width, buf);
-        return;
-    }
-    int64_t n = a->shape[dim];
-    bool cut = t->elide && n > 2 * CLI_EDGE;
-    if (t->out)
-        fputc('[', t->out);
-    for (int64_t k = 0; k < n; k++) {
-        if (k > 0 && t->out) {
-            if (dim == a->ndim - 1)
-                fputc(' ', t->out);
-            else
-                fprintf(t->out, "%.*s%*s", a->ndim - dim - 1, "\n\n\n\n\n\n\n\n", t->indent + dim + 1, "");
-        }
-        if (cut && k == CLI_EDGE) {
-            if (t->out)
-                fputs("...", t->out);
-            k = n - CLI_EDGE - 1;
-            continue;
-        }
-        cli_text_rec(t, dim + 1, p + (ptrdiff_t)(k * a->strides[dim]) * (ptrdiff_t)t->esize);
-    }
-    if (t->out)
-        fputc(']', t->out);
-}
-
-static void cli_print_text(FILE *out, const red_array *a, const char *name)
-{
-    int indent = 0;
-    if (name && *name) {
-        fprintf(out, "%s = ", name);
-        indent = (int)strlen(name) + 3;
-    }
-    if (a->ndim > 0 && red_array_size(a) == 0) {
-        fputs("[]\n", out);
-        return;
-    }
-    cli_text t = {NULL, a, cli_dtype_size(a->dtype), red_array_size(a) > CLI_THRESHOLD, 0, indent};
-    if (a->ndim > 0)
-        cli_text_rec(&t, 0, a->data);   /* measure */
-    t.out = out;
-    cli_text_rec(&t, 0, a->data);
-    fputc('\n', out);
-}
-
-static void cli_json_rec(FILE *out, const red_array *a, int dim, const char *p, size_t esize)
-{
-    char buf[64];
-    if (dim == a->ndim) {
-        cli_fmt_elem(buf, sizeof buf, a->dtype, p, true);
-        fputs(buf, out);
-        return;
-    }
-    fputc('[', out);
-    for (int64_t k = 0; k < a->shape[dim]; k++) {
-        if (k)
-            fputs(", ", out);
-        cli_json_rec(out, a, dim + 1, p + (ptrdiff_t)(k * a->strides[dim]) * (ptrdiff_t)esize, esize);
-    }
-    fputc(']', out);
-}
-
-static void cli_json_string(FILE *out, const char *s)
-{
-    fputc('"', out);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(out, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(out, "\\u%04x", c);
-        else
-            fputc(c, out);
-    }
-    fputc('"', out);
-}
-
-static void cli_print_json(FILE *out, const red_array *a, const char *name, bool first)
-{
-    fputs(first ? "\n  {\"name\": " : ",\n  {\"name\": ", out);
-    cli_json_string(out, name ? name : "");
-    fprintf(out, ", \"dtype\": \"%s\", \"shape\": [", red_dtype_name(a->dtype));
-    for (int d = 0; d < a->ndim; d++)
-        fprintf(out, d ? ", %" PRId64 : "%" PRId64, a->shape[d]);
-    fputs("], \"value\": ", out);
-    cli_json_rec(out, a, 0, a->data, cli_dtype_size(a->dtype));
-    fputc('}', out);
-}
-
 /* ---- one evaluation ------------------------------------------------------------------- */
 
 /* Result `i` in host memory.  `*tmp` receives a buffer to free when the
@@ -352,7 +148,7 @@ static int cli_result(red_expr *e, int i, red_array *a, const char **name, void 
     if (a->memory == 0 || a->memory == RED_MEM_HOST)
         return a->data || red_array_size(a) == 0 ? RED_OK : RED_ERR_INTERNAL;
     int64_t n = red_array_size(a);
-    size_t es = cli_dtype_size(a->dtype);
+    size_t es = print_dtype_size(a->dtype);
     if (n < 0 || (es && (uint64_t)n > SIZE_MAX / es))
         return RED_ERR_NOMEM;
     void *buf = malloc(n ? (size_t)n * es : 1);
@@ -446,7 +242,7 @@ static int cli_show(const cli_session *s, red_expr *e)
         fputc('{', stdout);
         if (plan) {
             fputs("\"explain\": ", stdout);
-            cli_json_string(stdout, plan);
+            print_json_string(stdout, plan);
             fputs(", ", stdout);
         }
         fputs("\"results\": [", stdout);
@@ -461,9 +257,9 @@ static int cli_show(const cli_session *s, red_expr *e)
             break;
         }
         if (s->json)
-            cli_print_json(stdout, &a, name, i == 0);
+            print_json(stdout, &a, name, i == 0);
         else
-            cli_print_text(stdout, &a, name);
+            print_text(stdout, &a, name);
         for (int k = 0; k < s->nouts; k++) {
             char err[1024];
             if (which[k] == i && npy_save(s->outs[k].path, &a, err, sizeof err) != 0) {
@@ -501,99 +297,69 @@ static int cli_eval(const cli_session *s, const char *text)
     return status;
 }
 
-/* ---- inputs: the interactive loop and script files -------------------------------------- */
+/* ---- the session: scripts, pipes and the prompt ---------------------------------------- */
 
-/* The minimal interactive loop: each line is one program.  Kept apart and
- * small on purpose: the full REPL (multi-line input, names that persist
- * between lines, history) replaces this function. */
-static int repl_run(const cli_session *s, FILE *in)
+/* Everything but -e runs as a session (repl.h): statements persist, and
+ * --load / --set values are its first names. */
+static int cli_session_run(cli_session *s, const char *script)
 {
-    bool tty = isatty(fileno(in));
-    char *line = NULL;
-    size_t cap = 0;
+    repl_session rs;
+    session_init(&rs, s->ctx);
+    gen_seed(&rs, (uint64_t)time(NULL) * 0x9e3779b97f4a7c15u ^ (uint64_t)getpid());
+    rs.json = s->json;
+    rs.explain = s->explain;
     int status = CLI_OK;
-    for (;;) {
-        if (tty) {
-            fputs("redjit> ", stdout);
-            fflush(stdout);
-        }
-        ssize_t n = getline(&line, &cap, in);
-        if (n < 0) {
-            if (tty)
-                fputc('\n', stdout);
-            break;
-        }
-        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' ' || line[n - 1] == '\t'))
-            line[--n] = '\0';
-        const char *p = line;
-        while (*p == ' ' || *p == '\t')
-            p++;
-        if (!*p)
-            continue;
-        if (*p == ':') {
-            if (strcmp(p, ":quit") == 0 || strcmp(p, ":q") == 0)
-                break;
-            fflush(stdout);
-            fprintf(stderr, "redjit: unknown command '%s' (:quit leaves)\n", p);
-            continue;
-        }
-        if (cli_eval(s, p) != CLI_OK)
-            status = CLI_FAIL;
+    for (int i = 0; i < s->nloads && status == CLI_OK; i++) {
+        cli_load *l = &s->loads[i];
+        repl_var *v = session_adopt(&rs, l->name, &l->array, l->owned, free);
+        l->owned = NULL;   /* the session frees it now, even on failure */
+        if (!v)
+            status = cli_lib_error(s, RED_ERR_NOMEM, NULL);
+        else
+            v->weak = false;
+    }
+    for (int i = 0; i < s->nsets && status == CLI_OK; i++) {
+        const cli_set *c = &s->sets[i];
+        repl_var *v = session_new_array(&rs, c->name, c->is_int ? RED_I64 : RED_F64, 0, NULL);
+        if (!v)
+            status = cli_lib_error(s, RED_ERR_NOMEM, NULL);
+        else if (c->is_int)
+            *(int64_t *)v->a.data = c->i;
+        else
+            *(double *)v->a.data = c->f;
+    }
+    FILE *in = stdin;
+    if (status == CLI_OK && script && strcmp(script, "-") != 0 && !(in = fopen(script, "r"))) {
+        fprintf(stderr, "redjit: %s: cannot open: %s\n", script, strerror(errno));
+        status = CLI_FAIL;
+    }
+    if (status == CLI_OK) {
+        rs.origin = !script ? NULL : strcmp(script, "-") == 0 ? "<stdin>" : script;
+        /* a script stops at its first error, as a shell script under set -e */
+        status = repl_run(&rs, in, script != NULL) == 0 ? CLI_OK : CLI_FAIL;
+        if (in != stdin)
+            fclose(in);
+    }
+    /* --out saves the session's values once the script has run. */
+    for (int k = 0; k < s->nouts && status == CLI_OK; k++) {
+        const cli_out *o = &s->outs[k];
+        const repl_var *v = o->name ? session_find(&rs, o->name) : NULL;
+        char err[1024];
         fflush(stdout);
-    }
-    free(line);
-    /* At a terminal a mistake was already seen and fixed; in a pipe the
-     * caller needs to know that some line failed. */
-    return tty ? CLI_OK : status;
-}
-
-/* The whole of a script file ("-": stdin) as one NUL-terminated string,
- * or NULL after printing why not. */
-static char *cli_read_file(const char *path)
-{
-    bool is_stdin = strcmp(path, "-") == 0;
-    FILE *f = is_stdin ? stdin : fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "redjit: %s: cannot open: %s\n", path, strerror(errno));
-        return NULL;
-    }
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (cap - len < 2) {
-            size_t ncap = cap ? 2 * cap : 4096;
-            char *nb = ncap > cap ? realloc(buf, ncap) : NULL;
-            if (!nb) {
-                fprintf(stderr, "redjit: %s: out of memory\n", path);
-                free(buf);
-                if (!is_stdin)
-                    fclose(f);
-                return NULL;
-            }
-            buf = nb;
-            cap = ncap;
+        if (!o->name) {
+            fprintf(stderr, "redjit: --out %d=%s: a script's results have no positions; "
+                            "give the value a name (NAME = ...) and use --out NAME=%s\n", o->pos, o->path, o->path);
+            status = CLI_FAIL;
+        } else if (!v) {
+            fprintf(stderr, "redjit: --out %s=%s: no value is named '%s'\n", o->name, o->path, o->name);
+            status = CLI_FAIL;
+        } else if (npy_save(o->path, &v->a, err, sizeof err) != 0) {
+            fprintf(stderr, "redjit: %s\n", err);
+            status = CLI_FAIL;
         }
-        size_t r = fread(buf + len, 1, cap - len - 1, f);
-        if (r == 0)
-            break;
-        len += r;
     }
-    bool bad = ferror(f);
-    int saved = errno;
-    if (!is_stdin)
-        fclose(f);
-    if (bad) {
-        fprintf(stderr, "redjit: %s: read error: %s\n", path, strerror(saved));
-        free(buf);
-        return NULL;
-    }
-    buf[len] = '\0';
-    if (strlen(buf) != len) {
-        fprintf(stderr, "redjit: %s: contains a NUL byte; is it a text file?\n", path);
-        free(buf);
-        return NULL;
-    }
-    return buf;
+    session_free(&rs);
+    return status;
 }
 
 /* ---- command line ---------------------------------------------------------------------- */
@@ -808,15 +574,8 @@ static int cli_main(int argc, char **argv, cli_session *s)
 
     if (a.expr) {
         status = cli_eval(s, a.expr);
-    } else if (a.script) {
-        char *text = cli_read_file(a.script);
-        if (!text)
-            return CLI_FAIL;
-        s->origin = strcmp(a.script, "-") == 0 ? "<stdin>" : a.script;
-        status = cli_eval(s, text);
-        free(text);
     } else {
-        status = repl_run(s, stdin);
+        status = cli_session_run(s, a.script);
     }
     /* A full disk or a closed pipe must not pass for success. */
     if (fflush(stdout) != 0 || ferror(stdout)) {

@@ -20,6 +20,7 @@ docs/language.md of the repository.
 from ._redjit import (
     BindingError,
     Context,
+    DeviceArray,
     DeviceError,
     Error,
     Expr,
@@ -38,6 +39,6 @@ __version__ = "0.1.0"
 # SyntaxError, TypeError and IndexError shadow the builtins of the same names, so
 # `from redjit import *` leaves them out: spell them redjit.SyntaxError and so on.
 __all__ = [
-    "BindingError", "Context", "DeviceError", "Error", "Expr", "default_context",
+    "BindingError", "Context", "DeviceArray", "DeviceError", "Error", "Expr", "default_context",
     "eval", "gpu_available", "library_version", "prepare",
 ]

@@ -245,14 +245,17 @@ static struct {
     PyTypeObject *type;
     int kind;
     int legacy; /* __dlpack__ does not take max_version */
+    int cai;    /* has __cuda_array_interface__: a device array type whose buffer
+                   protocol, if any, only raises (CuPy) */
 } kind_cache[KIND_CACHE];
 static int kind_next;
 
-static int type_kind(PyTypeObject *t, int **legacy)
+static int type_kind(PyTypeObject *t, int **legacy, int *cai)
 {
     for (int i = 0; i < KIND_CACHE; i++)
         if (kind_cache[i].type == t) {
             *legacy = &kind_cache[i].legacy;
+            *cai = kind_cache[i].cai;
             return kind_cache[i].kind;
         }
     int kind = KIND_NONE;
@@ -268,7 +271,9 @@ static int type_kind(PyTypeObject *t, int **legacy)
     kind_cache[i].type = t;
     kind_cache[i].kind = kind;
     kind_cache[i].legacy = 0;
+    kind_cache[i].cai = PyObject_HasAttrString((PyObject *)t, "__cuda_array_interface__");
     *legacy = &kind_cache[i].legacy;
+    *cai = kind_cache[i].cai;
     return kind;
 }
 
@@ -520,6 +525,13 @@ int rjp_convert(const char *name, PyObject *value, rjp_holds *H, rjp_value *out)
         red_array_init(&out->a, &out->b, RED_BOOL, 0, NULL, NULL);
         return 0;
     }
+    if (init_strings() < 0) return -1;
+    int *legacy, cai = 0;
+    int kind = type_kind(Py_TYPE(value), &legacy, &cai);
+    /* device array types (CuPy, PyTorch, Numba) go through their device
+     * protocols first: CuPy's buffer protocol exists only to raise */
+    if (cai && kind == KIND_DLPACK) return dlpack_value(name, value, legacy, H, out);
+    if (cai && kind == KIND_CAI) return cai_value(name, value, out);
     /* NumPy arrays and scalars (np.float32(2) is a typed scalar), memoryview, array.array */
     if (PyObject_CheckBuffer(value)) return buffer_value(name, value, H, out);
     if (PyLong_Check(value)) return int_value(name, value, out);
@@ -528,9 +540,7 @@ int rjp_convert(const char *name, PyObject *value, rjp_holds *H, rjp_value *out)
         out->f = PyFloat_AsDouble(value);
         return out->f == -1.0 && PyErr_Occurred() ? -1 : 0;
     }
-    if (init_strings() < 0) return -1;
-    int *legacy;
-    switch (type_kind(Py_TYPE(value), &legacy)) {
+    switch (kind) {
     case KIND_DLPACK: return dlpack_value(name, value, legacy, H, out);
     case KIND_CAI: return cai_value(name, value, out);
     }

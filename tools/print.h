@@ -1,0 +1,31 @@
+/*
+ * print.h -- formatting of results for people (NumPy-style text) and for
+ * programs (JSON).  Shared by the one-shot command line and the session.
+ */
+#ifndef REDJIT_PRINT_H
+#define REDJIT_PRINT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "redjit.h"
+
+/* The shortest "%.Ng" that reads back as the same double ("nan", "inf"). */
+void print_fmt_f64(char *buf, size_t n, double v);
+/* One element of type `t` at `p`; JSON only differs in quoting NaN and
+ * infinities ("\"nan\""). */
+void print_fmt_elem(char *buf, size_t n, red_dtype t, const void *p, bool json);
+size_t print_dtype_size(red_dtype t);
+
+/* `a` (host memory) as NumPy prints it, prefixed "NAME = " when `name` is
+ * non-empty, ending with a newline; above 1000 elements only 3 items at each
+ * end of every axis are shown. */
+void print_text(FILE *out, const red_array *a, const char *name);
+
+/* One member {"name", "dtype", "shape", "value"} of a "results" list;
+ * `first` decides whether a comma goes in front. */
+void print_json(FILE *out, const red_array *a, const char *name, bool first);
+void print_json_string(FILE *out, const char *s);
+
+#endif /* REDJIT_PRINT_H */

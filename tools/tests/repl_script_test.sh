@@ -1,0 +1,137 @@
+#!/bin/sh
+# repl_script_test.sh -- the session without a terminal: script files
+# (`redjit FILE.red`) and statements read from a pipe, with the values,
+# generators, operators and commands of the prompt.
+#
+# usage: repl_script_test.sh REDJIT [WORKDIR]
+
+REDJIT=$1
+if [ -z "$REDJIT" ]; then
+    echo "usage: repl_script_test.sh REDJIT [WORKDIR]" >&2
+    exit 2
+fi
+if [ -n "$2" ]; then
+    mkdir -p "$2" || exit 2
+    T=$(mktemp -d "$2/script.XXXXXX") || exit 2
+else
+    T=$(mktemp -d "${TMPDIR:-/tmp}/redjit_script.XXXXXX") || exit 2
+fi
+trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 2
+
+pass=0
+fail=0
+bad() {
+    fail=$((fail + 1))
+    printf 'FAIL: %s\n  stdout: %s\n  stderr: %s\n' "$1" "$(cat out)" "$(cat err)" >&2
+}
+# expect DESCRIPTION STATUS EXPECTED-STDOUT [STDERR-NEEDLE...]
+expect() {
+    d=$1 want=$2 text=$3
+    shift 3
+    good=1
+    [ "$rc" -eq "$want" ] || good=0
+    [ "$(cat out)" = "$text" ] || good=0
+    for needle in "$@"; do
+        grep -F -q -e "$needle" err || good=0
+    done
+    if [ $good -eq 1 ]; then pass=$((pass + 1)); else bad "$d (rc=$rc, expected $want)"; fi
+}
+
+# ---- script files ----
+cat >prog.red <<'EOF'
+# values persist from one statement to the next
+:seed 42
+x = iota(10)
+n = 3
+y = x * n + zeros(10, dtype=i64)
+sum(y)
+op mx(a, b) = a > b ? a : b identity -inf
+reduce(mx, y)
+r = randn(1000) * 0.5
+abs(mean(r)) < 0.2, count(abs(r) < 5)
+sum(
+  x
+)
+d = y - x; max(d)
+s = iota(2)
+u = iota(3)
+C[i,j] = s[i] * u[j]
+C
+EOF
+"$REDJIT" prog.red >out 2>err
+rc=$?
+expect "script: values, generators, operators, continuation" 0 "135
+27
+true
+1000
+45
+18
+[[0 0 0]
+ [0 1 2]]"
+
+printf ':seed 5\na = rand(4)\n:seed 5\nb = rand(4)\nall(a == b)\n' >seed.red
+"$REDJIT" seed.red >out 2>err
+rc=$?
+expect ":seed makes generators reproducible" 0 "true"
+
+printf 'x = iota(4)\nsum(x)\nmax(abs(x - yy))\nsum(x) * 100\n' >bad.red
+"$REDJIT" bad.red >out 2>err
+rc=$?
+expect "a script stops at its first error, named by file and line" 1 "6" "bad.red:3:" "yy" "^"
+
+printf 'sum(x) * t\n' | "$REDJIT" - --set t=2 --load x=missing.npy >out 2>err
+rc=$?
+expect "--load errors are reported before the script runs" 1 "" "missing.npy"
+
+printf 'v = iota(5) * 2\n:save v %s/v.npy\n:save v %s/v.csv\nm = ones(2, 3) * 1.5\n:save m %s/m.csv\n' "$T" "$T" "$T" >save.red
+"$REDJIT" save.red >out 2>err
+rc=$?
+expect ":save .npy and .csv" 0 ""
+printf ':load a %s/v.npy\n:load b %s/v.csv\n:load m %s/m.csv\nsum(a), sum(b), sum(m)\n:vars\n' "$T" "$T" "$T" >load.red
+"$REDJIT" load.red >out 2>err
+rc=$?
+if [ $rc -eq 0 ] && [ "$(sed -n 1,3p out)" = "20
+20
+9" ] && grep -q '^m  *f64  *(2, 3)  *host' out && grep -q '^a  *i64  *(5,)' out; then
+    pass=$((pass + 1))
+else
+    bad ":load .npy and .csv; :vars"
+fi
+
+printf 'w = x * t\n' >out.red
+"$REDJIT" out.red --load x=v.npy --set t=3 --out w=w.npy >out 2>err
+rc=$?
+expect "--load, --set and --out NAME with a script" 0 ""
+"$REDJIT" -e 'sum(w)' --load w=w.npy >out 2>err
+rc=$?
+expect "... the saved value" 0 "60"
+
+# ---- statements from a pipe ----
+printf 'x = iota(6)\nsum(x\n)\n\nsum(x) +\n 1\nsum(x), max(x)\n' | "$REDJIT" >out 2>err
+rc=$?
+expect "a pipe: no prompt, continuation lines, one result per line" 0 "15
+16
+15
+5"
+
+printf 'x = iota(3)\nsum(yy)\nsum(x)\n:nosuch\nsum(x) * 2\n' | "$REDJIT" >out 2>err
+rc=$?
+expect "a pipe keeps going after errors and reports them in its status" 1 "3
+6" "unknown name 'yy'" "unknown command ':nosuch'"
+
+printf 'x = iota(3)\nsum(x), max(x)\n' | "$REDJIT" --format json >out 2>err
+rc=$?
+if [ $rc -eq 0 ] && grep -q '"results"' out && grep -q '"value": 3' out && grep -q '"value": 2' out; then
+    pass=$((pass + 1))
+else
+    bad "--format json from a pipe"
+fi
+
+printf 'randn(-1)\nrandint(5, 2, 3)\nfull(2)\nrandn(2, dtype=c64)\nq = (1, 2)\n' | "$REDJIT" >out 2>err
+rc=$?
+expect "generator and assignment errors are messages" 1 "" "not a non-negative integer" "lo < hi" \
+    "full(n..., value)" "unknown dtype 'c64'" "2 parts"
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
