@@ -529,9 +529,20 @@ int rjp_convert(const char *name, PyObject *value, rjp_holds *H, rjp_value *out)
     int *legacy, cai = 0;
     int kind = type_kind(Py_TYPE(value), &legacy, &cai);
     /* device array types (CuPy, PyTorch, Numba) go through their device
-     * protocols first: CuPy's buffer protocol exists only to raise */
-    if (cai && kind == KIND_DLPACK) return dlpack_value(name, value, legacy, H, out);
-    if (cai && kind == KIND_CAI) return cai_value(name, value, out);
+     * protocols first: CuPy's buffer protocol exists only to raise.  The
+     * interface dict comes before DLPack: its strides are signed bytes (a
+     * DLPack export of a negative-stride CuPy view was seen to carry a wrong
+     * stride), and reading it creates no capsule.  A PyTorch CPU tensor
+     * raises on it and goes on to DLPack. */
+    if (cai) {
+        PyObject *probe = PyObject_GetAttr(value, str_cai);
+        if (probe) {
+            Py_DECREF(probe);
+            return cai_value(name, value, out);
+        }
+        PyErr_Clear();
+        if (kind == KIND_DLPACK) return dlpack_value(name, value, legacy, H, out);
+    }
     /* NumPy arrays and scalars (np.float32(2) is a typed scalar), memoryview, array.array */
     if (PyObject_CheckBuffer(value)) return buffer_value(name, value, H, out);
     if (PyLong_Check(value)) return int_value(name, value, out);
