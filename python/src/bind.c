@@ -538,7 +538,11 @@ int rjp_convert(const char *name, PyObject *value, rjp_holds *H, rjp_value *out)
         PyObject *probe = PyObject_GetAttr(value, str_cai);
         if (probe) {
             Py_DECREF(probe);
-            return cai_value(name, value, out);
+            int r = cai_value(name, value, out);
+            /* bfloat16 has no type string there ('<V2'): DLPack names it */
+            if (r == 0 || kind != KIND_DLPACK) return r;
+            PyErr_Clear();
+            return dlpack_value(name, value, legacy, H, out);
         }
         PyErr_Clear();
         if (kind == KIND_DLPACK) return dlpack_value(name, value, legacy, H, out);
