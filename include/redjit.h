@@ -94,7 +94,8 @@ typedef enum red_status {
     RED_ERR_DEVICE      = 13, /* no usable GPU, or a CUDA driver error          */
     RED_ERR_COMPILE     = 14, /* NVRTC rejected generated code (log in message) */
     RED_ERR_MISUSE      = 15, /* API misuse: run before binding, and the like   */
-    RED_ERR_INTERNAL    = 16  /* a bug in redjit: please report it              */
+    RED_ERR_INTERNAL    = 16, /* a bug in redjit: please report it              */
+    RED_ERR_INTERRUPTED = 17  /* stopped by red_interrupt                       */
 } red_status;
 
 /* A static, human-readable name for a status code ("syntax error", ...). */
@@ -165,6 +166,12 @@ RED_API int red_open(red_ctx **out);
 /* Destroy a context and every expression still prepared on it.  NULL is a
  * no-op. */
 RED_API void red_close(red_ctx *ctx);
+
+/* Ask every evaluation running on `ctx` to stop at its next safe point
+ * (between blocks of 64K elements on the CPU, between kernels on the GPU);
+ * they return RED_ERR_INTERRUPTED and the context stays usable.  Only sets a
+ * counter, so it may be called from a signal handler (Ctrl-C in a REPL). */
+RED_API void red_interrupt(red_ctx *ctx);
 
 /* The message of the last error on `ctx` (from any thread), or "" if none. */
 RED_API const char *red_errmsg(red_ctx *ctx);

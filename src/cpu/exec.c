@@ -57,6 +57,7 @@ typedef struct pass_ctx {
     int root_of[64];                /* first root register of reduction r */
     int key_root;
     int64_t nkeys;
+    const cpu_cancel *cancel;
 } pass_ctx;
 
 /* ---- helpers ------------------------------------------------------------------ */
@@ -795,7 +796,7 @@ static int run_reduction(pass_ctx *pc, util_diag *diag)
             }
 #pragma omp for schedule(dynamic, 1)
             for (int64_t c = 0; c < nchunks; c++) {
-                if (lrc) continue;
+                if (lrc || cpu_cancelled(pc->cancel)) continue;
                 int64_t cs = c * CHUNK, ce = cs + CHUNK < pc->N ? cs + CHUNK : pc->N;
                 int r = run_chunk(pc, &ts, cs, ce, &parts[2 * c], &parts[2 * c + 1]);
                 if (r) {
@@ -886,7 +887,7 @@ static int run_keyed(pass_ctx *pc, util_diag *diag)
         }
 #pragma omp for schedule(static, 1)
         for (int part = 0; part < P; part++) {
-            if (lrc) continue;
+            if (lrc || cpu_cancelled(pc->cancel)) continue;
             cacc *mine = accs + (size_t)part * nk * pc->nreds;
             for (int64_t k = 0; k < nk; k++)
                 for (int q = 0; q < pc->nreds; q++) acc_init(&pc->reds[q], &mine[k * pc->nreds + q]);
@@ -1046,7 +1047,7 @@ static int run_map(pass_ctx *pc, util_diag *diag)
             }
 #pragma omp for schedule(dynamic, 1)
             for (int64_t c = 0; c < nchunks; c++) {
-                if (lrc) continue;
+                if (lrc || cpu_cancelled(pc->cancel)) continue;
                 int64_t cs = c * CHUNK, ce = cs + CHUNK < pc->N ? cs + CHUNK : pc->N;
                 for (int64_t pos = cs; pos < ce;) {
                     int nruns;
@@ -1198,7 +1199,7 @@ static int alloc_temp(const plan *p, int ti, const int64_t *vhi, vm_buf *out, ut
 }
 
 int cpu_execute(const plan *p, const vm_buf *bufs, const plan_value *scalars, int nthreads,
-                cpu_temps *out, util_diag *diag)
+                const cpu_cancel *cancel, cpu_temps *out, util_diag *diag)
 {
     out->n = p->ntemps;
     out->t = calloc((size_t)p->ntemps + 1, sizeof *out->t);
@@ -1223,6 +1224,11 @@ int cpu_execute(const plan *p, const vm_buf *bufs, const plan_value *scalars, in
         pc.vhi = vhi;
         pc.nthreads = nthreads;
         pc.key_root = -1;
+        pc.cancel = cancel;
+        if (cpu_cancelled(cancel)) {
+            rc = util_diag_set(diag, RED_ERR_INTERRUPTED, "interrupted");
+            break;
+        }
 
         /* free variables: inferred, key counts, or constant ranges */
         pc.nf = ps->nfree;
@@ -1393,6 +1399,7 @@ int cpu_execute(const plan *p, const vm_buf *bufs, const plan_value *scalars, in
         free(pc.olo);
         free(pc.osz);
         free(pc.offs);
+        if (!rc && cpu_cancelled(cancel)) rc = util_diag_set(diag, RED_ERR_INTERRUPTED, "interrupted");
     }
     util_arena_free(&a);
     free(vlo);

@@ -17,8 +17,19 @@ typedef struct cpu_temps {
 } cpu_temps;
 
 /* Extents and ranges of the plan's variables for one set of bindings. */
+/* Interruption: the run stops when *counter no longer equals seen. */
+typedef struct cpu_cancel {
+    const int *counter;
+    int seen;
+} cpu_cancel;
+
+static inline int cpu_cancelled(const cpu_cancel *c)
+{
+    return c && c->counter && __atomic_load_n(c->counter, __ATOMIC_RELAXED) != c->seen;
+}
+
 int cpu_execute(const plan *p, const vm_buf *bufs, const plan_value *scalars, int nthreads,
-                cpu_temps *out, util_diag *diag);
+                const cpu_cancel *cancel, cpu_temps *out, util_diag *diag);
 void cpu_temps_free(cpu_temps *t);
 
 /* Shared with the GPU backend: the extent of an inferred index from the

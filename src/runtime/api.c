@@ -50,6 +50,7 @@ RED_API const char *red_errstr(int status)
     case RED_ERR_COMPILE: return "kernel compilation failed";
     case RED_ERR_MISUSE: return "API misuse";
     case RED_ERR_INTERNAL: return "internal error";
+    case RED_ERR_INTERRUPTED: return "interrupted";
     }
     return "unknown status";
 }
@@ -218,6 +219,7 @@ struct red_ctx {
     red_expr *exprs;        /* live prepared expressions (closed with ctx) */
     gpu_dev *gpu;           /* opened on first use                          */
     int gpu_tried;
+    int interrupts;         /* red_interrupt counts up; runs watch it       */
     util_diag gpu_err;      /* why there is no GPU                          */
 };
 
@@ -285,6 +287,11 @@ RED_API void red_close(red_ctx *ctx)
     gpu_close(ctx->gpu);
     pthread_mutex_destroy(&ctx->lock);
     free(ctx);
+}
+
+RED_API void red_interrupt(red_ctx *ctx)
+{
+    if (ctx) __atomic_add_fetch(&ctx->interrupts, 1, __ATOMIC_RELAXED);
 }
 
 RED_API const char *red_errmsg(red_ctx *ctx)
@@ -793,6 +800,7 @@ RED_API int red_run(red_expr *e)
         free(scalars);
         return fail(e, RED_ERR_NOMEM);
     }
+    cpu_cancel cancel = {&e->ctx->interrupts, __atomic_load_n(&e->ctx->interrupts, __ATOMIC_RELAXED)};
     int *on_device = calloc((size_t)p->nbufs + 1, sizeof *on_device);
     rc = on_device ? expr_inputs(e, p, bufs, scalars, on_device) : fail(e, RED_ERR_NOMEM);
     if (!rc) {
@@ -801,11 +809,12 @@ RED_API int red_run(red_expr *e)
             memset(&e->run, 0, sizeof e->run);
             e->run.stream = e->stream;
             e->run.device_results = expr_opt(e, RED_OPT_RESULTS) == RED_RESULTS_DEVICE;
+            e->run.cancel = &cancel;
             rc = gpu_execute(gpu, p, bufs, on_device, scalars, expr_opt(e, RED_OPT_STRATEGY), &e->run, &e->temps,
                              &e->diag);
             e->results_on_device = !rc && e->run.device_results;
         } else
-            rc = cpu_execute(p, bufs, scalars, expr_opt(e, RED_OPT_THREADS), &e->temps, &e->diag);
+            rc = cpu_execute(p, bufs, scalars, expr_opt(e, RED_OPT_THREADS), &cancel, &e->temps, &e->diag);
         if (rc) fail(e, rc);
     }
     free(on_device);

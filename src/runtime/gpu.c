@@ -878,6 +878,10 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
     for (int pi = 0; !rc && pi < p->npasses; pi++) {
         const plan_pass *ps = &p->passes[pi];
         pass_entry *e = NULL;
+        if (cpu_cancelled(run->cancel)) {
+            rc = util_diag_set(diag, RED_ERR_INTERRUPTED, "interrupted");
+            break;
+        }
         rc = pass_kernels(g, p, pi, &e, diag);
         if (rc) break;
         const cg_layout *L = &e->k.lay;
