@@ -60,6 +60,8 @@ typedef struct cu_api {
     CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
     CUresult (*MemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
     CUresult (*StreamSynchronize)(CUstream);
+    CUresult (*MemHostAlloc)(void **, size_t, unsigned);
+    CUresult (*MemFreeHost)(void *);
 } cu_api;
 
 /* ---- NVRTC, declared by hand ----------------------------------------------------- */
@@ -231,6 +233,12 @@ typedef struct module_entry {
 
 typedef struct pass_entry {        /* generated and loaded kernels of one plan pass */
     uint64_t uid;                  /* the plan's */
+    struct {
+        const char *name;
+        CUfunction f;
+        int occupancy;             /* blocks per SM, 0 until asked */
+    } fn[16];
+    int nfn;
     int pi;
     CUmodule mod;
     cg_kernel k;
@@ -256,7 +264,13 @@ struct gpu_dev {
     pool_buf *pool;
     int npool, cappool;
     gpu_stats stats;
+    /* pinned host staging for the fault record and small results: they come
+     * back with one asynchronous copy each and a single stream sync */
+    unsigned char *pinned;
+    size_t pinned_size;
 };
+
+#define PINNED_SIZE (64 * 1024)
 
 static int cu_fail(gpu_dev *g, CUresult r, const char *what, util_diag *diag)
 {
@@ -306,6 +320,8 @@ int gpu_open(gpu_dev **out, util_diag *diag)
     CUS(MemcpyDtoD, "cuMemcpyDtoD_v2", "cuMemcpyDtoD");
     CUS(MemsetD8Async, "cuMemsetD8Async", NULL);
     CUS(StreamSynchronize, "cuStreamSynchronize", NULL);
+    CUS(MemHostAlloc, "cuMemHostAlloc", NULL);
+    CUS(MemFreeHost, "cuMemFreeHost", NULL);
 #undef CUS
     void **fp = (void **)c;
     for (size_t i = 0; i < sizeof *c / sizeof(void *); i++)
@@ -355,6 +371,7 @@ void gpu_close(gpu_dev *g)
     }
     for (int i = 0; i < g->npool; i++) g->cu.MemFree(g->pool[i].ptr);
     free(g->pool);
+    if (g->pinned) g->cu.MemFreeHost(g->pinned);
     g->cu.DevicePrimaryCtxRelease(g->dev);
     pthread_mutex_destroy(&g->lock);
     free(g);
@@ -563,12 +580,34 @@ static int defer_release(run_ctx *r, CUdeviceptr p)
     return 0;
 }
 
+/* The entry `name` of a pass's module, looked up once. */
+static int get_fn(run_ctx *r, pass_entry *e, const char *name, int *slot)
+{
+    gpu_dev *g = r->g;
+    util_diag *diag = r->diag;
+    for (int i = 0; i < e->nfn; i++)
+        if (strcmp(e->fn[i].name, name) == 0) {
+            *slot = i;
+            return 0;
+        }
+    if (e->nfn == 16) return util_diag_set(diag, RED_ERR_INTERNAL, "too many kernels in one module");
+    CUfunction f;
+    CU(g->cu.ModuleGetFunction(&f, e->mod, name), "cuModuleGetFunction");
+    e->fn[e->nfn].name = name;
+    e->fn[e->nfn].f = f;
+    e->fn[e->nfn].occupancy = 0;
+    *slot = e->nfn++;
+    return 0;
+}
+
 static int launch(run_ctx *r, pass_entry *e, const char *name, long long grid)
 {
     gpu_dev *g = r->g;
     util_diag *diag = r->diag;
-    CUfunction f;
-    CU(g->cu.ModuleGetFunction(&f, e->mod, name), "cuModuleGetFunction");
+    int k;
+    int rc = get_fn(r, e, name, &k);
+    if (rc) return rc;
+    CUfunction f = e->fn[k].f;
     if (grid < 1) grid = 1;
     if (grid > 0x7fffffff) grid = 0x7fffffff;
     void *args[] = {r->params};
@@ -580,11 +619,16 @@ static int occupancy_grid(run_ctx *r, pass_entry *e, const char *name, long long
 {
     gpu_dev *g = r->g;
     util_diag *diag = r->diag;
-    CUfunction f;
-    int nb = 0;
-    CU(g->cu.ModuleGetFunction(&f, e->mod, name), "cuModuleGetFunction");
-    CU(g->cu.OccupancyMaxActiveBlocksPerMultiprocessor(&nb, f, BLOCK, 0), "cuOccupancyMaxActiveBlocksPerMultiprocessor");
-    *grid = (long long)(nb > 0 ? nb : 1) * g->nsm;
+    int k;
+    int rc = get_fn(r, e, name, &k);
+    if (rc) return rc;
+    if (!e->fn[k].occupancy) {
+        int nb = 0;
+        CU(g->cu.OccupancyMaxActiveBlocksPerMultiprocessor(&nb, e->fn[k].f, BLOCK, 0),
+           "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+        e->fn[k].occupancy = nb > 0 ? nb : 1;
+    }
+    *grid = (long long)e->fn[k].occupancy * g->nsm;
     return 0;
 }
 
@@ -1005,8 +1049,9 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
                 n *= d->shape[q] > 0 ? d->shape[q] : 1;
             }
             size_t bytes = (size_t)n * (size_t)plan_ct_size(pt->type);
+            /* not cleared: every strategy's kernels write every output
+             * element, the identity where a domain is empty */
             rc = pool_get(g, bytes, &tptr[t], diag);
-            if (!rc && g->cu.MemsetD8Async(tptr[t], 0, bytes, s)) rc = util_diag_set(diag, RED_ERR_DEVICE, "cuMemsetD8Async failed");
         }
         if (rc) break;
         for (int i = 0; i < p->ntemps; i++)
@@ -1071,6 +1116,13 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
 
     /* results: left on the device, or copied back; every other temporary is
      * given back once the work is done */
+    struct staged {
+        void *dst;
+        size_t off, bytes;
+    } staged[64];
+    int nstaged = 0;
+    size_t used = 32;   /* the fault record first */
+    if (!rc && !g->pinned && !g->cu.MemHostAlloc((void **)&g->pinned, PINNED_SIZE, 0)) g->pinned_size = PINNED_SIZE;
     if (!rc) {
         out->n = p->ntemps;
         out->t = calloc((size_t)p->ntemps + 1, sizeof *out->t);
@@ -1089,10 +1141,32 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
             size_t bytes = (size_t)n * red_dtype_size(tdesc[t].dtype);
             void *h = malloc(bytes ? bytes : 1);
             out->t[t].data = h;
-            /* to pageable memory: returns when the copy is complete */
-            if (!h) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
-            else if (bytes && g->cu.MemcpyDtoHAsync(h, tptr[t], bytes, s))
+            size_t at = (used + 15) & ~(size_t)15;
+            if (!h) {
+                rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+            } else if (bytes && g->pinned && at + bytes <= g->pinned_size && nstaged < 64) {
+                /* small: into the pinned staging area, asynchronously */
+                if (g->cu.MemcpyDtoHAsync(g->pinned + at, tptr[t], bytes, s))
+                    rc = util_diag_set(diag, RED_ERR_DEVICE, "cuMemcpyDtoHAsync failed");
+                staged[nstaged++] = (struct staged){h, at, bytes};
+                used = at + bytes;
+            } else if (bytes && g->cu.MemcpyDtoHAsync(h, tptr[t], bytes, s)) {
+                /* large, to pageable memory: returns when the copy is done */
                 rc = util_diag_set(diag, RED_ERR_DEVICE, "cuMemcpyDtoHAsync failed");
+            }
+        }
+    }
+    /* the fault record rides along, then one sync covers everything */
+    int have_err = 0;
+    unsigned long long err[4] = {0};
+    if (!rc && !(run->stream && run->device_results) && g->pinned) {
+        CUresult cr = g->cu.MemcpyDtoHAsync(g->pinned, run->ws, 32, s);
+        if (!cr) cr = g->cu.StreamSynchronize(s);
+        if (cr) rc = cu_fail(g, cr, "kernel execution (cuStreamSynchronize)", diag);
+        else {
+            memcpy(err, g->pinned, 32);
+            have_err = 1;
+            for (int k = 0; k < nstaged; k++) memcpy(staged[k].dst, g->pinned + staged[k].off, staged[k].bytes);
         }
     }
     for (int i = 0; i < p->ntemps; i++)
@@ -1119,7 +1193,23 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
         run->pending = 1;
         return 0;
     }
-    int frc = gpu_finish(g, run, rc ? &(util_diag){0} : diag);
+    int frc;
+    if (have_err) {
+        /* already synchronised and read: report, then release */
+        frc = 0;
+        if (err[0]) {
+            run_ctx rr = {.g = g, .p = p, .diag = diag, .s = s, .ws = run->ws, .run = run};
+            frc = report_device_fault(&rr, err, run->bufs);
+        }
+        util_diag ignore = {0};
+        run->pending = 0;
+        unsigned long long ws = run->ws;
+        run->ws = 0;   /* nothing left to read */
+        gpu_finish(g, run, &ignore);
+        gpu_release(g, (void *)(uintptr_t)ws);
+    } else {
+        frc = gpu_finish(g, run, rc ? &(util_diag){0} : diag);
+    }
     if (!rc && frc && out->t) {
         /* a fault found after the fact: the results are not valid */
         if (run->device_results)
