@@ -38,20 +38,24 @@ static const char help_text[] =
     "  :help                  this text\n"
     "  :load NAME FILE        read a .npy file, or a .csv table (1-D or 2-D)\n"
     "  :save NAME FILE        write NAME as .npy or .csv\n"
-    "  :vars                  the session's values: dtype, shape, where, bytes\n"
+    "  :vars                  the session's values: dtype, shape, where (gpu/host), bytes\n"
     "  :del NAME...           forget values\n"
     "  :seed N                restart the generators from seed N\n"
     "  :ops [clear]           the saved operators\n"
     "  :explain EXPR          the plan: passes, strategy, launch configuration\n"
     "  :strategy [S]          auto, tree, sequential, persistent or segmented\n"
-    "  :device [D]            auto, cpu or gpu\n"
+    "  :device [D]            auto, cpu or gpu; cpu copies the values on the GPU to the host\n"
     "  :time EXPR             time parsing, the first run (compile or cache hit), later runs\n"
     "  :bench EXPR            every strategy on the same input, median times\n"
     "  :cache [clear]         kernel cache statistics; clear empties the disk cache\n"
     "  :quit                  leave (also Ctrl-D)\n"
     "\n"
-    "Tab completes names, functions and commands; Ctrl-C abandons the line being typed\n"
-    "(or, once the running call returns, the statement being evaluated).\n";
+    "With a GPU (and :device not cpu) the values made here (generators, :load, NAME = ...)\n"
+    "live in GPU memory, so evaluations read them where they are; :save and printing\n"
+    "copy them back.\n"
+    "\n"
+    "Tab completes names, functions and commands; Ctrl-C abandons the line being typed,\n"
+    "or stops the statement being evaluated (\"interrupted\"; nothing is stored).\n";
 
 static const char *const strategy_names[] = {"auto", "tree", "sequential", "persistent", "segmented"};
 static const char *const device_names[] = {"auto", "cpu", "gpu"};
@@ -140,7 +144,7 @@ static int cmd_vars(repl_session *s)
             snprintf(shape + len, sizeof shape - len, "%s%" PRId64, d ? ", " : "", v->a.shape[d]);
         }
         strcat(shape, v->a.ndim == 1 ? ",)" : ")");
-        if (v->a.ndim == 0) {   /* a scalar: its value says more than "()" */
+        if (v->a.ndim == 0 && v->a.memory != RED_MEM_CUDA) {   /* a scalar: its value says more than "()" */
             shape[0] = '=';
             shape[1] = ' ';
             print_fmt_elem(shape + 2, sizeof shape - 2, v->a.dtype, v->a.data, false);
@@ -192,7 +196,7 @@ static int cmd_load(repl_session *s, const char *args)
         session_error(s, ":load: %s", err);
         return 1;
     }
-    repl_var *v = session_adopt(s, name, &a, owned, free);
+    repl_var *v = session_adopt(s, name, &a, owned, STORE_MALLOC);   /* onto the GPU if it goes there */
     if (!v) {
         session_error(s, ":load: out of memory");
         return 1;
@@ -214,7 +218,15 @@ static int cmd_save(repl_session *s, const char *args)
         return 1;
     }
     const char *path = rest(args, pathbuf, sizeof pathbuf);
-    int rc = ends_with(path, ".csv") ? csv_save(path, &v->a, err, sizeof err) : npy_save(path, &v->a, err, sizeof err);
+    red_array a;
+    void *tmp;
+    int rc = session_host_array(s, v, &a, &tmp);   /* a copy of a GPU value */
+    if (rc != RED_OK) {
+        session_error(s, ":save: %s: copying it from the GPU failed: %s", name, s->move_error);
+        return 1;
+    }
+    rc = ends_with(path, ".csv") ? csv_save(path, &a, err, sizeof err) : npy_save(path, &a, err, sizeof err);
+    free(tmp);
     if (rc != 0) {
         session_error(s, ":save: %s", err);
         return 1;
@@ -240,6 +252,16 @@ static int cmd_option(repl_session *s, const char *cmd, const char *args, red_op
         if (opt == RED_OPT_DEVICE && i == RED_DEVICE_GPU && !red_gpu_available(s->ctx)) {
             session_error(s, ":device gpu: no usable GPU: %s", red_errmsg(s->ctx));
             return 1;
+        }
+        /* The CPU executor cannot read GPU memory: bring every value home
+         * first, and keep the old device if one cannot be copied. */
+        for (int k = 0; opt == RED_OPT_DEVICE && i == RED_DEVICE_CPU && k < s->nvars; k++) {
+            int rc = session_move(s, &s->vars[k], RED_MEM_HOST);
+            if (rc != RED_OK) {
+                session_error(s, ":device cpu: copying %s from the GPU failed: %s", s->vars[k].name,
+                              s->move_error);
+                return 1;
+            }
         }
         int rc = red_set_option(s->ctx, opt, i);   /* the name tables follow the enums */
         if (rc != RED_OK)
@@ -378,7 +400,7 @@ static int cmd_time(repl_session *s, const char *expr)
             printf("parse + generators  %10.3f ms\n", t_prep);
             printf("first run           %10.3f ms   %s\n", t_first, what);
             printf("run (median of %2d)  %10.3f ms   %s\n", runs, med,
-                   gpu ? "upload, kernels and download together" : "");
+                   gpu ? "copies and kernels together" : "");
             if (gpu && t_first > med)
                 printf("first-run overhead  %10.3f ms   (compile or load, first upload)\n", t_first - med);
             status = stmt_deliver(s, &st);

@@ -1,7 +1,9 @@
 /*
  * gen.c -- array generators for the session (iota, rand, randn, randint,
  * zeros, ones, full): not part of the language, so each call is made into a
- * hidden session array before the library sees the text.
+ * hidden session array before the library sees the text.  The values are
+ * computed on the host and then settled where session values live (uploaded
+ * once to the GPU when there is one).
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -203,6 +205,10 @@ static int parse_call(repl_session *s, const char *fname, int kind, char *args, 
             return 1;
         } else {
             int rc = arg_value(s, a, &vals[nv]);
+            if (rc == RED_ERR_INTERRUPTED) {
+                repl_sigint = 1;   /* Ctrl-C: reported as "interrupted" */
+                return 1;
+            }
             if (rc != RED_OK) {
                 session_error(s, "%s: argument '%s' is not a number: %s", fname, a,
                               *red_errmsg(s->ctx) ? red_errmsg(s->ctx) : red_errstr(rc));
@@ -274,7 +280,10 @@ static int materialise(repl_session *s, const char *fname, int kind, char *args,
     v->hidden = true;
     v->weak = false;
     fill(&c, v->a.data, red_array_size(&v->a), xoshiro(s->rng));
-    return repl_sigint ? 1 : 0;   /* half-filled: the caller says "interrupted" */
+    if (repl_sigint)
+        return 1;   /* half-filled: the caller says "interrupted" */
+    session_settle(s, v);   /* made on the host, uploaded once if it lives on the GPU */
+    return 0;
 }
 
 char *gen_substitute(repl_session *s, const char *text)

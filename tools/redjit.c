@@ -29,7 +29,9 @@ static const char cli_help[] =
     "       redjit FILE.red [options]    run a script: statements as typed at the prompt,\n"
     "                                    stopping at the first error ('-': stdin)\n"
     "       redjit [options]             the interactive prompt on a terminal (:help there);\n"
-    "                                    from a pipe, the same statements without prompts\n"
+    "                                    from a pipe, the same statements without prompts.\n"
+    "                                    A session keeps its arrays in GPU memory when it\n"
+    "                                    runs on a GPU\n"
     "\n"
     "options:\n"
     "  -e, --expr EXPR          the program to evaluate, e.g. 'max(abs(x-y))'\n"
@@ -311,7 +313,7 @@ static int cli_session_run(cli_session *s, const char *script)
     int status = CLI_OK;
     for (int i = 0; i < s->nloads && status == CLI_OK; i++) {
         cli_load *l = &s->loads[i];
-        repl_var *v = session_adopt(&rs, l->name, &l->array, l->owned, free);
+        repl_var *v = session_adopt(&rs, l->name, &l->array, l->owned, STORE_MALLOC);
         l->owned = NULL;   /* the session frees it now, even on failure */
         if (!v)
             status = cli_lib_error(s, RED_ERR_NOMEM, NULL);
@@ -324,9 +326,11 @@ static int cli_session_run(cli_session *s, const char *script)
         if (!v)
             status = cli_lib_error(s, RED_ERR_NOMEM, NULL);
         else if (c->is_int)
-            *(int64_t *)v->a.data = c->i;
+            *(int64_t *)v->a.data = c->i;   /* a new array is in host memory */
         else
             *(double *)v->a.data = c->f;
+        if (v)
+            session_settle(&rs, v);   /* a scalar: it stays there */
     }
     FILE *in = stdin;
     if (status == CLI_OK && script && strcmp(script, "-") != 0 && !(in = fopen(script, "r"))) {
@@ -353,9 +357,18 @@ static int cli_session_run(cli_session *s, const char *script)
         } else if (!v) {
             fprintf(stderr, "redjit: --out %s=%s: no value is named '%s'\n", o->name, o->path, o->name);
             status = CLI_FAIL;
-        } else if (npy_save(o->path, &v->a, err, sizeof err) != 0) {
-            fprintf(stderr, "redjit: %s\n", err);
-            status = CLI_FAIL;
+        } else {
+            red_array a;
+            void *tmp;
+            if (session_host_array(&rs, v, &a, &tmp) != RED_OK) {   /* a copy of a GPU value */
+                fprintf(stderr, "redjit: --out %s=%s: copying it from the GPU failed: %s\n", o->name, o->path,
+                        rs.move_error);
+                status = CLI_FAIL;
+            } else if (npy_save(o->path, &a, err, sizeof err) != 0) {
+                fprintf(stderr, "redjit: %s\n", err);
+                status = CLI_FAIL;
+            }
+            free(tmp);
         }
     }
     session_free(&rs);

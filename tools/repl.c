@@ -1,7 +1,8 @@
 /*
  * repl.c -- reading statements: a prompt with line editing, history and tab
  * completion (libedit) at a terminal, plain lines from pipes and scripts, and
- * the continuation of unfinished statements on the next line.
+ * the continuation of unfinished statements on the next line.  Ctrl-C
+ * abandons the line being typed, or stops the evaluation that is running.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -35,10 +36,20 @@ typedef struct repl_in {
 #endif
 } repl_in;
 
+/* The context of the session at the terminal; set before the handler is
+ * installed and cleared after it is removed. */
+static red_ctx *sigint_ctx;
+
+/* Async-signal-safe: two flags.  red_interrupt only bumps a counter that
+ * running evaluations compare with its value when they started, so they
+ * stop at their next safe point with RED_ERR_INTERRUPTED; at the prompt,
+ * with nothing running, it changes nothing. */
 static void on_sigint(int sig)
 {
     (void)sig;
     repl_sigint = 1;
+    if (sigint_ctx)
+        red_interrupt(sigint_ctx);
 }
 
 /* ---- history file ------------------------------------------------------------ */
@@ -367,6 +378,7 @@ int repl_run(repl_session *s, FILE *f, bool stop_on_error)
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = on_sigint;   /* no SA_RESTART: Ctrl-C ends a read */
         sigemptyset(&sa.sa_mask);
+        sigint_ctx = s->ctx;
         sigaction(SIGINT, &sa, &old);
 #ifdef REDJIT_HAVE_LIBEDIT
         edit_open(&in);
@@ -437,6 +449,7 @@ int repl_run(repl_session *s, FILE *f, bool stop_on_error)
         edit_close(&in);
 #endif
         sigaction(SIGINT, &old, NULL);
+        sigint_ctx = NULL;
     }
     /* At a terminal a mistake was already seen and fixed; a script or a
      * pipe must tell its caller that something failed. */

@@ -15,15 +15,27 @@
 #include "redjit.h"
 
 /* Set by the SIGINT handler while a session runs at a terminal; long work
- * (generators, :bench) polls it, and it is reported after each statement. */
+ * (generators, :bench) polls it, and it is reported after each statement.
+ * The handler also calls red_interrupt, which stops a running evaluation
+ * at its next safe point with RED_ERR_INTERRUPTED. */
 extern volatile sig_atomic_t repl_sigint;
+
+/* Who releases a value's storage, and how. */
+typedef enum repl_storage {
+    STORE_NONE,               /* nothing to release                          */
+    STORE_MALLOC,             /* host memory from malloc: free               */
+    STORE_LIBRARY,            /* host memory from red_result_detach: red_free */
+    STORE_DEVICE              /* GPU memory (a.memory == RED_MEM_CUDA) from
+                               * red_device_alloc or red_result_detach:
+                               * red_device_free(session ctx)                */
+} repl_storage;
 
 /* A session value: an array or a 0-d scalar, with its storage. */
 typedef struct repl_var {
     char *name;
     red_array a;              /* the descriptor every evaluation binds      */
     void *data;               /* storage behind a.data, released by ...      */
-    void (*release)(void *);  /* ... free or red_free                        */
+    repl_storage storage;     /* ... this                                    */
     bool weak;                /* f64/i64 scalar bound like a literal          */
     bool hidden;              /* a generator's temporary (__gN)              */
 } repl_var;
@@ -40,6 +52,7 @@ typedef struct repl_session {
     const char *origin;       /* script name put in front of errors, or NULL */
     int line;                 /* first line of the statement being run       */
     bool quit;                /* :quit was given                             */
+    const char *move_error;   /* why session_move / session_host_array failed */
 } repl_session;
 
 /* ---- session.c: values and statements ----------------------------------- */
@@ -47,14 +60,32 @@ typedef struct repl_session {
 void session_init(repl_session *s, red_ctx *ctx);
 void session_free(repl_session *s);
 
-/* The one place an array is made for the session: host memory now (the
- * library uploads it for GPU runs); device residency changes only this.
- * Returns the new variable (replacing one of the same name) or NULL. */
+/* Where values live.  session_home is the one place that decides where a
+ * new value belongs: in GPU memory when a GPU is usable and the device is
+ * not `cpu` (arrays made there are bound where they are, with no upload per
+ * evaluation), else in host memory.  Scalars, empty arrays and arrays whose
+ * elements do not fill one block of memory always stay on the host. */
+red_memory session_home(repl_session *s, const red_array *a);
+/* Move `v`'s elements to `where` (a copy, then the old storage released).
+ * A library status; on failure `v` is unchanged and s->move_error says why. */
+int session_move(repl_session *s, repl_var *v, red_memory where);
+/* Move `v` to session_home; when that fails a note is printed and the value
+ * stays where it is (still usable).  Returns 0, or 1 after the note. */
+int session_settle(repl_session *s, repl_var *v);
+/* `v` in host memory: `*out` is v->a, or a copy of a GPU value whose buffer
+ * `*tmp` the caller frees.  A library status; s->move_error says why. */
+int session_host_array(repl_session *s, const repl_var *v, red_array *out, void **tmp);
+
+/* A new host array for the session, to be filled and then settled
+ * (session_settle uploads it once when it belongs on the GPU).  Returns the
+ * new variable (replacing one of the same name) or NULL. */
 repl_var *session_new_array(repl_session *s, const char *name, red_dtype t, int ndim,
                             const int64_t *shape);
-/* Adopt `a` whose storage `data` is released by `release`. */
+/* Adopt `a` whose storage `data` is released as `storage` says, and settle
+ * it where new values live (session_home).  NULL when out of memory (the
+ * storage is released then). */
 repl_var *session_adopt(repl_session *s, const char *name, const red_array *a, void *data,
-                        void (*release)(void *));
+                        repl_storage storage);
 repl_var *session_find(repl_session *s, const char *name);
 bool session_del(repl_session *s, const char *name);
 void session_drop_hidden(repl_session *s);

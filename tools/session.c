@@ -100,17 +100,26 @@ void session_init(repl_session *s, red_ctx *ctx)
     gen_seed(s, 0x5eed);
 }
 
-static void var_release(repl_var *v)
+static void storage_release(repl_session *s, repl_storage storage, void *data)
 {
-    if (v->release)
-        v->release(v->data);
+    switch (storage) {
+    case STORE_NONE: break;
+    case STORE_MALLOC: free(data); break;
+    case STORE_LIBRARY: red_free(data); break;
+    case STORE_DEVICE: red_device_free(s->ctx, data); break;
+    }
+}
+
+static void var_release(repl_session *s, repl_var *v)
+{
+    storage_release(s, v->storage, v->data);
     free(v->name);
 }
 
 void session_free(repl_session *s)
 {
     for (int i = 0; i < s->nvars; i++)
-        var_release(&s->vars[i]);
+        var_release(s, &s->vars[i]);
     free(s->vars);
     free(s->ops);
     s->vars = NULL;
@@ -131,7 +140,7 @@ bool session_del(repl_session *s, const char *name)
     repl_var *v = session_find(s, name);
     if (!v)
         return false;
-    var_release(v);
+    var_release(s, v);
     /* keep the order of definition: :vars lists them as they were made */
     memmove(v, v + 1, (size_t)(s->vars + s->nvars - (v + 1)) * sizeof *v);
     s->nvars--;
@@ -146,8 +155,17 @@ void session_drop_hidden(repl_session *s)
     s->ntemp = 0;
 }
 
-repl_var *session_adopt(repl_session *s, const char *name, const red_array *a, void *data,
-                        void (*release)(void *))
+/* Scalars typed at the prompt (`eps = 1e-3`, `n = 10`) act like the
+ * literal they came from: `x > eps` stays f32 for f32 x.  They are bound by
+ * value, so they must be in host memory. */
+static void set_weak(repl_var *v)
+{
+    v->weak = v->a.ndim == 0 && v->a.memory != RED_MEM_CUDA && (v->a.dtype == RED_F64 || v->a.dtype == RED_I64);
+}
+
+/* Add `a` to the table as it is, where it is. */
+static repl_var *var_insert(repl_session *s, const char *name, const red_array *a, void *data,
+                            repl_storage storage)
 {
     char *nm = strdup(name);
     if (!nm || (s->nvars == s->capvars && !session_find(s, name))) {
@@ -155,8 +173,7 @@ repl_var *session_adopt(repl_session *s, const char *name, const red_array *a, v
         repl_var *nv = nm ? realloc(s->vars, (size_t)cap * sizeof *nv) : NULL;
         if (!nv) {
             free(nm);
-            if (release)
-                release(data);
+            storage_release(s, storage, data);
             return NULL;
         }
         s->vars = nv;
@@ -164,10 +181,17 @@ repl_var *session_adopt(repl_session *s, const char *name, const red_array *a, v
     }
     session_del(s, name);
     repl_var *v = &s->vars[s->nvars++];
-    *v = (repl_var){nm, *a, data, release, false, false};
-    /* Scalars typed at the prompt (`eps = 1e-3`, `n = 10`) act like the
-     * literal they came from: `x > eps` stays f32 for f32 x. */
-    v->weak = a->ndim == 0 && (a->dtype == RED_F64 || a->dtype == RED_I64);
+    *v = (repl_var){nm, *a, data, storage, false, false};
+    set_weak(v);
+    return v;
+}
+
+repl_var *session_adopt(repl_session *s, const char *name, const red_array *a, void *data,
+                        repl_storage storage)
+{
+    repl_var *v = var_insert(s, name, a, data, storage);
+    if (v)
+        session_settle(s, v);   /* a failure leaves a usable value where it is */
     return v;
 }
 
@@ -181,12 +205,135 @@ repl_var *session_new_array(repl_session *s, const char *name, red_dtype t, int 
     size_t es = red_dtype_size(t);
     if (n < 0 || es == 0 || (uint64_t)n > SIZE_MAX / es)
         return NULL;
-    /* Host memory for now; GPU residency will allocate here instead. */
     void *p = malloc(n ? (size_t)n * es : 1);
     if (!p)
         return NULL;
     a.data = p;
-    return session_adopt(s, name, &a, p, free);
+    return var_insert(s, name, &a, p, STORE_MALLOC);
+}
+
+/* ---- where values live ------------------------------------------------------------ */
+
+/* The bytes from a->data that hold every element, when the elements are
+ * exactly one block of red_array_size elements (C or Fortran order, or any
+ * order of the axes: the axes longer than 1, by increasing stride, have
+ * strides 1, n0, n0*n1, ...).  Moving such a block and keeping the strides
+ * moves the array. */
+static bool block_bytes(const red_array *a, size_t *bytes)
+{
+    int64_t n = red_array_size(a), want = 1;
+    size_t es = red_dtype_size(a->dtype);
+    if (n <= 0 || es == 0 || (uint64_t)n > SIZE_MAX / es)
+        return false;
+    bool done[RED_MAX_DIMS] = {false};
+    for (int k = 0; k < a->ndim; k++) {
+        int next = -1;
+        for (int d = 0; d < a->ndim; d++)
+            if (!done[d] && a->shape[d] > 1 && (next < 0 || a->strides[d] < a->strides[next]))
+                next = d;
+        if (next < 0)
+            break;
+        if (a->strides[next] != want)
+            return false;
+        done[next] = true;
+        want *= a->shape[next];   /* at most n: no overflow */
+    }
+    *bytes = (size_t)n * es;
+    return true;
+}
+
+static red_memory memory_of(const red_array *a)
+{
+    return a->memory == RED_MEM_CUDA ? RED_MEM_CUDA : RED_MEM_HOST;
+}
+
+red_memory session_home(repl_session *s, const red_array *a)
+{
+    size_t bytes;
+    int device = RED_DEVICE_AUTO;
+    if (a->ndim == 0 || !block_bytes(a, &bytes))
+        return RED_MEM_HOST;
+    if (red_get_option(s->ctx, RED_OPT_DEVICE, &device) != RED_OK || device == RED_DEVICE_CPU)
+        return RED_MEM_HOST;
+    return red_gpu_available(s->ctx) ? RED_MEM_CUDA : RED_MEM_HOST;
+}
+
+int session_move(repl_session *s, repl_var *v, red_memory where)
+{
+    if (memory_of(&v->a) == where)
+        return RED_OK;
+    size_t bytes;
+    if (!block_bytes(&v->a, &bytes)) {
+        s->move_error = "its elements are not one block of memory";   /* kept on the host */
+        return RED_ERR_ARG;
+    }
+    void *p = NULL;
+    int rc;
+    if (where == RED_MEM_CUDA) {
+        rc = red_device_alloc(s->ctx, bytes, &p);
+        if (rc == RED_OK) {
+            rc = red_memcpy(s->ctx, p, RED_MEM_CUDA, v->a.data, RED_MEM_HOST, bytes);
+            if (rc != RED_OK)
+                red_device_free(s->ctx, p);
+        }
+    } else {
+        p = malloc(bytes);
+        rc = p ? red_memcpy(s->ctx, p, RED_MEM_HOST, v->a.data, RED_MEM_CUDA, bytes) : RED_ERR_NOMEM;
+        if (rc != RED_OK)
+            free(p);
+    }
+    if (rc != RED_OK) {
+        s->move_error = !p && where == RED_MEM_HOST ? "out of host memory" : red_errmsg(s->ctx);
+        return rc;
+    }
+    storage_release(s, v->storage, v->data);
+    v->data = v->a.data = p;
+    v->storage = where == RED_MEM_CUDA ? STORE_DEVICE : STORE_MALLOC;
+    v->a.memory = where;
+    v->a.device_id = 0;
+    set_weak(v);
+    return RED_OK;
+}
+
+int session_settle(repl_session *s, repl_var *v)
+{
+    red_memory where = session_home(s, &v->a);
+    int rc = session_move(s, v, where);
+    if (rc == RED_OK)
+        return 0;
+    fflush(stdout);
+    fprintf(stderr, "redjit: note: %s stays in %s memory (moving it failed: %s)\n",
+            v->hidden ? "a generated array" : v->name, where == RED_MEM_CUDA ? "host" : "GPU",
+            s->move_error && *s->move_error ? s->move_error : red_errstr(rc));
+    return 1;
+}
+
+int session_host_array(repl_session *s, const repl_var *v, red_array *out, void **tmp)
+{
+    *out = v->a;
+    *tmp = NULL;
+    if (memory_of(&v->a) == RED_MEM_HOST)
+        return RED_OK;
+    size_t bytes;
+    if (!block_bytes(&v->a, &bytes)) {
+        s->move_error = "its elements are not one block of memory";   /* never on the GPU */
+        return RED_ERR_ARG;
+    }
+    if (!(*tmp = malloc(bytes))) {
+        s->move_error = "out of host memory";
+        return RED_ERR_NOMEM;
+    }
+    int rc = red_memcpy(s->ctx, *tmp, RED_MEM_HOST, v->a.data, RED_MEM_CUDA, bytes);
+    if (rc != RED_OK) {
+        s->move_error = red_errmsg(s->ctx);
+        free(*tmp);
+        *tmp = NULL;
+        return rc;
+    }
+    out->data = *tmp;
+    out->memory = RED_MEM_HOST;
+    out->device_id = 0;
+    return RED_OK;
 }
 
 /* ---- errors ----------------------------------------------------------------------- */
@@ -209,6 +356,10 @@ void session_error(repl_session *s, const char *fmt, ...)
  * come first, and a script's statement starts at s->line. */
 void session_lib_error(repl_session *s, int status, const char *msg, int oplines)
 {
+    if (status == RED_ERR_INTERRUPTED) {
+        repl_sigint = 1;   /* Ctrl-C: session_exec says "interrupted" once */
+        return;
+    }
     fflush(stdout);
     if (!msg || !*msg)
         msg = red_errstr(status);
@@ -404,6 +555,13 @@ int stmt_prepare(repl_session *s, const char *text, repl_stmt *st)
         session_lib_error(s, rc, red_errmsg(s->ctx), st->oplines);
         return 1;
     }
+    /* A value to keep stays where a GPU run computed it (the CPU executor
+     * gives host results whatever this says); session_adopt then settles
+     * it where new values live. */
+    if (st->target && (rc = red_expr_set_option(st->e, RED_OPT_RESULTS, RED_RESULTS_DEVICE)) != RED_OK) {
+        session_lib_error(s, rc, red_expr_errmsg(st->e), st->oplines);
+        return 1;
+    }
     return 0;
 }
 
@@ -417,6 +575,7 @@ int stmt_bind(repl_session *s, repl_stmt *st)
         if (skip)
             continue;
         int rc;
+        /* weak values are host scalars (set_weak) */
         if (v->weak && v->a.dtype == RED_F64)
             rc = red_bind_f64(st->e, v->name, *(const double *)v->a.data);
         else if (v->weak)
@@ -568,7 +727,8 @@ static int store_result(repl_session *s, repl_stmt *st)
         session_lib_error(s, rc, red_expr_errmsg(e), st->oplines);
         return 1;
     }
-    if (!session_adopt(s, st->target, &a, a.data, red_free)) {
+    repl_storage storage = a.memory == RED_MEM_CUDA ? STORE_DEVICE : STORE_LIBRARY;
+    if (!session_adopt(s, st->target, &a, a.data, storage)) {
         session_error(s, "out of memory");
         return 1;
     }
@@ -596,13 +756,9 @@ static bool is_blank(const char *text)
     return t.kind == SC_END;
 }
 
-int session_exec(repl_session *s, const char *text)
+/* One entry that is not a command: prepare, bind, run, store or print. */
+static int stmt_exec(repl_session *s, const char *text)
 {
-    const char *p = text + strspn(text, " \t\r\n");
-    if (*p == ':')
-        return command_run(s, p);
-    if (is_blank(p))
-        return 0;
     repl_stmt st;
     int status = stmt_prepare(s, text, &st);
     if (status == 0 && st.alias) {
@@ -622,6 +778,7 @@ int session_exec(repl_session *s, const char *text)
     } else if (status == 0 && st.ops_only) {
         status = save_ops(s, st.newops);
     } else if (status == 0 && (status = stmt_bind(s, &st)) == 0) {
+        /* Ctrl-C now makes red_run return RED_ERR_INTERRUPTED (repl.c) */
         int rc = red_run(st.e);
         if (rc != RED_OK) {
             session_lib_error(s, rc, red_expr_errmsg(st.e), st.oplines);
@@ -631,7 +788,19 @@ int session_exec(repl_session *s, const char *text)
         }
     }
     stmt_free(s, &st);
+    return status;
+}
+
+int session_exec(repl_session *s, const char *text)
+{
+    const char *p = text + strspn(text, " \t\r\n");
+    if (is_blank(p))
+        return 0;
+    /* :time and :bench evaluate too, so Ctrl-C is reported for both */
+    int status = *p == ':' ? command_run(s, p) : stmt_exec(s, text);
     if (repl_sigint) {
+        /* An interrupted entry stores nothing (stmt_deliver checks), and
+         * the library's RED_ERR_INTERRUPTED was not printed as an error. */
         repl_sigint = 0;
         fflush(stdout);
         fputs("interrupted\n", stderr);

@@ -1,7 +1,8 @@
 /*
  * repl_pty_test.c -- drives the interactive prompt through a pseudo-terminal,
  * as a person would: types statements and keys (Tab, Ctrl-C, arrows) and
- * checks what comes back, including history kept across two sessions.
+ * checks what comes back, including history kept across two sessions and
+ * Ctrl-C stopping a long evaluation.
  *
  * usage: repl_pty_test REDJIT WORKDIR
  */
@@ -41,7 +42,8 @@ static double now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-static bool term_start(term *t)
+/* Start the prompt, with one extra argument `arg` unless it is NULL. */
+static bool term_start(term *t, const char *arg)
 {
     memset(t, 0, sizeof *t);
     struct winsize ws = {40, 120, 0, 0};
@@ -55,7 +57,7 @@ static bool term_start(term *t)
         setenv("TERM", "xterm", 1);
         unsetenv("EDITRC");
         setenv("HOME", workdir, 1);   /* no ~/.editrc of the person running the tests */
-        execl(redjit, redjit, (char *)NULL);
+        execl(redjit, redjit, arg, (char *)NULL);
         _exit(127);
     }
     return true;
@@ -150,6 +152,27 @@ static bool seen_between(term *t, size_t from, const char *needle)
     return r;
 }
 
+/* Wait for the first of `a` and `b` after the mark: 1 for a, 2 for b (the
+ * mark moves past it), 0 after the timeout. */
+static int term_wait2(term *t, const char *a, const char *b, double timeout)
+{
+    double end = now_s() + timeout;
+    for (;;) {
+        char *ha = strstr(t->buf + t->mark, a), *hb = strstr(t->buf + t->mark, b);
+        if (ha && (!hb || ha <= hb)) {
+            t->mark = (size_t)(ha - t->buf) + strlen(a);
+            return 1;
+        }
+        if (hb) {
+            t->mark = (size_t)(hb - t->buf) + strlen(b);
+            return 2;
+        }
+        if (now_s() > end || t->len + 1 >= sizeof t->buf)
+            return 0;
+        term_pump(t, 0.02);
+    }
+}
+
 static int term_exit(term *t)
 {
     double end = now_s() + TIMEOUT_S;
@@ -174,7 +197,7 @@ static void first_session(void)
 {
     term t;
     char line[8192];
-    if (!term_start(&t)) {
+    if (!term_start(&t, NULL)) {
         failed++;
         return;
     }
@@ -241,13 +264,69 @@ static void first_session(void)
     check(&t, term_exit(&t) == 0, ":quit leaves with status 0");
 }
 
+/* Ctrl-C while a statement is being evaluated: the library stops it at its
+ * next safe point (red_interrupt), "interrupted" is printed, nothing is
+ * stored, and the session goes on.  The workload is a reduction over an
+ * n x n domain built from two small arrays (little memory): n = 1e5 takes
+ * seconds on two cores, far longer than an interrupt needs.  Should it end
+ * before the key arrives, it is tried once more with n = 3e5.  On the CPU
+ * executor, which stops every 64K elements: a GPU stops between kernels,
+ * and a GPU finishes this sum before the key arrives. */
+static void interrupt_session(void)
+{
+    term t;
+    char line[256];
+    if (!term_start(&t, "--device=cpu")) {
+        failed++;
+        return;
+    }
+    expect(&t, NULL, "redjit> ", "a session for Ctrl-C starts");
+    static const int sizes[] = {100000, 300000};
+    int got = 0;
+    double latency = 0;
+    for (int k = 0; k < 2 && got != 1; k++) {
+        snprintf(line, sizeof line, "a = rand(%d)\r", sizes[k]);
+        expect(&t, line, "redjit> ", "an array for a long reduction");
+        snprintf(line, sizeof line, "b = rand(%d)\r", sizes[k]);
+        expect(&t, line, "redjit> ", "another");
+        expect(&t, "z = sum(sqrt(a[i] * b[j]))\r", "b[j]))", "a long evaluation starts");
+        /* about 100 ms into the evaluation */
+        double until = now_s() + 0.1;
+        while (now_s() < until)
+            term_pump(&t, 0.02);
+        double sent = now_s();
+        term_send(&t, "\x03");
+        /* "interrupted" comes before the next prompt; a prompt first means
+         * the evaluation had ended and the key only cleared the next line */
+        got = term_wait2(&t, "interrupted", "redjit> ", TIMEOUT_S);
+        latency = now_s() - sent;
+        if (got == 2)
+            expect(&t, NULL, "redjit> ", "the prompt after a Ctrl-C that came too late");
+    }
+    check(&t, got == 1, "Ctrl-C during an evaluation prints \"interrupted\"");
+    if (got == 1) {
+        /* A safe point comes every 64K elements: well under a second, even
+         * in a sanitizer build.  Without red_interrupt the sum would run on
+         * for seconds and only then say "interrupted". */
+        if (latency >= 2.0)
+            fprintf(stderr, "interrupt latency %.3f s\n", latency);
+        check(&t, latency < 2.0, "the evaluation stops at once");
+    }
+    expect(&t, NULL, "redjit> ", "the prompt is back after the interrupt");
+    expect(&t, "z\r", "unknown name 'z'", "an interrupted assignment stores nothing");
+    expect(&t, "sum(iota(10)) + 32\r", "\n77\r\n", "the next evaluation works");
+    expect(&t, "count(a >= 0) > 0, all(b < 1)\r", "(true, true)", "the session's arrays are still there");
+    term_send(&t, ":quit\r");
+    check(&t, term_exit(&t) == 0, ":quit after an interrupt leaves with status 0");
+}
+
 static void second_session(void)
 {
     term t;
     struct stat st;
     memset(&t, 0, sizeof t);
     check(&t, stat(histpath, &st) == 0 && st.st_size > 0, "the history file was written");
-    if (!term_start(&t)) {
+    if (!term_start(&t, NULL)) {
         failed++;
         return;
     }
@@ -286,6 +365,7 @@ int main(int argc, char **argv)
     snprintf(histpath, sizeof histpath, "%s/history", sub);
     first_session();
     second_session();
+    interrupt_session();
     static const char *const made[] = {"v.npy", "m.csv", "state/history", "state", "", NULL};
     for (int i = 0; made[i]; i++) {
         snprintf(sub, sizeof sub, "%s/%s", dir, made[i]);

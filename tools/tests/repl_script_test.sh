@@ -93,7 +93,7 @@ printf ':load a %s/v.npy\n:load b %s/v.csv\n:load m %s/m.csv\nsum(a), sum(b), su
 rc=$?
 if [ $rc -eq 0 ] && [ "$(sed -n 1,3p out)" = "20
 20
-9" ] && grep -q '^m  *f64  *(2, 3)  *host' out && grep -q '^a  *i64  *(5,)' out; then
+9" ] && grep -Eq '^m +f64 +\(2, 3\) +(host|gpu) ' out && grep -q '^a  *i64  *(5,)' out; then
     pass=$((pass + 1))
 else
     bad ":load .npy and .csv; :vars"
@@ -106,6 +106,20 @@ expect "--load, --set and --out NAME with a script" 0 ""
 "$REDJIT" -e 'sum(w)' --load w=w.npy >out 2>err
 rc=$?
 expect "... the saved value" 0 "60"
+
+# Values live on the GPU when there is one; :device cpu brings them to the
+# host (without a GPU they are there already), and the session goes on.
+printf 'x = iota(4) * 1.5\ns = sum(x)\n:device cpu\n:vars\nsum(x), s\n:device auto\ny = x * 2\nsum(y)\n:device cpu\nsum(y) - sum(x)\n' >dev.red
+"$REDJIT" dev.red >out 2>err
+rc=$?
+if [ $rc -eq 0 ] && [ "$(grep -v '^name\|^x \|^s ' out)" = "9
+9
+18
+9" ] && grep -Eq '^x +f64 +\(4,\) +host ' out && grep -Eq '^s +f64 += 9 +host ' out; then
+    pass=$((pass + 1))
+else
+    bad ":device cpu: every value on the host, evaluations go on"
+fi
 
 # ---- statements from a pipe ----
 printf 'x = iota(6)\nsum(x\n)\n\nsum(x) +\n 1\nsum(x), max(x)\n' | "$REDJIT" >out 2>err
