@@ -249,6 +249,21 @@ RED_API int red_expr_set_stream(red_expr *e, void *cuda_stream);
 /* Wait for the expression's queued work; its status (RED_OK if none). */
 RED_API int red_sync(red_expr *e);
 
+/* Where the time of the last red_run went, in milliseconds (0 where a phase
+ * did not happen).  GPU phases are timed with CUDA events on the run's
+ * stream; for a run still queued (see red_expr_set_stream) they are read
+ * after red_sync. */
+typedef struct red_timings {
+    double plan_ms;      /* checking and planning (0 when the plan was cached) */
+    double compile_ms;   /* NVRTC, or loading CUBINs from the disk cache      */
+    double upload_ms;    /* host arrays copied to the device                  */
+    double kernel_ms;    /* the kernels                                      */
+    double download_ms;  /* results copied back to the host                   */
+    double cpu_ms;       /* the CPU executor                                  */
+    double total_ms;     /* red_run from entry to return                      */
+} red_timings;
+RED_API int red_last_timings(red_expr *e, red_timings *t);
+
 /* The last error message for this expression ("" if none). */
 RED_API const char *red_expr_errmsg(red_expr *e);
 

@@ -45,7 +45,8 @@ static const char help_text[] =
     "  :explain EXPR          the plan: passes, strategy, launch configuration\n"
     "  :strategy [S]          auto, tree, sequential, persistent or segmented\n"
     "  :device [D]            auto, cpu or gpu; cpu copies the values on the GPU to the host\n"
-    "  :time EXPR             time parsing, the first run (compile or cache hit), later runs\n"
+    "  :time EXPR             time parsing, planning, compiling (or the cache hit), uploads,\n"
+    "                         kernels and downloads, the first and later runs\n"
     "  :bench EXPR            every strategy on the same input, median times\n"
     "  :cache [clear]         kernel cache statistics; clear empties the disk cache\n"
     "  :quit                  leave (also Ctrl-D)\n"
@@ -388,6 +389,8 @@ static int cmd_time(repl_session *s, const char *expr)
         int rc = red_run(st.e);
         double t_first = now_ms() - t0, med = 0;
         int runs = 0;
+        red_timings first_t = {0};
+        if (rc == RED_OK) red_last_timings(st.e, &first_t);
         red_cache_stats(s->ctx, &after);
         if (rc == RED_OK)
             rc = median_run(st.e, 20, 1000, &med, &runs);
@@ -397,12 +400,21 @@ static int cmd_time(repl_session *s, const char *expr)
         } else {
             char what[128];
             describe_first_run(what, sizeof what, &before, &after, gpu);
+            red_timings last = {0};
+            red_last_timings(st.e, &last);
             printf("parse + generators  %10.3f ms\n", t_prep);
             printf("first run           %10.3f ms   %s\n", t_first, what);
-            printf("run (median of %2d)  %10.3f ms   %s\n", runs, med,
-                   gpu ? "copies and kernels together" : "");
-            if (gpu && t_first > med)
-                printf("first-run overhead  %10.3f ms   (compile or load, first upload)\n", t_first - med);
+            printf("  check and plan    %10.3f ms\n", first_t.plan_ms);
+            if (gpu) printf("  compile           %10.3f ms\n", first_t.compile_ms);
+            printf("run (median of %2d)  %10.3f ms\n", runs, med);
+            if (gpu) {
+                /* the phases of the last run, from CUDA events */
+                printf("  upload            %10.3f ms\n", last.upload_ms);
+                printf("  kernels           %10.3f ms   (last run)\n", last.kernel_ms);
+                printf("  download          %10.3f ms\n", last.download_ms);
+            } else {
+                printf("  CPU executor      %10.3f ms   (last run)\n", last.cpu_ms);
+            }
             status = stmt_deliver(s, &st);
         }
     }

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check/check.h"
 #include "cpu/exec.h"
@@ -257,6 +258,7 @@ struct red_expr {
      * same names with arrays of the same kinds, types and ranks reuses it */
     plan *last_plan;
     int sig_dirty;
+    red_timings timings;
 };
 
 static _Thread_local char tl_errmsg[UTIL_DIAG_MAX];
@@ -781,9 +783,31 @@ static int expr_backend(red_expr *e, gpu_dev **gpu)
     return 0;
 }
 
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+RED_API int red_last_timings(red_expr *e, red_timings *t)
+{
+    if (!e || !t) return RED_ERR_ARG;
+    int rc = red_sync(e);
+    if (e->gpu) {
+        e->timings.upload_ms = e->run.upload_ms;
+        e->timings.kernel_ms = e->run.kernel_ms;
+        e->timings.download_ms = e->run.download_ms;
+    }
+    *t = e->timings;
+    return rc;
+}
+
 RED_API int red_run(red_expr *e)
 {
     if (!e) return RED_ERR_ARG;
+    double t0 = now_ms();
+    memset(&e->timings, 0, sizeof e->timings);
     e->diag.code = 0;
     e->diag.msg[0] = 0;
     expr_clear_results(e);
@@ -791,8 +815,11 @@ RED_API int red_run(red_expr *e)
     int rc = expr_backend(e, &gpu);
     if (rc) return rc;
     plan *p;
+    double tp = now_ms();
+    int was_cached = e->last_plan && !e->sig_dirty;
     rc = expr_plan(e, &p);
     if (rc) return rc;
+    if (!was_cached) e->timings.plan_ms = now_ms() - tp;
     vm_buf *bufs = calloc((size_t)p->nbufs + 1, sizeof *bufs);
     plan_value *scalars = calloc((size_t)p->nscalars + 1, sizeof *scalars);
     if (!bufs || !scalars) {
@@ -813,13 +840,18 @@ RED_API int red_run(red_expr *e)
             rc = gpu_execute(gpu, p, bufs, on_device, scalars, expr_opt(e, RED_OPT_STRATEGY), &e->run, &e->temps,
                              &e->diag);
             e->results_on_device = !rc && e->run.device_results;
-        } else
+            e->timings.compile_ms = e->run.compile_ms;
+        } else {
+            double tc = now_ms();
             rc = cpu_execute(p, bufs, scalars, expr_opt(e, RED_OPT_THREADS), &cancel, &e->temps, &e->diag);
+            e->timings.cpu_ms = now_ms() - tc;
+        }
         if (rc) fail(e, rc);
     }
     free(on_device);
     free(bufs);
     free(scalars);
+    e->timings.total_ms = now_ms() - t0;
     if (rc) return rc;
     e->nresults = p->nresults;
     e->result_temp = calloc((size_t)p->nresults + 1, sizeof *e->result_temp);

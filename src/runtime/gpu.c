@@ -62,6 +62,10 @@ typedef struct cu_api {
     CUresult (*StreamSynchronize)(CUstream);
     CUresult (*MemHostAlloc)(void **, size_t, unsigned);
     CUresult (*MemFreeHost)(void *);
+    CUresult (*EventCreate)(void **, unsigned);
+    CUresult (*EventRecord)(void *, CUstream);
+    CUresult (*EventElapsedTime)(float *, void *, void *);
+    CUresult (*EventDestroy)(void *);
 } cu_api;
 
 /* ---- NVRTC, declared by hand ----------------------------------------------------- */
@@ -322,6 +326,10 @@ int gpu_open(gpu_dev **out, util_diag *diag)
     CUS(StreamSynchronize, "cuStreamSynchronize", NULL);
     CUS(MemHostAlloc, "cuMemHostAlloc", NULL);
     CUS(MemFreeHost, "cuMemFreeHost", NULL);
+    CUS(EventCreate, "cuEventCreate", NULL);
+    CUS(EventRecord, "cuEventRecord", NULL);
+    CUS(EventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime");
+    CUS(EventDestroy, "cuEventDestroy_v2", "cuEventDestroy");
 #undef CUS
     void **fp = (void **)c;
     for (size_t i = 0; i < sizeof *c / sizeof(void *); i++)
@@ -820,6 +828,18 @@ int gpu_finish(gpu_dev *g, gpu_run *run, util_diag *diag)
         if (!rc && run->ws) rc = read_errors(&r, err);
         if (!rc && err[0]) rc = report_device_fault(&r, err, run->bufs);
     }
+    /* the phases, from the events (the stream is idle by now) */
+    if (run->ev[0] && run->ev[1] && run->ev[2] && run->ev[3] && !g->cu.StreamSynchronize((CUstream)run->stream)) {
+        float a = 0, b = 0, c = 0;
+        if (!g->cu.EventElapsedTime(&a, run->ev[0], run->ev[1])) run->upload_ms = a;
+        if (!g->cu.EventElapsedTime(&b, run->ev[1], run->ev[2])) run->kernel_ms = b;
+        if (!g->cu.EventElapsedTime(&c, run->ev[2], run->ev[3])) run->download_ms = c;
+    }
+    for (int k = 0; k < 4; k++)
+        if (run->ev[k]) {
+            g->cu.EventDestroy(run->ev[k]);
+            run->ev[k] = NULL;
+        }
     for (int i = 0; i < run->nrelease; i++) pool_put(g, run->release[i]);
     if (run->ws) pool_put(g, run->ws);
     free(run->release);
@@ -905,6 +925,10 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
         rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
     /* this run's own fault record, persistent-grid counter and key stats, so
      * runs on different streams never share them */
+    for (int k = 0; k < 4; k++)
+        if (g->cu.EventCreate(&run->ev[k], 0)) run->ev[k] = NULL;
+    if (run->ev[0]) g->cu.EventRecord(run->ev[0], s);
+    double nvrtc_before = g->stats.compile_ms;
     if (!rc) rc = pool_get(g, 128, &run->ws, diag);
     if (!rc && g->cu.MemsetD8Async(run->ws, 0, 128, s)) rc = util_diag_set(diag, RED_ERR_DEVICE, "cuMemsetD8Async failed");
     r.ws = run->ws;
@@ -919,6 +943,7 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
         }
     }
 
+    if (run->ev[1]) g->cu.EventRecord(run->ev[1], s);
     for (int pi = 0; !rc && pi < p->npasses; pi++) {
         const plan_pass *ps = &p->passes[pi];
         pass_entry *e = NULL;
@@ -1116,6 +1141,8 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
 
     /* results: left on the device, or copied back; every other temporary is
      * given back once the work is done */
+    if (run->ev[2]) g->cu.EventRecord(run->ev[2], s);
+    run->compile_ms = g->stats.compile_ms - nvrtc_before;
     struct staged {
         void *dst;
         size_t off, bytes;
@@ -1156,6 +1183,7 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
             }
         }
     }
+    if (run->ev[3]) g->cu.EventRecord(run->ev[3], s);
     /* the fault record rides along, then one sync covers everything */
     int have_err = 0;
     unsigned long long err[4] = {0};

@@ -41,6 +41,10 @@ typedef struct gpu_run {
     unsigned long long ws;  /* this run's fault record, counter, key stats  */
     unsigned long long *release;   /* buffers to give back at the end       */
     int nrelease, caprelease;
+    /* timings: events around uploads, kernels, downloads; host NVRTC time */
+    void *ev[4];
+    double compile_ms;
+    double upload_ms, kernel_ms, download_ms;   /* read by gpu_finish   */
 } gpu_run;
 
 /* Run every pass of `p`.  bufs[i].data are host pointers unless
