@@ -501,7 +501,11 @@ static void emit_out_range(gen *g)
             ref(g, pv->lo);
             util_buf_printf(o, ";\n    { long long h = ");
             ref(g, pv->hi);
-            util_buf_printf(o, "; sz[%d] = h > lo[%d] ? h - lo[%d] : 0; }\n", d, d, d);
+            /* an extent past 2^40 (a stray bound) is a fault, reported
+             * like an index error, rather than a loop for days */
+            util_buf_printf(o, "; sz[%d] = h > lo[%d] ? (long long)((unsigned long long)h - (unsigned long long)lo[%d]) : 0; "
+                               "if ((unsigned long long)sz[%d] > (1ull << 40)) { rj_fault(P, %d, %d, %d, h); sz[%d] = 0; } }\n",
+                            d, d, d, d, RED_ERR_LIMIT, g->pi, d, d);
         } else {
             util_buf_printf(o, "    lo[%d] = P.v[%d]; sz[%d] = P.v[%d];\n", d, g->k->lay.var_lo[ps->red[d]], d,
                             g->k->lay.var_sz[ps->red[d]]);

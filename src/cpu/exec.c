@@ -21,6 +21,10 @@
 
 #define CHUNK ((int64_t)1 << 16)
 #define RAMP_MIN 32     /* rows shorter than this are walked element-wise */
+/* The most elements one pass may walk: 2^40 is minutes of work on a CPU and
+ * seconds on a GPU; a larger domain (an index range from a stray value, say)
+ * is refused with RED_ERR_LIMIT rather than run for days. */
+#define MAX_DOMAIN ((int64_t)1 << 40)
 
 typedef struct cacc {
     plan_value v[PLAN_MAX_COMP];
@@ -774,7 +778,7 @@ static int run_reduction(pass_ctx *pc, util_diag *diag)
             acc_write(pc, &pc->reds[q], &a, out_offset(pc, t0, o));
         }
     }
-    int64_t nchunks = (pc->N + CHUNK - 1) / CHUNK;
+    int64_t nchunks = (pc->N / CHUNK + (pc->N % CHUNK != 0));
     partial *parts = calloc((size_t)(2 * nchunks + 1), sizeof *parts);
     cacc *pacc = calloc((size_t)(2 * nchunks + 1) * (pc->nreds + 1), sizeof *pacc);
     int rc = 0;
@@ -956,7 +960,7 @@ static int run_keyed(pass_ctx *pc, util_diag *diag)
 static int scan_keys(pass_ctx *pc, util_diag *diag)
 {
     const plan *p = pc->p;
-    int64_t nchunks = (pc->N + CHUNK - 1) / CHUNK;
+    int64_t nchunks = (pc->N / CHUNK + (pc->N % CHUNK != 0));
     int64_t kmax = -1, kmin = INT64_MAX;
     int sorted = 1, rc = 0;
     int64_t *first = calloc((size_t)nchunks + 1, sizeof *first), *last = calloc((size_t)nchunks + 1, sizeof *last);
@@ -1030,7 +1034,7 @@ static int run_map(pass_ctx *pc, util_diag *diag)
     const plan *p = pc->p;
     vm_buf *t = &pc->temps[pc->ps->map_temp];
     int ct = p->temps[pc->ps->map_temp].type;
-    int64_t nchunks = (pc->N + CHUNK - 1) / CHUNK;
+    int64_t nchunks = (pc->N / CHUNK + (pc->N % CHUNK != 0));
     int rc = 0;
     int64_t fault_chunk = INT64_MAX;
     vm_fault fault = {0};
@@ -1140,7 +1144,9 @@ static int eval_ranges(pass_ctx *pc, util_arena *a, util_diag *diag)
                     hi = pc->rlo[d] + pc->rsz[d];
                 }
                 pc->olo[(pos + j) * pc->nr + d] = lo;
-                pc->osz[(pos + j) * pc->nr + d] = hi > lo ? hi - lo : 0;
+                int64_t ext = 0;
+                if (hi > lo && __builtin_sub_overflow(hi, lo, &ext)) ext = INT64_MAX;
+                pc->osz[(pos + j) * pc->nr + d] = ext;
             }
         }
         pos += n;
@@ -1157,6 +1163,9 @@ static int eval_ranges(pass_ctx *pc, util_arena *a, util_diag *diag)
             return util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large");
     }
     pc->N = pc->offs[pc->nout];
+    if (pc->N > MAX_DOMAIN)
+        return util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large: %lld elements (at most 2^40)",
+                             (long long)pc->N);
     return 0;
 }
 
@@ -1283,7 +1292,11 @@ int cpu_execute(const plan *p, const vm_buf *bufs, const plan_value *scalars, in
                 rc = eval_scalar(&a, p, bufs, scalars, out->t, pv->lo, &lo, diag);
                 if (!rc) rc = eval_scalar(&a, p, bufs, scalars, out->t, pv->hi, &hi, diag);
                 pc.rlo[d] = lo;
-                pc.rsz[d] = hi > lo ? hi - lo : 0;
+                int64_t ext = 0;
+                if (!rc && hi > lo && __builtin_sub_overflow(hi, lo, &ext))
+                    rc = util_diag_at(diag, p->src, pv->pos, RED_ERR_LIMIT,
+                                      "the range of '%s' has more than 2^63 elements", pv->name);
+                pc.rsz[d] = ext;
             } else {
                 int64_t e = 0;
                 rc = cpu_infer_extent(p, v, bufs, &e, diag);
@@ -1299,6 +1312,9 @@ int cpu_execute(const plan *p, const vm_buf *bufs, const plan_value *scalars, in
             for (int d = 0; !rc && d < pc.nr; d++)
                 if (!mul_ok(pc.L, pc.rsz[d], &pc.L)) rc = util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large");
             if (!rc && !mul_ok(pc.nout, pc.L, &pc.N)) rc = util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large");
+            if (!rc && pc.N > MAX_DOMAIN)
+                rc = util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large: %lld elements (at most 2^40)",
+                                   (long long)pc.N);
         }
         if (!ps->nreds) {
             pc.L = 1;

@@ -800,6 +800,9 @@ static int report_device_fault(run_ctx *r, const unsigned long long err[4], cons
         return util_diag_at(r->diag, p->src, pos, RED_ERR_EMPTY, "%s of an empty set: there is no index to return",
                             what);
     }
+    if ((int)err[0] == RED_ERR_LIMIT)
+        return util_diag_set(r->diag, RED_ERR_LIMIT, "a range of index values has more than 2^40 elements "
+                             "(upper bound %lld)", (long long)err[3]);
     const ir *node = plan_node(p, (int)err[1]);
     if (!node || node->kind != IR_LOAD)
         return util_diag_set(r->diag, RED_ERR_INDEX, "a subscript is out of range (value %lld)", (long long)err[3]);
@@ -1001,6 +1004,9 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
             vhi[v] = ext;
             if (__builtin_mul_overflow(L1, ext, &L1)) rc = util_diag_set(diag, RED_ERR_LIMIT, "domain too large");
         }
+        long long whole;
+        if (!rc && (__builtin_mul_overflow(nout, L1, &whole) || whole > ((long long)1 << 40)))
+            rc = util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large (at most 2^40 elements)");
         if (rc) break;
         for (int v = 0; v < p->nvars; v++) {
             params[L->var_lo[v]] = vlo[v];
@@ -1130,6 +1136,8 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
                 if (!rc && (g->cu.MemcpyDtoHAsync(&cnt, r.ws + 64, 8, s) || g->cu.StreamSynchronize(s)))
                     rc = util_diag_set(diag, RED_ERR_DEVICE, "reading the domain size failed");
                 N = cnt;
+                if (N > ((long long)1 << 40))
+                    rc = util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large: %lld elements (at most 2^40)", N);
             }
             if (!rc) rc = run_full(&r, e, N, strategy, e->k.ordered);
         } else {
