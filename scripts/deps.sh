@@ -11,6 +11,7 @@ packages=(
   libedit-dev                                  # line editing in the CLI's prompt
   python3 python3-numpy python3-numexpr        # tests and bench/cpu_bench.py
   python3-dev python3-pytest python3-setuptools python3-wheel python3-pip   # the Python package
+  clang libclang-rt-14-dev libomp-14-dev       # libFuzzer targets (tests/fuzz)
   time                                         # /usr/bin/time -v in bench/cpu_bench.py
 )
 

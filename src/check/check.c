@@ -12,9 +12,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#define MAX_VARS 4096
-#define MAX_PASSES 1024
-#define MAX_TEMPS 4096
+#define MAX_VARS 1024     /* fixed tables: about 100 KB a plan */
+#define MAX_PASSES 256
+#define MAX_TEMPS 1024
 #define MAX_LETS 256
 #define MAX_OPS 64
 
@@ -334,6 +334,9 @@ static int lower_name(ck *c, scope *s, const ast_node *n, val *out)
         const ast_stmt *op = c->in_op;
         for (int side = 0; side < 2; side++) {
             if (strcmp(op->param[side], name) != 0) continue;
+            if (c->op_ncomp == 0)   /* lowering the identity: no parameters yet */
+                return err_at(c, n->pos, RED_ERR_TYPE,
+                              "the identity of operator '%s' must be made of constants, not '%s'", op->name, name);
             val v = {.n = c->op_ncomp, .tuple = c->op_ncomp > 1};
             for (int k = 0; k < c->op_ncomp; k++)
                 v.c[k] = ir_param(c->b, c->op_types[k], 2 * k + side);
@@ -1391,8 +1394,8 @@ int chk_build(const ast_program *prog, const chk_binding *binds, int nbinds, uti
     }
     if (!nexpr) {
         if (!last_let)
-            return util_diag_set(diag, RED_ERR_SYNTAX, "1:1: nothing to compute: the program "
-                                 "only defines operators");
+            return util_diag_at(diag, prog->src, (util_pos){0, 0}, RED_ERR_SYNTAX,
+                                "nothing to compute: the program only defines operators");
         TRY(lower_result(&c, last_let, last_let->exprs[0], last_let->name));
     }
 

@@ -1295,7 +1295,7 @@ int cpu_execute(const plan *p, const vm_buf *bufs, const plan_value *scalars, in
                 int64_t ext = 0;
                 if (!rc && hi > lo && __builtin_sub_overflow(hi, lo, &ext))
                     rc = util_diag_at(diag, p->src, pv->pos, RED_ERR_LIMIT,
-                                      "the range of '%s' has more than 2^63 elements", pv->name);
+                                      "the range of '%s' is too large (more than 2^63 elements)", pv->name);
                 pc.rsz[d] = ext;
             } else {
                 int64_t e = 0;

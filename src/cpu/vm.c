@@ -278,8 +278,11 @@ static void init_kernels(void)
 
 /* ---- conversions -------------------------------------------------------------- */
 
-/* float -> integer: truncate, saturate, NaN -> 0 */
-#define SAT(T, lo, hi, f) ((f) != (f) ? (T)0 : (f) <= (lo) ? (T)(lo) : (f) >= (hi) ? (T)(hi) : (T)(f))
+/* float -> integer: truncate, saturate, NaN -> 0.  The limits are passed as
+ * doubles to compare with and as integers to return: (double)INT64_MAX is
+ * 2^63, which would not convert back. */
+#define SAT(T, lo, hi, ilo, ihi, f) \
+    ((f) != (f) ? (T)0 : (f) <= (lo) ? (T)(ilo) : (f) >= (hi) ? (T)(ihi) : (T)(f))
 
 #define CONV_LOOP(TD, TS, expr)                          \
     do {                                                 \
@@ -302,12 +305,12 @@ static void init_kernels(void)
 #define CONV_FROM_FLT(TS)                                                                    \
     switch (to) {                                                                            \
     case CT_BOOL: CONV_LOOP(uint8_t, TS, s[j] != 0); return;                                 \
-    case CT_I32: CONV_LOOP(int32_t, TS, SAT(int32_t, -2147483648.0, 2147483647.0, s[j])); return; \
+    case CT_I32: CONV_LOOP(int32_t, TS, SAT(int32_t, -2147483648.0, 2147483647.0, INT32_MIN, INT32_MAX, s[j])); return; \
     case CT_I64:                                                                             \
-        CONV_LOOP(int64_t, TS, SAT(int64_t, -9223372036854775808.0, 9223372036854775807.0, s[j])); \
+        CONV_LOOP(int64_t, TS, SAT(int64_t, -9223372036854775808.0, 9223372036854775808.0, INT64_MIN, INT64_MAX, s[j])); \
         return;                                                                              \
-    case CT_U32: CONV_LOOP(uint32_t, TS, SAT(uint32_t, 0.0, 4294967295.0, s[j])); return;     \
-    case CT_U64: CONV_LOOP(uint64_t, TS, SAT(uint64_t, 0.0, 18446744073709551615.0, s[j])); return; \
+    case CT_U32: CONV_LOOP(uint32_t, TS, SAT(uint32_t, 0.0, 4294967295.0, 0, UINT32_MAX, s[j])); return; \
+    case CT_U64: CONV_LOOP(uint64_t, TS, SAT(uint64_t, 0.0, 18446744073709551616.0, 0, UINT64_MAX, s[j])); return; \
     case CT_F32: CONV_LOOP(float, TS, (float)s[j]); return;                                  \
     case CT_F64: CONV_LOOP(double, TS, (double)s[j]); return;                                \
     }
@@ -422,26 +425,29 @@ static int run_load(vm_state *s, const vm_instr *in, int n, void *dst)
         for (int d = 0; d < in->nsub && simple; d++)
             for (int t = 0; t < in->aff[d].nterm; t++)
                 simple &= s->vars[in->aff[d].var[t]].mode != VAR_VEC;
-        if (simple) {
-            int64_t start = 0, step = 0;
-            for (int d = 0; d < in->nsub; d++) {
-                const vm_affine *af = &in->aff[d];
-                int64_t v0 = af->c0, dv = 0;
-                for (int t = 0; t < af->nterm; t++) {
-                    const vm_var *v = &s->vars[af->var[t]];
-                    v0 += af->coef[t] * v->base;
-                    if (v->mode == VAR_RAMP) dv += af->coef[t];
-                }
-                int64_t v1 = v0 + dv * (n - 1);
-                {
-                    if ((uint64_t)v0 >= (uint64_t)b->shape[d])
-                        return fault(s, in, d, v0, b->shape[d]);
-                    if ((uint64_t)v1 >= (uint64_t)b->shape[d])
-                        return fault(s, in, d, v1, b->shape[d]);
-                }
+        /* the subscripts are linear along the block, so its two ends bound
+         * them, unless the arithmetic wraps (i64 wraps by the language's
+         * rules): then every element is checked on the general path */
+        int64_t start = 0, step = 0;
+        for (int d = 0; d < in->nsub && simple; d++) {
+            const vm_affine *af = &in->aff[d];
+            int64_t v0 = af->c0, dv = 0, v1, span, prod;
+            for (int t = 0; t < af->nterm && simple; t++) {
+                const vm_var *v = &s->vars[af->var[t]];
+                simple = !__builtin_mul_overflow(af->coef[t], v->base, &prod) &&
+                         !__builtin_add_overflow(v0, prod, &v0) &&
+                         !(v->mode == VAR_RAMP && __builtin_add_overflow(dv, af->coef[t], &dv));
+            }
+            simple = simple && !__builtin_mul_overflow(dv, (int64_t)(n - 1), &span) &&
+                     !__builtin_add_overflow(v0, span, &v1);
+            if (simple) {
+                if ((uint64_t)v0 >= (uint64_t)b->shape[d]) return fault(s, in, d, v0, b->shape[d]);
+                if ((uint64_t)v1 >= (uint64_t)b->shape[d]) return fault(s, in, d, v1, b->shape[d]);
                 start += v0 * b->strides[d];
                 step += dv * b->strides[d];
             }
+        }
+        if (simple) {
             if (step == 1 && plan_ct_of_dtype(b->dtype) == in->type && b->dtype != RED_BOOL &&
                 b->dtype != RED_F16 && b->dtype != RED_BF16) {
                 /* contiguous and already in the compute type: read in place */
@@ -458,16 +464,18 @@ static int run_load(vm_state *s, const vm_instr *in, int n, void *dst)
         const int64_t *sv;
         if (in->affine) {
             const vm_affine *af = &in->aff[d];
-            for (int j = 0; j < n; j++) sub[j] = af->c0;
+            /* wrapping i64 arithmetic, through uint64 (no UB) */
+            uint64_t *us = (uint64_t *)sub;
+            for (int j = 0; j < n; j++) us[j] = (uint64_t)af->c0;
             for (int t = 0; t < af->nterm; t++) {
                 const vm_var *v = &s->vars[af->var[t]];
-                int64_t k = af->coef[t];
+                uint64_t k = (uint64_t)af->coef[t];
                 if (v->mode == VAR_CONST)
-                    for (int j = 0; j < n; j++) sub[j] += k * v->base;
+                    for (int j = 0; j < n; j++) us[j] += k * (uint64_t)v->base;
                 else if (v->mode == VAR_RAMP)
-                    for (int j = 0; j < n; j++) sub[j] += k * (v->base + j);
+                    for (int j = 0; j < n; j++) us[j] += k * ((uint64_t)v->base + (uint64_t)j);
                 else
-                    for (int j = 0; j < n; j++) sub[j] += k * v->vec[j];
+                    for (int j = 0; j < n; j++) us[j] += k * (uint64_t)v->vec[j];
             }
             sv = sub;
         } else {
@@ -502,12 +510,12 @@ static int affine_of(const ir *x, vm_affine *af, int64_t scale, int *maxvar)
     switch (x->kind) {
     case IR_CONST:
         if (CT_IS_FLOAT(x->type)) return 0;
-        af->c0 += scale * x->c.i;
+        af->c0 = (int64_t)((uint64_t)af->c0 + (uint64_t)scale * (uint64_t)x->c.i);
         return 1;
     case IR_INDEX:
         for (int t = 0; t < af->nterm; t++)
             if (af->var[t] == x->slot) {
-                af->coef[t] += scale;
+                af->coef[t] = (int64_t)((uint64_t)af->coef[t] + (uint64_t)scale);
                 return 1;
             }
         if (af->nterm == VM_MAX_TERMS) return 0;
@@ -518,11 +526,15 @@ static int affine_of(const ir *x, vm_affine *af, int64_t scale, int *maxvar)
     case IR_OP:
         if (x->type != CT_I64) return 0;
         if (x->op == OP_ADD) return affine_of(x->args[0], af, scale, maxvar) && affine_of(x->args[1], af, scale, maxvar);
-        if (x->op == OP_SUB) return affine_of(x->args[0], af, scale, maxvar) && affine_of(x->args[1], af, -scale, maxvar);
-        if (x->op == OP_NEG) return affine_of(x->args[0], af, -scale, maxvar);
+        if (x->op == OP_SUB)
+            return affine_of(x->args[0], af, scale, maxvar) &&
+                   affine_of(x->args[1], af, (int64_t)(0 - (uint64_t)scale), maxvar);
+        if (x->op == OP_NEG) return affine_of(x->args[0], af, (int64_t)(0 - (uint64_t)scale), maxvar);
         if (x->op == OP_MUL) {
-            if (x->args[1]->kind == IR_CONST) return affine_of(x->args[0], af, scale * x->args[1]->c.i, maxvar);
-            if (x->args[0]->kind == IR_CONST) return affine_of(x->args[1], af, scale * x->args[0]->c.i, maxvar);
+            if (x->args[1]->kind == IR_CONST)
+                return affine_of(x->args[0], af, (int64_t)((uint64_t)scale * (uint64_t)x->args[1]->c.i), maxvar);
+            if (x->args[0]->kind == IR_CONST)
+                return affine_of(x->args[1], af, (int64_t)((uint64_t)scale * (uint64_t)x->args[0]->c.i), maxvar);
         }
         return 0;
     default:
