@@ -462,6 +462,7 @@ static int lower_index(ck *c, scope *s, const ast_node *n, val *out)
             return err_at(c, e->pos, RED_ERR_TYPE, "subscript of '%s' must be an integer, not %s",
                           n->name, plan_ct_name(t));
         ir *x = ir_cast(c->b, CT_I64, v.c[0]);
+        if (!x) return nomem(c);
         subs[d] = x;
         /* v or v + c (c >= 0) bounds the extent of v */
         if (x->kind == IR_INDEX) {
@@ -476,7 +477,6 @@ static int lower_index(ck *c, scope *s, const ast_node *n, val *out)
             if (l->kind == IR_INDEX && r->kind == IR_CONST && r->c.i >= 0)
                 TRY(add_constraint(c, l->slot, buf, d, r->c.i, e->pos));
         }
-        if (!x) return nomem(c);
     }
     *out = mk(ir_load(c->b, plan_ct_of_dtype(bd->dtype), buf, n->nargs, subs, n->pos), 0);
     if (!out->c[0]) return nomem(c);

@@ -560,8 +560,6 @@ static void fold_user(const plan_red *rd, ustate *u, void *const *vals, int n, c
         for (int c = 0; c < k; c++) {
             int sz = plan_ct_size(rd->acc[c]);
             void *pa = vm_param_reg(&u->st, 2 * c), *pb = vm_param_reg(&u->st, 2 * c + 1);
-            unsigned char tmpa[VM_B * 8 / 2 > 1 ? 1 : 1];
-            (void)tmpa;
             /* parameters not used by the combine have no register: use a
              * scratch so the layout stays the same */
             unsigned char *da = pa ? pa : (unsigned char *)u->st.scratch;
@@ -642,7 +640,7 @@ static void acc_write(const pass_ctx *pc, const plan_red *rd, const cacc *a, int
         if (rd->rop == ROP_ARGMIN || rd->rop == ROP_ARGMAX)
             ((int64_t *)t->data)[off] = a->has ? a->idx : -1;
         else
-            write_value((void *)t->data, rd->acc[c], off, a->has ? a->v[c] : a->v[c]);
+            write_value((void *)t->data, rd->acc[c], off, a->v[c]);
     }
 }
 
@@ -747,8 +745,6 @@ static int run_chunk(const pass_ctx *pc, tstate *ts, int64_t cs, int64_t ce, par
                              arg_index(pc, r->o, r->t0), &ts->cur[q]);
         }
         pos += n;
-        /* skip the linear positions of outputs with empty domains: none exist
-         * (they occupy no positions) */
     }
     if (cur_o >= 0) {
         int64_t end_o = out_start(pc, cur_o) + out_count(pc, cur_o);
@@ -912,7 +908,7 @@ static int run_keyed(pass_ctx *pc, util_diag *diag)
                 }
                 const int64_t *key = vm_reg(&ts.st, ts.st.prog->out[pc->key_root]);
                 /* runs of equal keys fold together */
-                int64_t t0 = pos - 0;
+                int64_t t0 = pos;
                 for (int j = 0; j < n;) {
                     int e = j + 1;
                     while (e < n && key[e] == key[j]) e++;
