@@ -182,7 +182,12 @@ typedef enum red_option {
     RED_OPT_THREADS    = 3, /* CPU threads, 0 = all cores            default 0    */
     /* 4 is reserved.  Subscripts are always bounds-checked: redjit never
      * reads outside an array. */
-    RED_OPT_RESULTS    = 5  /* RED_RESULTS_*: where GPU results stay  default HOST */
+    RED_OPT_RESULTS    = 5, /* RED_RESULTS_*: where GPU results stay  default HOST */
+    RED_OPT_CACHE_MB   = 6  /* memory, in MiB, the context may keep for parsed
+                               programs and their plans (red_eval's cache and
+                               prepared texts); the oldest are dropped beyond it.
+                               Context only (RED_ERR_ARG on an expression).
+                               0..65536                            default 64   */
 } red_option;
 
 /* RED_RESULTS_DEVICE: results of a GPU run stay in device memory;
@@ -222,7 +227,8 @@ RED_API int red_prepare(red_ctx *ctx, const char *text, red_expr **out);
 /* Release an expression and its results.  NULL is a no-op. */
 RED_API void red_finalize(red_expr *e);
 
-/* Per-expression override of a context option (same values). */
+/* Per-expression override of a context option (same values; not
+ * RED_OPT_CACHE_MB, which belongs to the context). */
 RED_API int red_expr_set_option(red_expr *e, red_option opt, int value);
 
 /* Bind an array (any rank 0..8) to `name`.  The descriptor is copied; the
@@ -314,6 +320,9 @@ typedef struct red_cache_info {
     double    compile_ms;      /* total NVRTC time                         */
     long long pool_bytes;      /* device memory the buffer pool holds      */
     long long pool_in_use;     /* of which in use                          */
+    long long programs;        /* parsed texts the context keeps           */
+    long long plans;           /* their plans (one per binding signature)  */
+    long long program_bytes;   /* host memory of both (RED_OPT_CACHE_MB)   */
 } red_cache_info;
 
 /* Device memory from the context's pool (for arrays that live on the GPU
@@ -324,7 +333,8 @@ RED_API void red_device_free(red_ctx *ctx, void *ptr);
 RED_API int red_memcpy(red_ctx *ctx, void *dst, red_memory dst_memory, const void *src,
                        red_memory src_memory, size_t bytes);
 
-/* Statistics of the kernel caches of `ctx` (zeros before the GPU is used). */
+/* Statistics of the caches of `ctx`: kernels (zeros before the GPU is used)
+ * and parsed programs. */
 RED_API int red_cache_stats(red_ctx *ctx, red_cache_info *info);
 /* Remove every entry of the on-disk kernel cache ($REDJIT_CACHE_DIR, else
  * $XDG_CACHE_HOME/redjit, else ~/.cache/redjit; REDJIT_CACHE=0 disables it).

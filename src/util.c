@@ -26,6 +26,13 @@ void util_arena_free(util_arena *a)
     memset(a, 0, sizeof *a);
 }
 
+size_t util_arena_bytes(const util_arena *a)
+{
+    size_t n = 0;
+    for (const util_arena_chunk *c = a->head; c; c = c->next) n += sizeof *c + c->cap;
+    return n;
+}
+
 void *util_arena_alloc(util_arena *a, size_t n)
 {
     n = (n + 15) & ~(size_t)15;

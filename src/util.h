@@ -27,6 +27,8 @@ void  util_arena_free(util_arena *a);
 /* Zeroed memory, 16-byte aligned; NULL (and a->failed set) when out of memory. */
 void *util_arena_alloc(util_arena *a, size_t n);
 char *util_arena_strndup(util_arena *a, const char *s, size_t n);
+/* Bytes the arena holds from malloc (its chunks). */
+size_t util_arena_bytes(const util_arena *a);
 
 /* ---- String buffer -------------------------------------------------------- */
 typedef struct util_buf {

@@ -469,11 +469,13 @@ static int cmd_cache(repl_session *s, const char *args)
         session_lib_error(s, rc, red_errmsg(s->ctx), 0);
         return 1;
     }
-    char pool[32], used[32];
+    char pool[32], used[32], progs[32];
     fmt_bytes(pool, sizeof pool, (double)c.pool_bytes);
     fmt_bytes(used, sizeof used, (double)c.pool_in_use);
+    fmt_bytes(progs, sizeof progs, (double)c.program_bytes);
     printf("memory hits   %lld\ndisk hits     %lld\ncompiles      %lld (%.1f ms NVRTC)\n"
-           "buffer pool   %s, %s in use\n", c.memory_hits, c.disk_hits, c.compiles, c.compile_ms, pool, used);
+           "buffer pool   %s, %s in use\nprograms      %lld parsed, %lld plans, %s\n", c.memory_hits, c.disk_hits,
+           c.compiles, c.compile_ms, pool, used, c.programs, c.plans, progs);
     return 0;
 }
 

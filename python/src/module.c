@@ -260,9 +260,10 @@ static PyObject *context_cache_stats(rjp_context *self, PyObject *unused)
         rjp_raise(RED_ERR_ARG, red_errmsg(self->ctx));
         return NULL;
     }
-    return Py_BuildValue("{s:L,s:L,s:L,s:d,s:L,s:L}", "memory_hits", i.memory_hits, "disk_hits", i.disk_hits,
-                         "compiles", i.compiles, "compile_ms", i.compile_ms, "pool_bytes", i.pool_bytes,
-                         "pool_in_use", i.pool_in_use);
+    return Py_BuildValue("{s:L,s:L,s:L,s:d,s:L,s:L,s:L,s:L,s:L}", "memory_hits", i.memory_hits, "disk_hits",
+                         i.disk_hits, "compiles", i.compiles, "compile_ms", i.compile_ms, "pool_bytes", i.pool_bytes,
+                         "pool_in_use", i.pool_in_use, "programs", i.programs, "plans", i.plans, "program_bytes",
+                         i.program_bytes);
 }
 
 static PyObject *context_cache_clear(rjp_context *self, PyObject *unused)

@@ -23,8 +23,9 @@
 #include "runtime/kcache.h"
 #include "redjit.h"
 
-#define PROGRAM_CACHE_MAX 256
-#define PLAN_CACHE_MAX 16
+#define PROGRAM_CACHE_MAX 256     /* texts a context keeps parsed               */
+#define PLAN_CACHE_MAX 16         /* binding signatures a program keeps planned */
+#define CACHE_MB_DEFAULT 64       /* RED_OPT_CACHE_MB                           */
 
 /* ---- versions, names ------------------------------------------------------ */
 
@@ -148,21 +149,36 @@ RED_API void red_free(void *p) { free(p); }
 
 /* ---- programs and their plans ------------------------------------------------ */
 
+/* A plan for one binding signature of a program.  Counted references: the
+ * program's list holds one, and so does each expression that last ran it or
+ * whose results came from it, so a plan dropped from the list (beyond
+ * PLAN_CACHE_MAX, or with its program) lives until they are done. */
 typedef struct plan_entry {
     char *sig;              /* canonical signature text */
     util_arena arena;
     plan *plan;
+    size_t bytes;
+    int refs;
     struct plan_entry *next;
 } plan_entry;
 
+static void plan_entry_unref(plan_entry *pe)
+{
+    if (!pe || __atomic_sub_fetch(&pe->refs, 1, __ATOMIC_ACQ_REL) > 0) return;
+    util_arena_free(&pe->arena);
+    free(pe->sig);
+    free(pe);
+}
+
 typedef struct program {
     char *text;
+    uint64_t hash;          /* of text */
+    size_t bytes;           /* text and AST */
     util_arena arena;       /* the AST */
     ast_program *ast;
     int refs;
     pthread_mutex_t lock;   /* guards plans */
-    plan_entry *plans;
-    int nplans;
+    plan_entry *plans;      /* newest first, at most PLAN_CACHE_MAX */
 } program;
 
 static void program_unref(program *pg)
@@ -171,9 +187,7 @@ static void program_unref(program *pg)
     if (__atomic_sub_fetch(&pg->refs, 1, __ATOMIC_ACQ_REL) > 0) return;
     for (plan_entry *e = pg->plans; e;) {
         plan_entry *n = e->next;
-        util_arena_free(&e->arena);
-        free(e->sig);
-        free(e);
+        plan_entry_unref(e);
         e = n;
     }
     util_arena_free(&pg->arena);
@@ -182,7 +196,24 @@ static void program_unref(program *pg)
     free(pg);
 }
 
-static int program_new(const char *text, program **out, util_diag *diag)
+static uint64_t text_hash(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull;   /* FNV-1a */
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+/* Memory a program holds, its plans included. */
+static size_t program_bytes(program *pg)
+{
+    pthread_mutex_lock(&pg->lock);
+    size_t n = pg->bytes;
+    for (plan_entry *e = pg->plans; e; e = e->next) n += e->bytes;
+    pthread_mutex_unlock(&pg->lock);
+    return n;
+}
+
+static int program_new(const char *text, uint64_t hash, program **out, util_diag *diag)
 {
     program *pg = calloc(1, sizeof *pg);
     if (!pg) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
@@ -199,6 +230,8 @@ static int program_new(const char *text, program **out, util_diag *diag)
         program_unref(pg);
         return rc;
     }
+    pg->hash = hash;
+    pg->bytes = sizeof *pg + strlen(text) + 1 + util_arena_bytes(&pg->arena);
     *out = pg;
     return 0;
 }
@@ -215,8 +248,8 @@ struct red_ctx {
     red_log_fn log;
     void *log_user;
     char errmsg[UTIL_DIAG_MAX];
-    cache_entry cache[PROGRAM_CACHE_MAX];
-    int ncache, next_evict;
+    cache_entry cache[PROGRAM_CACHE_MAX];   /* oldest first */
+    int ncache;
     red_expr *exprs;        /* live prepared expressions (closed with ctx) */
     gpu_dev *gpu;           /* opened on first use                          */
     int gpu_tried;
@@ -256,7 +289,8 @@ struct red_expr {
     int results_on_device;  /* temps.t[].data are device pointers           */
     /* the plan for the binding signature of the last run: rebinding the
      * same names with arrays of the same kinds, types and ranks reuses it */
-    plan *last_plan;
+    plan_entry *last_pe;
+    plan_entry *run_pe;     /* the plan of the current results (a queued GPU run reads it) */
     int sig_dirty;
     red_timings timings;
 };
@@ -277,6 +311,7 @@ RED_API int red_open(red_ctx **out)
     red_ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return RED_ERR_NOMEM;
     pthread_mutex_init(&ctx->lock, NULL);
+    ctx->opt[RED_OPT_CACHE_MB] = CACHE_MB_DEFAULT;
     *out = ctx;
     return RED_OK;
 }
@@ -312,6 +347,7 @@ static int check_opt(red_option opt, int value)
     case RED_OPT_STRATEGY: return value >= RED_STRATEGY_AUTO && value <= RED_STRATEGY_SEGMENTED;
     case RED_OPT_THREADS: return value >= 0 && value <= 4096;
     case RED_OPT_RESULTS: return value == RED_RESULTS_HOST || value == RED_RESULTS_DEVICE;
+    case RED_OPT_CACHE_MB: return value >= 0 && value <= 65536;
     }
     return 0;
 }
@@ -343,12 +379,36 @@ RED_API void red_set_log(red_ctx *ctx, red_log_fn fn, void *user)
     pthread_mutex_unlock(&ctx->lock);
 }
 
+/* Drop the oldest cached programs while the cache holds more than
+ * RED_OPT_CACHE_MB (expressions using one keep it alive by reference). */
+static void ctx_trim(red_ctx *ctx)
+{
+    program *drop[PROGRAM_CACHE_MAX];
+    int ndrop = 0;
+    pthread_mutex_lock(&ctx->lock);
+    size_t budget = (size_t)ctx->opt[RED_OPT_CACHE_MB] << 20, total = 0;
+    size_t bytes[PROGRAM_CACHE_MAX];
+    for (int i = 0; i < ctx->ncache; i++) total += bytes[i] = program_bytes(ctx->cache[i].pg);
+    while (ndrop < ctx->ncache && total > budget) {
+        total -= bytes[ndrop];
+        drop[ndrop] = ctx->cache[ndrop].pg;
+        ndrop++;
+    }
+    if (ndrop) {
+        memmove(ctx->cache, ctx->cache + ndrop, (size_t)(ctx->ncache - ndrop) * sizeof ctx->cache[0]);
+        ctx->ncache -= ndrop;
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    for (int i = 0; i < ndrop; i++) program_unref(drop[i]);
+}
+
 /* The cached program for `text`, parsed on a miss. */
 static int ctx_program(red_ctx *ctx, const char *text, program **out, util_diag *diag)
 {
+    uint64_t h = text_hash(text);
     pthread_mutex_lock(&ctx->lock);
-    for (int i = 0; i < ctx->ncache; i++)
-        if (strcmp(ctx->cache[i].pg->text, text) == 0) {
+    for (int i = ctx->ncache - 1; i >= 0; i--)
+        if (ctx->cache[i].pg->hash == h && strcmp(ctx->cache[i].pg->text, text) == 0) {
             program *pg = ctx->cache[i].pg;
             __atomic_add_fetch(&pg->refs, 1, __ATOMIC_ACQ_REL);
             pthread_mutex_unlock(&ctx->lock);
@@ -357,20 +417,20 @@ static int ctx_program(red_ctx *ctx, const char *text, program **out, util_diag 
         }
     pthread_mutex_unlock(&ctx->lock);
     program *pg = NULL;
-    int rc = program_new(text, &pg, diag);
+    int rc = program_new(text, h, &pg, diag);
     if (rc) return rc;
+    program *old = NULL;
     pthread_mutex_lock(&ctx->lock);
-    int slot;
-    if (ctx->ncache < PROGRAM_CACHE_MAX) {
-        slot = ctx->ncache++;
-    } else {
-        slot = ctx->next_evict;
-        ctx->next_evict = (ctx->next_evict + 1) % PROGRAM_CACHE_MAX;
-        program_unref(ctx->cache[slot].pg);
+    if (ctx->ncache == PROGRAM_CACHE_MAX) {
+        old = ctx->cache[0].pg;
+        memmove(ctx->cache, ctx->cache + 1, (size_t)(PROGRAM_CACHE_MAX - 1) * sizeof ctx->cache[0]);
+        ctx->ncache--;
     }
-    ctx->cache[slot].pg = pg;
+    ctx->cache[ctx->ncache++].pg = pg;
     __atomic_add_fetch(&pg->refs, 1, __ATOMIC_ACQ_REL);
     pthread_mutex_unlock(&ctx->lock);
+    program_unref(old);
+    ctx_trim(ctx);
     *out = pg;
     return 0;
 }
@@ -398,6 +458,8 @@ static void expr_clear_results(red_expr *e)
     e->result_name = NULL;
     e->detached = NULL;
     e->nresults = 0;
+    plan_entry_unref(e->run_pe);
+    e->run_pe = NULL;
 }
 
 static void expr_init(red_expr *e, red_ctx *ctx, program *pg)
@@ -414,6 +476,8 @@ static void expr_release(red_expr *e)
     for (int i = 0; i < e->nbinds; i++) free(e->binds[i].name);
     free(e->binds);
     util_buf_free(&e->explain);
+    plan_entry_unref(e->last_pe);
+    e->last_pe = NULL;
     program_unref(e->pg);
 }
 
@@ -469,7 +533,7 @@ RED_API void red_finalize(red_expr *e)
 
 RED_API int red_expr_set_option(red_expr *e, red_option opt, int value)
 {
-    if (!e || !check_opt(opt, value)) return RED_ERR_ARG;
+    if (!e || !check_opt(opt, value) || opt == RED_OPT_CACHE_MB) return RED_ERR_ARG;
     e->opt[opt] = value;
     e->opt_set[opt] = 1;
     return RED_OK;
@@ -637,8 +701,8 @@ static int cmp_binding(const void *x, const void *y)
 static int expr_plan(red_expr *e, plan **out)
 {
     program *pg = e->pg;
-    if (e->last_plan && !e->sig_dirty) {
-        *out = e->last_plan;   /* plans live as long as their program */
+    if (e->last_pe && !e->sig_dirty) {
+        *out = e->last_pe->plan;
         return 0;
     }
     /* canonical signature: bindings sorted by name */
@@ -658,10 +722,13 @@ static int expr_plan(red_expr *e, plan **out)
     pthread_mutex_lock(&pg->lock);
     for (plan_entry *pe = pg->plans; pe; pe = pe->next)
         if (strcmp(pe->sig, s) == 0) {
-            *out = e->last_plan = pe->plan;
-            e->sig_dirty = 0;
+            __atomic_add_fetch(&pe->refs, 1, __ATOMIC_ACQ_REL);
             pthread_mutex_unlock(&pg->lock);
             util_buf_free(&sig);
+            plan_entry_unref(e->last_pe);
+            e->last_pe = pe;
+            e->sig_dirty = 0;
+            *out = pe->plan;
             return 0;
         }
     pthread_mutex_unlock(&pg->lock);
@@ -701,16 +768,32 @@ static int expr_plan(red_expr *e, plan **out)
         free(pe);
         return fail(e, RED_ERR_NOMEM);
     }
+    pe->bytes = sizeof *pe + strlen(pe->sig) + 1 + util_arena_bytes(&pe->arena);
+    pe->refs = 2;   /* the list's and this expression's */
+    /* newest first; entries beyond PLAN_CACHE_MAX leave the list (an
+     * expression still using one keeps it alive) */
+    plan_entry *drop = NULL;
     pthread_mutex_lock(&pg->lock);
-    /* keep the cache small: drop the oldest entries beyond the limit; a plan
-     * in use by another thread stays valid because entries are only dropped
-     * when the program itself dies */
     pe->next = pg->plans;
     pg->plans = pe;
-    pg->nplans++;
+    int k = 1;
+    for (plan_entry *q = pe; q; q = q->next, k++)
+        if (k == PLAN_CACHE_MAX) {
+            drop = q->next;
+            q->next = NULL;
+            break;
+        }
     pthread_mutex_unlock(&pg->lock);
-    *out = e->last_plan = p;
+    while (drop) {
+        plan_entry *n = drop->next;
+        plan_entry_unref(drop);
+        drop = n;
+    }
+    plan_entry_unref(e->last_pe);
+    e->last_pe = pe;
     e->sig_dirty = 0;
+    *out = p;
+    ctx_trim(e->ctx);
     return 0;
 }
 
@@ -816,9 +899,11 @@ RED_API int red_run(red_expr *e)
     if (rc) return rc;
     plan *p;
     double tp = now_ms();
-    int was_cached = e->last_plan && !e->sig_dirty;
+    int was_cached = e->last_pe && !e->sig_dirty;
     rc = expr_plan(e, &p);
     if (rc) return rc;
+    e->run_pe = e->last_pe;   /* expr_clear_results let go of the previous one */
+    __atomic_add_fetch(&e->run_pe->refs, 1, __ATOMIC_ACQ_REL);
     if (!was_cached) e->timings.plan_ms = now_ms() - tp;
     vm_buf *bufs = calloc((size_t)p->nbufs + 1, sizeof *bufs);
     plan_value *scalars = calloc((size_t)p->nscalars + 1, sizeof *scalars);
@@ -1187,6 +1272,14 @@ RED_API int red_cache_stats(red_ctx *ctx, red_cache_info *info)
     memset(info, 0, sizeof *info);
     pthread_mutex_lock(&ctx->lock);
     gpu_dev *g = ctx->gpu;
+    info->programs = ctx->ncache;
+    for (int i = 0; i < ctx->ncache; i++) {
+        program *pg = ctx->cache[i].pg;
+        info->program_bytes += (long long)program_bytes(pg);
+        pthread_mutex_lock(&pg->lock);
+        for (plan_entry *e = pg->plans; e; e = e->next) info->plans++;
+        pthread_mutex_unlock(&pg->lock);
+    }
     pthread_mutex_unlock(&ctx->lock);
     if (!g) return RED_OK;
     gpu_stats s;
