@@ -655,26 +655,73 @@ static void emit_map_kernel(gen *g)
     util_buf_puts(o, ";\n    }\n}\n");
 }
 
-static const char entry_kernels[] =
-    "#define RJ_ENTRY extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK)\n"
-    "RJ_ENTRY rj_block(Params P) { rj_full_block_stage(P, blockIdx.x); }\n"
-    "RJ_ENTRY rj_seq(Params P) { rj_full_seq_stage(P); }\n"
-    "RJ_ENTRY rj_final(Params P) { rj_full_final(P); }\n"
-    "RJ_ENTRY rj_persist(Params P) { rj_full_persistent(P); }\n"
-    "RJ_ENTRY rj_seg1(Params P) { rj_segmented(P, 1); }\n"
-    "RJ_ENTRY rj_seg32(Params P) { rj_segmented(P, 32); }\n"
-    "RJ_ENTRY rj_segb(Params P) { rj_segmented(P, RJ_BLOCK); }\n"
-    "RJ_ENTRY rj_count(Params P)\n{\n"
-    "    if (blockIdx.x == 0 && threadIdx.x == 0) {\n"
-    "        long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];\n"
-    "        *(long long *)P.v[RJ_KSTATS] = out_range(P, 0, lo, sz);\n"
-    "    }\n}\n";
+/* The entry kernels (the map pass's one is in its body) and their groups (see
+ * cuda.h).  rj_final closes both the tree and the sequential strategy, so it
+ * is in both groups. */
+static const struct {
+    const char *name, *src;
+} entries[] = {
+    {"rj_block", "RJ_ENTRY rj_block(Params P) { rj_full_block_stage(P, blockIdx.x); }\n"},
+    {"rj_final", "RJ_ENTRY rj_final(Params P) { rj_full_final(P); }\n"},
+    {"rj_seq", "RJ_ENTRY rj_seq(Params P) { rj_full_seq_stage(P); }\n"},
+    {"rj_persist", "RJ_ENTRY rj_persist(Params P) { rj_full_persistent(P); }\n"},
+    {"rj_seg1", "RJ_ENTRY rj_seg1(Params P) { rj_segmented(P, 1); }\n"},
+    {"rj_seg32", "RJ_ENTRY rj_seg32(Params P) { rj_segmented(P, 32); }\n"},
+    {"rj_segb", "RJ_ENTRY rj_segb(Params P) { rj_segmented(P, RJ_BLOCK); }\n"},
+    {"rj_count", "RJ_ENTRY rj_count(Params P)\n{\n"
+                 "    if (blockIdx.x == 0 && threadIdx.x == 0) {\n"
+                 "        long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];\n"
+                 "        *(long long *)P.v[RJ_KSTATS] = out_range(P, 0, lo, sz);\n"
+                 "    }\n}\n"},
+    {"rj_kscan", "RJ_ENTRY rj_kscan(Params P) { rj_key_scan(P); }\n"},
+    {"rj_koffs", "RJ_ENTRY rj_koffs(Params P) { rj_key_offsets(P); }\n"},
+    {"rj_kpriv", "RJ_ENTRY rj_kpriv(Params P) { rj_keyed_private(P); }\n"},
+    {"rj_kcomb", "RJ_ENTRY rj_kcomb(Params P) { rj_keyed_combine(P); }\n"},
+};
 
-static const char keyed_kernels[] =
-    "RJ_ENTRY rj_kscan(Params P) { rj_key_scan(P); }\n"
-    "RJ_ENTRY rj_koffs(Params P) { rj_key_offsets(P); }\n"
-    "RJ_ENTRY rj_kpriv(Params P) { rj_keyed_private(P); }\n"
-    "RJ_ENTRY rj_kcomb(Params P) { rj_keyed_combine(P); }\n";
+static const char *const group_entries[CG_NGROUPS] = {   /* names, each NUL-terminated */
+    [CG_G_MAP] = "rj_map\0",
+    [CG_G_TREE] = "rj_block\0rj_final\0",
+    [CG_G_SEQ] = "rj_seq\0rj_final\0",
+    [CG_G_PERSIST] = "rj_persist\0",
+    [CG_G_SEG1] = "rj_seg1\0",
+    [CG_G_SEG32] = "rj_seg32\0",
+    [CG_G_SEGB] = "rj_segb\0",
+    [CG_G_COUNT] = "rj_count\0",
+    [CG_G_KSORTED] = "rj_kscan\0rj_koffs\0",
+    [CG_G_KPRIV] = "rj_kpriv\0rj_kcomb\0",
+};
+
+int cg_group_of(const char *entry)
+{
+    for (int g = 0; g < CG_NGROUPS; g++)
+        for (const char *n = group_entries[g]; *n; n += strlen(n) + 1)
+            if (strcmp(n, entry) == 0) return g;
+    return -1;
+}
+
+int cg_group_usable(int group, int kind)
+{
+    if (group < 0 || group >= CG_NGROUPS) return 0;
+    if (kind == CG_MAP) return group == CG_G_MAP;
+    if (group == CG_G_MAP) return 0;
+    if (group == CG_G_KSORTED || group == CG_G_KPRIV) return kind == CG_KEYED;
+    return 1;
+}
+
+void cg_add_group(util_buf *o, int group, int kind)
+{
+    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
+        int mine = 0;
+        if (group == CG_ALL_GROUPS) {
+            mine = cg_group_usable(cg_group_of(entries[i].name), kind);
+        } else if (cg_group_usable(group, kind)) {
+            for (const char *n = group_entries[group]; *n && !mine; n += strlen(n) + 1)
+                mine = strcmp(n, entries[i].name) == 0;
+        }
+        if (mine) util_buf_puts(o, entries[i].src);
+    }
+}
 
 int cg_generate(const plan *p, int pi, util_arena *a, cg_kernel *out, util_diag *diag)
 {
@@ -706,8 +753,7 @@ int cg_generate(const plan *p, int pi, util_arena *a, cg_kernel *out, util_diag 
         emit_acc_write(&g);
         if (ps->key) emit_key_at(&g);
         util_buf_puts(o, rj_reduce_cuh);
-        util_buf_puts(o, entry_kernels);
-        if (ps->key) util_buf_puts(o, keyed_kernels);
+        util_buf_puts(o, "#define RJ_ENTRY extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK)\n");
     }
     if (o->failed) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
     return 0;

@@ -1,9 +1,12 @@
 /*
  * cuda.h -- CUDA source generation: one self-contained source per plan pass
- * (no CUB or Thrust: NVRTC compiles it in tens of milliseconds).  The source
- * depends only on the pass, never on sizes or strategy: sizes travel in a
- * parameter block and the strategy picks which entry kernels to launch, so a
- * compiled module serves every size and every strategy of that pass.
+ * (no CUB or Thrust).  The source depends only on the pass, never on sizes:
+ * sizes travel in a parameter block.  It is generated in two parts: the body
+ * (the pass's element code, accumulator and the strategy templates) and the
+ * entry kernels, in groups, each group the kernels one launch sequence needs
+ * (tree: rj_block + rj_final, persistent: rj_persist, ...).  NVRTC's time grows
+ * with every entry kernel, since each inlines the element code, so the runtime
+ * compiles the body with one group at a time, the first time a run needs it.
  */
 #ifndef RED_CG_CUDA_H
 #define RED_CG_CUDA_H
@@ -36,6 +39,17 @@ enum { CG_MAP, CG_FULL, CG_PARTIAL, CG_KEYED };
 /* Generate the source for pass `pi`.  Allocations for the layout come from
  * `a`; the source buffer must be freed with util_buf_free. */
 int cg_generate(const plan *p, int pi, util_arena *a, cg_kernel *out, util_diag *diag);
+
+/* Entry-kernel groups.  cg_group_of gives the group that defines `entry`
+ * ("rj_persist", ...), or -1; cg_group_usable says whether a group belongs in
+ * a module of a pass of `kind`; cg_add_group appends a group's kernels to a
+ * body made by cg_generate.  CG_ALL_GROUPS: every usable group at once (for
+ * red_precompile and red_explain). */
+enum { CG_G_MAP, CG_G_TREE, CG_G_SEQ, CG_G_PERSIST, CG_G_SEG1, CG_G_SEG32, CG_G_SEGB, CG_G_COUNT,
+       CG_G_KSORTED, CG_G_KPRIV, CG_NGROUPS, CG_ALL_GROUPS = -1 };
+int cg_group_of(const char *entry);
+int cg_group_usable(int group, int kind);
+void cg_add_group(util_buf *o, int group, int kind);
 
 /* The embedded device helpers (generated at build time from .cuh files). */
 extern const char rj_prelude_cuh[];
