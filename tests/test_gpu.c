@@ -6,6 +6,7 @@
  * compiles nothing).  Exits 77 (skipped) where no GPU is usable.
  *
  *   test_gpu [--max-log2 N]        (default 28)
+ *   test_gpu --huge                2^32 + 2^20 + 3 elements, 12 GiB of host and device memory
  */
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
@@ -330,12 +331,102 @@ static int run_child(const char *self, const char *dir)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 126;
 }
 
+/* --huge: more than 2^32 elements (64-bit indexing), more than 4 GiB in one
+ * array.  The arrays are copied to device memory once and bound there; the
+ * CPU executor computes the references from the host copies.  b: 2^32 + 2^20
+ * + 3 bools (4 GiB), every third true; h: as many f16 values k/16. */
+static uint16_t half_of(float f)   /* exact for the normal values used here */
+{
+    if (f == 0) return 0;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (uint16_t)(((u >> 16) & 0x8000) | ((((u >> 23) & 0xff) - 127 + 15) << 10) | ((u >> 13) & 0x3ff));
+}
+
+static void huge(red_ctx *ctx)
+{
+    const int64_t n = ((int64_t)1 << 32) + (1 << 20) + 3;
+    unsigned char *b = malloc((size_t)n);
+    uint16_t *h = malloc((size_t)n * 2);
+    void *db = NULL, *dh = NULL;
+    if (!b || !h || red_device_alloc(ctx, (size_t)n, &db) || red_device_alloc(ctx, (size_t)n * 2, &dh)) {
+        CHECK(0, "huge: cannot allocate 12 GiB of host and device memory: %s", red_errmsg(ctx));
+        free(b);
+        free(h);
+        if (db) red_device_free(ctx, db);
+        return;
+    }
+    uint16_t hv[16];
+    for (int k = 0; k < 16; k++) hv[k] = half_of((float)k / 16);
+    for (int64_t i = 0; i < n; i++) {
+        b[i] = i % 3 == 0;
+        h[i] = hv[i & 15];
+    }
+    CHECK(red_memcpy(ctx, db, RED_MEM_CUDA, b, RED_MEM_HOST, (size_t)n) == RED_OK &&
+          red_memcpy(ctx, dh, RED_MEM_CUDA, h, RED_MEM_HOST, (size_t)n * 2) == RED_OK, "huge: copies to the device");
+    red_binding host[2], dev[2];
+    host[0].name = dev[0].name = "b";
+    host[1].name = dev[1].name = "h";
+    red_array_init(&host[0].array, b, RED_BOOL, 1, &n, NULL);
+    red_array_init(&host[1].array, h, RED_F16, 1, &n, NULL);
+    dev[0] = host[0];
+    dev[1] = host[1];
+    dev[0].array.data = db;
+    dev[1].array.data = dh;
+    dev[0].array.memory = dev[1].array.memory = RED_MEM_CUDA;
+    static const gcase cases[] = {
+        {"count(b)", NULL},
+        {"max(b[i] ? i : -1) over i", NULL},
+        {"argmax(h)", NULL},
+        {"sum(h)", "sum(abs(h))"},
+        {"sum(h[i]) by i % 5", "sum(abs(h[i])) by i % 5"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        double *ref[8], *mag[8];
+        int64_t nref[8], nmag[8];
+        int nr = 0, nm = 0;
+        if (eval(ctx, RED_DEVICE_CPU, RED_STRATEGY_AUTO, cases[c].text, host, 2, ref, nref, &nr)) {
+            CHECK(0, "huge: %s on the CPU", cases[c].text);
+            continue;
+        }
+        if (cases[c].mag) eval(ctx, RED_DEVICE_CPU, RED_STRATEGY_AUTO, cases[c].mag, host, 2, mag, nmag, &nm);
+        for (int s = 0; s < 5; s++) {
+            double *got[8];
+            int64_t ng[8];
+            int ngot = 0;
+            if (eval(ctx, RED_DEVICE_GPU, s, cases[c].text, dev, 2, got, ng, &ngot)) {
+                CHECK(0, "huge: %s [%s] failed on the GPU", cases[c].text, strategy_names[s]);
+                continue;
+            }
+            int ok = ngot == nr && ng[0] == nref[0];
+            for (int64_t i = 0; ok && i < nref[0]; i++) {
+                double tol = nm ? 2e-5 * fabs(mag[0][i]) : 0;
+                if (fabs(got[0][i] - ref[0][i]) > tol) {
+                    ok = 0;
+                    printf("  huge: %s [%s] [%lld]: gpu %.17g cpu %.17g (tolerance %g)\n", cases[c].text,
+                           strategy_names[s], (long long)i, got[0][i], ref[0][i], tol);
+                }
+            }
+            CHECK(ok, "huge: %s [%s] over %lld elements", cases[c].text, strategy_names[s], (long long)n);
+            for (int r = 0; r < ngot; r++) free(got[r]);
+        }
+        for (int r = 0; r < nr; r++) free(ref[r]);
+        for (int r = 0; r < nm; r++) free(mag[r]);
+    }
+    red_device_free(ctx, db);
+    red_device_free(ctx, dh);
+    free(b);
+    free(h);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--cache-child") == 0) return cache_child();
-    int max_log2 = 28;
-    for (int i = 1; i + 1 < argc; i++)
-        if (strcmp(argv[i], "--max-log2") == 0) max_log2 = atoi(argv[i + 1]);
+    int max_log2 = 28, only_huge = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--max-log2") == 0 && i + 1 < argc) max_log2 = atoi(argv[i + 1]);
+        if (strcmp(argv[i], "--huge") == 0) only_huge = 1;
+    }
     setvbuf(stdout, NULL, _IOLBF, 0);
     red_ctx *ctx;
     red_open(&ctx);
@@ -343,6 +434,12 @@ int main(int argc, char **argv)
         printf("test_gpu: no GPU (%s): skipped\n", red_errmsg(ctx));
         red_close(ctx);
         return 77;
+    }
+    if (only_huge) {
+        huge(ctx);
+        red_close(ctx);
+        printf("%ld passed, %ld failed\n", npass, nfail);
+        return nfail ? 1 : 0;
     }
     sizes(ctx, max_log2);
     layouts(ctx, max_log2);

@@ -32,6 +32,8 @@ typedef unsigned long long CUdeviceptr;
 #define CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
 #define CU_MEMORYTYPE_DEVICE 2
 #define CUDA_ERROR_OUT_OF_MEMORY 2
+#define CUDA_ERROR_INVALID_IMAGE 200
+#define CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES 701
 
 typedef struct cu_api {
     CUresult (*Init)(unsigned);
@@ -121,12 +123,33 @@ static void nvrtc_load(void)
     nvrtc_ok = 1;
 }
 
+/* ---- fault injection (gpu.h) ------------------------------------------------------ */
+
+static int fault_countdown[GPU_NFAULTS];
+
+void gpu_inject_fault(int kind, int nth)
+{
+    if (kind >= 0 && kind < GPU_NFAULTS) __atomic_store_n(&fault_countdown[kind], nth, __ATOMIC_RELAXED);
+}
+
+/* 1 when this call of `kind` is the one to fail. */
+static int fault_now(int kind)
+{
+    int c = __atomic_load_n(&fault_countdown[kind], __ATOMIC_RELAXED);
+    while (c > 0)
+        if (__atomic_compare_exchange_n(&fault_countdown[kind], &c, c - 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+            return c == 1;
+    return 0;
+}
+
 /* Compile `src` for `arch` to a CUBIN (malloc'd). */
 static int nvrtc_compile(const char *src, const char *arch, void **cubin, size_t *size, double *ms,
                          util_diag *diag)
 {
     pthread_once(&nvrtc_once, nvrtc_load);
     if (!nvrtc_ok) return util_diag_set(diag, RED_ERR_DEVICE, "%s", nvrtc_err);
+    if (fault_now(GPU_FAULT_NVRTC))
+        return util_diag_set(diag, RED_ERR_COMPILE, "NVRTC rejected the generated kernel (injected fault)");
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     nvrtcProgram prog;
@@ -172,6 +195,8 @@ int gpu_compile_only(const plan *p, const char *arch, util_diag *diag)
     for (int pi = 0; pi < p->npasses && !rc; pi++) {
         cg_kernel k;
         rc = cg_generate(p, pi, &a, &k, diag);
+        cg_add_group(&k.src, CG_ALL_GROUPS, k.kind);
+        if (!rc && k.src.failed) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
         if (!rc) {
             void *cubin = NULL;
             size_t n = 0;
@@ -193,6 +218,7 @@ int gpu_explain(const plan *p, int strategy, util_buf *out, util_diag *diag)
     for (int pi = 0; pi < p->npasses && !rc; pi++) {
         cg_kernel k;
         rc = cg_generate(p, pi, &a, &k, diag);
+        cg_add_group(&k.src, CG_ALL_GROUPS, k.kind);
         if (!rc) {
             static const char *const kinds[] = {"map", "full reduction", "partial reduction", "keyed reduction"};
             util_buf_printf(out, "---- pass %d: %s kernel, %d parameters, accumulator %d bytes ----\n", pi,
@@ -244,8 +270,9 @@ typedef struct pass_entry {        /* generated and loaded kernels of one plan p
     } fn[16];
     int nfn;
     int pi;
-    CUmodule mod;
-    cg_kernel k;
+    CUmodule mods[CG_NGROUPS];     /* the body with one group of entry kernels, each
+                                      loaded the first time a run needs it */
+    cg_kernel k;                   /* the body */
     util_arena arena;
     struct pass_entry *next;
 } pass_entry;
@@ -422,7 +449,8 @@ static int pool_get(gpu_dev *g, size_t size, CUdeviceptr *out, util_diag *diag)
         return 0;
     }
     CUdeviceptr p;
-    CUresult r = g->cu.MemAlloc(&p, size);
+    int injected = fault_now(GPU_FAULT_ALLOC);
+    CUresult r = injected ? CUDA_ERROR_OUT_OF_MEMORY : g->cu.MemAlloc(&p, size);
     if (r == CUDA_ERROR_OUT_OF_MEMORY) {
         /* give the idle buffers back and try once more */
         int k = 0;
@@ -431,7 +459,7 @@ static int pool_get(gpu_dev *g, size_t size, CUdeviceptr *out, util_diag *diag)
             else g->pool[k++] = g->pool[i];
         }
         g->npool = k;
-        r = g->cu.MemAlloc(&p, size);
+        r = injected ? CUDA_ERROR_OUT_OF_MEMORY : g->cu.MemAlloc(&p, size);
     }
     if (r) return cu_fail(g, r, "cuMemAlloc", diag);
     if (g->npool == g->cappool) {
@@ -490,7 +518,7 @@ static int load_module(gpu_dev *g, const char *src, CUmodule *out, util_diag *di
         g->stats.disk_hits++;
     }
     CUmodule mod;
-    CUresult r = g->cu.ModuleLoadData(&mod, cubin);
+    CUresult r = fault_now(GPU_FAULT_MODULE_LOAD) ? CUDA_ERROR_INVALID_IMAGE : g->cu.ModuleLoadData(&mod, cubin);
     free(cubin);
     if (r) return cu_fail(g, r, "cuModuleLoadData", diag);
     module_entry *m = calloc(1, sizeof *m);
@@ -538,7 +566,6 @@ static int pass_kernels(gpu_dev *g, const plan *p, int pi, pass_entry **out, uti
     if (!e) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
     util_arena_init(&e->arena);
     int rc = cg_generate(p, pi, &e->arena, &e->k, diag);
-    if (!rc) rc = load_module(g, util_buf_str(&e->k.src), &e->mod, diag);
     if (rc) {
         util_buf_free(&e->k.src);
         util_arena_free(&e->arena);
@@ -598,9 +625,23 @@ static int get_fn(run_ctx *r, pass_entry *e, const char *name, int *slot)
             *slot = i;
             return 0;
         }
-    if (e->nfn == 16) return util_diag_set(diag, RED_ERR_INTERNAL, "too many kernels in one module");
+    if (e->nfn == 16) return util_diag_set(diag, RED_ERR_INTERNAL, "too many kernels in one pass");
+    int grp = cg_group_of(name);
+    if (!cg_group_usable(grp, e->k.kind))
+        return util_diag_set(diag, RED_ERR_INTERNAL, "no kernel %s in this pass", name);
+    if (!e->mods[grp]) {
+        /* the body and this group's entry kernels */
+        util_buf src;
+        util_buf_init(&src);
+        util_buf_puts(&src, util_buf_str(&e->k.src));
+        cg_add_group(&src, grp, e->k.kind);
+        int rc = src.failed ? util_diag_set(diag, RED_ERR_NOMEM, "out of memory")
+                            : load_module(g, util_buf_str(&src), &e->mods[grp], diag);
+        util_buf_free(&src);
+        if (rc) return rc;
+    }
     CUfunction f;
-    CU(g->cu.ModuleGetFunction(&f, e->mod, name), "cuModuleGetFunction");
+    CU(g->cu.ModuleGetFunction(&f, e->mods[grp], name), "cuModuleGetFunction");
     e->fn[e->nfn].name = name;
     e->fn[e->nfn].f = f;
     e->fn[e->nfn].occupancy = 0;
@@ -619,7 +660,9 @@ static int launch(run_ctx *r, pass_entry *e, const char *name, long long grid)
     if (grid < 1) grid = 1;
     if (grid > 0x7fffffff) grid = 0x7fffffff;
     void *args[] = {r->params};
-    CU(g->cu.LaunchKernel(f, (unsigned)grid, 1, 1, BLOCK, 1, 1, 0, r->s, args, NULL), name);
+    CU(fault_now(GPU_FAULT_LAUNCH) ? CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+                                   : g->cu.LaunchKernel(f, (unsigned)grid, 1, 1, BLOCK, 1, 1, 0, r->s, args, NULL),
+       name);
     return 0;
 }
 

@@ -73,6 +73,14 @@ int gpu_is_device_pointer(gpu_dev *g, const void *ptr);
 
 void gpu_get_stats(gpu_dev *g, gpu_stats *s);
 
+/* Fault injection, for tests (tests/test_faults.c): the `nth` next call of
+ * that kind in this process (1: the very next) fails as the real failure
+ * would: NVRTC rejecting a kernel, cuModuleLoadData failing, cuMemAlloc out
+ * of memory (the pool's retry included), a kernel launch refused
+ * (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES).  0 disarms. */
+enum { GPU_FAULT_NVRTC, GPU_FAULT_MODULE_LOAD, GPU_FAULT_ALLOC, GPU_FAULT_LAUNCH, GPU_NFAULTS };
+void gpu_inject_fault(int kind, int nth);
+
 /* The generated source of each pass, for red_explain. */
 int gpu_explain(const plan *p, int strategy, util_buf *out, util_diag *diag);
 
