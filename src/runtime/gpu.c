@@ -294,6 +294,8 @@ struct gpu_dev {
     pass_entry *passes;
     pool_buf *pool;
     int npool, cappool;
+    void *(*events)[4];            /* idle sets of a run's four timing events */
+    int nevents, capevents;
     gpu_stats stats;
     /* pinned host staging for the fault record and small results: they come
      * back with one asynchronous copy each and a single stream sync */
@@ -406,6 +408,9 @@ void gpu_close(gpu_dev *g)
     }
     for (int i = 0; i < g->npool; i++) g->cu.MemFree(g->pool[i].ptr);
     free(g->pool);
+    for (int i = 0; i < g->nevents; i++)
+        for (int k = 0; k < 4; k++) g->cu.EventDestroy(g->events[i][k]);
+    free(g->events);
     if (g->pinned) g->cu.MemFreeHost(g->pinned);
     g->cu.DevicePrimaryCtxRelease(g->dev);
     pthread_mutex_destroy(&g->lock);
@@ -860,6 +865,41 @@ static int report_device_fault(run_ctx *r, const unsigned long long err[4], cons
                         dim, name, (long long)err[3], shape);
 }
 
+/* A run's four timing events, reused from run to run (creating and destroying
+ * them every call costs more than recording them).  All four or none: a run
+ * without them just has no device timings.  Under g->lock. */
+static void events_take(gpu_dev *g, void *ev[4])
+{
+    if (g->nevents > 0) {
+        memcpy(ev, g->events[--g->nevents], 4 * sizeof *ev);
+        return;
+    }
+    for (int k = 0; k < 4; k++)
+        if (g->cu.EventCreate(&ev[k], 0)) {
+            while (k-- > 0) g->cu.EventDestroy(ev[k]);
+            memset(ev, 0, 4 * sizeof *ev);
+            return;
+        }
+}
+
+static void events_give(gpu_dev *g, void *ev[4])
+{
+    if (!ev[0]) return;
+    if (g->nevents == g->capevents) {
+        int cap = g->capevents ? 2 * g->capevents : 8;
+        void *(*n)[4] = cap <= 1024 ? realloc(g->events, (size_t)cap * sizeof *n) : NULL;
+        if (!n) {
+            for (int k = 0; k < 4; k++) g->cu.EventDestroy(ev[k]);
+            memset(ev, 0, 4 * sizeof *ev);
+            return;
+        }
+        g->events = n;
+        g->capevents = cap;
+    }
+    memcpy(g->events[g->nevents++], ev, 4 * sizeof *ev);
+    memset(ev, 0, 4 * sizeof *ev);
+}
+
 /* Wait for the run's work, read its fault record, give its buffers back. */
 int gpu_finish(gpu_dev *g, gpu_run *run, util_diag *diag)
 {
@@ -881,11 +921,7 @@ int gpu_finish(gpu_dev *g, gpu_run *run, util_diag *diag)
         if (!g->cu.EventElapsedTime(&b, run->ev[1], run->ev[2])) run->kernel_ms = b;
         if (!g->cu.EventElapsedTime(&c, run->ev[2], run->ev[3])) run->download_ms = c;
     }
-    for (int k = 0; k < 4; k++)
-        if (run->ev[k]) {
-            g->cu.EventDestroy(run->ev[k]);
-            run->ev[k] = NULL;
-        }
+    events_give(g, run->ev);
     for (int i = 0; i < run->nrelease; i++) pool_put(g, run->release[i]);
     if (run->ws) pool_put(g, run->ws);
     free(run->release);
@@ -971,8 +1007,7 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
         rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
     /* this run's own fault record, persistent-grid counter and key stats, so
      * runs on different streams never share them */
-    for (int k = 0; k < 4; k++)
-        if (g->cu.EventCreate(&run->ev[k], 0)) run->ev[k] = NULL;
+    events_take(g, run->ev);
     if (run->ev[0]) g->cu.EventRecord(run->ev[0], s);
     double nvrtc_before = g->stats.compile_ms;
     if (!rc) rc = pool_get(g, 128, &run->ws, diag);
