@@ -700,6 +700,14 @@ int cg_group_of(const char *entry)
     return -1;
 }
 
+int cg_group_has(int group, const char *entry)
+{
+    if (group < 0 || group >= CG_NGROUPS) return 0;
+    for (const char *n = group_entries[group]; *n; n += strlen(n) + 1)
+        if (strcmp(n, entry) == 0) return 1;
+    return 0;
+}
+
 int cg_group_usable(int group, int kind)
 {
     if (group < 0 || group >= CG_NGROUPS) return 0;

@@ -41,13 +41,16 @@ enum { CG_MAP, CG_FULL, CG_PARTIAL, CG_KEYED };
 int cg_generate(const plan *p, int pi, util_arena *a, cg_kernel *out, util_diag *diag);
 
 /* Entry-kernel groups.  cg_group_of gives the group that defines `entry`
- * ("rj_persist", ...), or -1; cg_group_usable says whether a group belongs in
+ * ("rj_persist", ...; the first of them for rj_final, which closes both the
+ * tree and the sequential groups), or -1; cg_group_has whether `group`
+ * defines `entry`; cg_group_usable says whether a group belongs in
  * a module of a pass of `kind`; cg_add_group appends a group's kernels to a
  * body made by cg_generate.  CG_ALL_GROUPS: every usable group at once (for
  * red_precompile and red_explain). */
 enum { CG_G_MAP, CG_G_TREE, CG_G_SEQ, CG_G_PERSIST, CG_G_SEG1, CG_G_SEG32, CG_G_SEGB, CG_G_COUNT,
        CG_G_KSORTED, CG_G_KPRIV, CG_NGROUPS, CG_ALL_GROUPS = -1 };
 int cg_group_of(const char *entry);
+int cg_group_has(int group, const char *entry);
 int cg_group_usable(int group, int kind);
 void cg_add_group(util_buf *o, int group, int kind);
 

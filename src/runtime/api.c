@@ -248,7 +248,7 @@ struct red_ctx {
     red_log_fn log;
     void *log_user;
     char errmsg[UTIL_DIAG_MAX];
-    cache_entry cache[PROGRAM_CACHE_MAX];   /* oldest first */
+    cache_entry cache[PROGRAM_CACHE_MAX];   /* least recently used first */
     int ncache;
     red_expr *exprs;        /* live prepared expressions (closed with ctx) */
     gpu_dev *gpu;           /* opened on first use                          */
@@ -410,6 +410,9 @@ static int ctx_program(red_ctx *ctx, const char *text, program **out, util_diag 
     for (int i = ctx->ncache - 1; i >= 0; i--)
         if (ctx->cache[i].pg->hash == h && strcmp(ctx->cache[i].pg->text, text) == 0) {
             program *pg = ctx->cache[i].pg;
+            /* the newest again: eviction takes the least recently used */
+            memmove(ctx->cache + i, ctx->cache + i + 1, (size_t)(ctx->ncache - 1 - i) * sizeof ctx->cache[0]);
+            ctx->cache[ctx->ncache - 1].pg = pg;
             __atomic_add_fetch(&pg->refs, 1, __ATOMIC_ACQ_REL);
             pthread_mutex_unlock(&ctx->lock);
             *out = pg;
@@ -687,6 +690,7 @@ RED_API int red_bind_i64(red_expr *e, const char *name, int64_t v)
 RED_API void red_clear_bindings(red_expr *e)
 {
     if (!e) return;
+    red_sync(e);   /* a queued run's fault message names these bindings */
     for (int i = 0; i < e->nbinds; i++) free(e->binds[i].name);
     e->nbinds = 0;
     e->sig_dirty = 1;

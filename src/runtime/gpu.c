@@ -219,6 +219,7 @@ int gpu_explain(const plan *p, int strategy, util_buf *out, util_diag *diag)
         cg_kernel k;
         rc = cg_generate(p, pi, &a, &k, diag);
         cg_add_group(&k.src, CG_ALL_GROUPS, k.kind);
+        if (!rc && k.src.failed) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
         if (!rc) {
             static const char *const kinds[] = {"map", "full reduction", "partial reduction", "keyed reduction"};
             util_buf_printf(out, "---- pass %d: %s kernel, %d parameters, accumulator %d bytes ----\n", pi,
@@ -631,7 +632,11 @@ static int get_fn(run_ctx *r, pass_entry *e, const char *name, int *slot)
             return 0;
         }
     if (e->nfn == 16) return util_diag_set(diag, RED_ERR_INTERNAL, "too many kernels in one pass");
-    int grp = cg_group_of(name);
+    /* a group already loaded that defines it (rj_final after rj_seq), else its own */
+    int grp = -1;
+    for (int q = 0; q < CG_NGROUPS && grp < 0; q++)
+        if (e->mods[q] && cg_group_has(q, name)) grp = q;
+    if (grp < 0) grp = cg_group_of(name);
     if (!cg_group_usable(grp, e->k.kind))
         return util_diag_set(diag, RED_ERR_INTERNAL, "no kernel %s in this pass", name);
     if (!e->mods[grp]) {
