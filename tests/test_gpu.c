@@ -221,6 +221,49 @@ static void layouts(red_ctx *ctx, int max_log2)
     };
     for (size_t k = 0; k < sizeof segs / sizeof segs[0]; k++) compare(ctx, &segs[k], b, 3, "segments");
     printf("layouts: segments done\n");
+
+    /* few long segments (auto splits each one over many blocks): one, then
+     * three, as CSR ranges and as keys */
+    for (int nseg = 1; nseg <= 3; nseg += 2) {
+        np1 = nseg + 1;
+        for (int q = 0; q <= nseg; q++) ptr[q] = nv * q / nseg;
+        for (int q = 0; q < nseg; q++)
+            for (int64_t i = ptr[q]; i < ptr[q + 1]; i++) seg[i] = q;
+        red_array_init(&b[1].array, ptr, RED_I64, 1, &np1, NULL);
+        char label[32];
+        snprintf(label, sizeof label, "%d long segment%s", nseg, nseg > 1 ? "s" : "");
+        for (size_t k = 0; k < sizeof segs / sizeof segs[0]; k++) compare(ctx, &segs[k], b, 3, label);
+    }
+    printf("layouts: long segments done\n");
+
+    /* an ordered operator (an affine map mod p: not commutative) over
+     * columns and over one long range: the split strategies keep the order */
+    {
+        int64_t mr = r / 4, mc = c / 4, mn = mr * mc, one[2] = {0, mn}, two = 2;
+        int64_t *M = malloc((size_t)mn * 8);
+        for (int64_t i = 0; i < mn; i++) M[i] = 1 + (int64_t)(urand() * 1000002);
+        red_binding o[2];
+        int64_t msh[2] = {mr, mc};
+        o[0].name = "M";
+        red_array_init(&o[0].array, M, RED_I64, 2, msh, NULL);
+        o[1].name = "ptr";
+        red_array_init(&o[1].array, one, RED_I64, 1, &two, NULL);
+        static const gcase ord[] = {
+            {"ordered op aff(f, g) = ((f.0*g.0) % 1000003, (g.0*f.1 + g.1) % 1000003) identity (1, 0)\n"
+             "reduce(aff, (M[i,j], M[i,j] % 7)) over i", NULL},
+            {"ordered op aff(f, g) = ((f.0*g.0) % 1000003, (g.0*f.1 + g.1) % 1000003) identity (1, 0)\n"
+             "reduce(aff, (M[i,j], M[i,j] % 7)) over j", NULL},
+        };
+        for (size_t k = 0; k < 2; k++) compare(ctx, &ord[k], o, 1, "ordered, matrix");
+        o[0].name = "w";
+        red_array_init(&o[0].array, M, RED_I64, 1, &mn, NULL);
+        static const gcase ordr = {
+            "ordered op aff(f, g) = ((f.0*g.0) % 1000003, (g.0*f.1 + g.1) % 1000003) identity (1, 0)\n"
+            "reduce(aff, (w[k], w[k] % 7)) over k in ptr[r]..ptr[r+1]", NULL};
+        compare(ctx, &ordr, o, 2, "ordered, one range");
+        free(M);
+    }
+    printf("layouts: ordered done\n");
     free(ptr);
     free(seg);
     free(A);

@@ -25,6 +25,7 @@ typedef struct gen {
     int nir;
     int in_user;            /* emitting a combine: params are p<slot>    */
     int pi;                 /* the pass                                  */
+    int in_elem;            /* emitting acc_elem: loads are recorded      */
 } gen;
 
 /* ---- layout ----------------------------------------------------------------- */
@@ -216,6 +217,31 @@ static int proven_in_range(gen *g, const ir *x, int d)
     return 0;
 }
 
+/* What each subscript of a load in the element code is: the runtime's test
+ * for a column layout (the fastest-varying dimension of every load indexed
+ * by a free index) reads it. */
+static void record_load(gen *g, const ir *x)
+{
+    cg_kernel *k = g->k;
+    if (k->nloads == (int)(sizeof k->loads / sizeof k->loads[0])) {
+        k->loads_overflow = 1;
+        return;
+    }
+    k->loads[k->nloads].slot = x->slot;
+    for (int d = 0; d < x->nargs && d < RED_MAX_DIMS; d++) {
+        const ir *s = x->args[d];
+        signed char kind = 0;
+        if (s->kind == IR_INDEX) {
+            for (int f = 0; f < g->ps->nfree; f++)
+                if (g->ps->free[f] == s->slot) kind = 1;
+            for (int r = 0; r < g->ps->nred; r++)
+                if (g->ps->red[r] == s->slot) kind = 2;
+        }
+        k->loads[k->nloads].dim[d] = kind;
+    }
+    k->nloads++;
+}
+
 static void emit(gen *g, const ir *x)
 {
     if (x->kind == IR_CONST || x->kind == IR_INDEX) return;
@@ -225,6 +251,7 @@ static void emit(gen *g, const ir *x)
     util_buf *o = g->o;
     if (x->kind == IR_LOAD) {
         for (int d = 0; d < x->nargs; d++) emit(g, x->args[d]);
+        if (g->in_elem && x->slot >= 0) record_load(g, x);
         int base = buf_base(g, x->slot), nd = x->nargs;
         char off[64];
         snprintf(off, sizeof off, "o%d", x->id);
@@ -534,8 +561,10 @@ static void emit_acc_elem(gen *g)
     emit_free_vars(g, "o");
     emit_red_vars(g, "t");
     util_buf_puts(o, "    (void)o;\n");
+    g->in_elem = 1;
     for (int q = 0; q < ps->nreds; q++)
         for (int c = 0; c < ps->reds[q].ncomp; c++) emit(g, ps->reds[q].map[c]);
+    g->in_elem = 0;
     for (int q = 0; q < ps->nreds; q++) {
         const plan_red *rd = &ps->reds[q];
         if (is_arg(rd->rop)) {
@@ -668,15 +697,14 @@ static const struct {
     {"rj_seg1", "RJ_ENTRY rj_seg1(Params P) { rj_segmented(P, 1); }\n"},
     {"rj_seg32", "RJ_ENTRY rj_seg32(Params P) { rj_segmented(P, 32); }\n"},
     {"rj_segb", "RJ_ENTRY rj_segb(Params P) { rj_segmented(P, RJ_BLOCK); }\n"},
-    {"rj_count", "RJ_ENTRY rj_count(Params P)\n{\n"
-                 "    if (blockIdx.x == 0 && threadIdx.x == 0) {\n"
-                 "        long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];\n"
-                 "        *(long long *)P.v[RJ_KSTATS] = out_range(P, 0, lo, sz);\n"
-                 "    }\n}\n"},
+    {"rj_count", "RJ_ENTRY rj_count(Params P) { rj_count_all(P); }\n"},
     {"rj_kscan", "RJ_ENTRY rj_kscan(Params P) { rj_key_scan(P); }\n"},
     {"rj_koffs", "RJ_ENTRY rj_koffs(Params P) { rj_key_offsets(P); }\n"},
     {"rj_kpriv", "RJ_ENTRY rj_kpriv(Params P) { rj_keyed_private(P); }\n"},
     {"rj_kcomb", "RJ_ENTRY rj_kcomb(Params P) { rj_keyed_combine(P); }\n"},
+    {"rj_split1", "RJ_ENTRY rj_split1(Params P) { rj_split_threads(P); }\n"},
+    {"rj_splitb", "RJ_ENTRY rj_splitb(Params P) { rj_split_blocks(P); }\n"},
+    {"rj_splitf", "RJ_ENTRY rj_splitf(Params P) { rj_split_final(P); }\n"},
 };
 
 static const char *const group_entries[CG_NGROUPS] = {   /* names, each NUL-terminated */
@@ -690,6 +718,8 @@ static const char *const group_entries[CG_NGROUPS] = {   /* names, each NUL-term
     [CG_G_COUNT] = "rj_count\0",
     [CG_G_KSORTED] = "rj_kscan\0rj_koffs\0",
     [CG_G_KPRIV] = "rj_kpriv\0rj_kcomb\0",
+    [CG_G_SPLIT1] = "rj_split1\0rj_splitf\0",
+    [CG_G_SPLITB] = "rj_splitb\0rj_splitf\0",
 };
 
 int cg_group_of(const char *entry)
@@ -714,6 +744,7 @@ int cg_group_usable(int group, int kind)
     if (kind == CG_MAP) return group == CG_G_MAP;
     if (group == CG_G_MAP) return 0;
     if (group == CG_G_KSORTED || group == CG_G_KPRIV) return kind == CG_KEYED;
+    if (group == CG_G_SPLIT1 || group == CG_G_SPLITB) return kind == CG_PARTIAL || kind == CG_KEYED;
     return 1;
 }
 

@@ -32,6 +32,15 @@ typedef struct cg_kernel {
     int acc_size;       /* bytes of the generated Acc (workspace partials)  */
     int ordered;        /* an ordered user operator is in the pass          */
     int ranged;         /* a reduced index has an explicit range            */
+    /* The element code's loads from bound arrays, for the runtime's layout
+     * test (gpu.c): per dimension, 1 when the subscript is a free index,
+     * 2 a reduced index, 0 anything else.  At most CG_MAX_LOADS. */
+    int nloads;
+    struct {
+        int slot;
+        signed char dim[RED_MAX_DIMS];
+    } loads[8];
+    int loads_overflow; /* more loads than recorded                         */
 } cg_kernel;
 
 enum { CG_MAP, CG_FULL, CG_PARTIAL, CG_KEYED };
@@ -48,7 +57,7 @@ int cg_generate(const plan *p, int pi, util_arena *a, cg_kernel *out, util_diag 
  * body made by cg_generate.  CG_ALL_GROUPS: every usable group at once (for
  * red_precompile and red_explain). */
 enum { CG_G_MAP, CG_G_TREE, CG_G_SEQ, CG_G_PERSIST, CG_G_SEG1, CG_G_SEG32, CG_G_SEGB, CG_G_COUNT,
-       CG_G_KSORTED, CG_G_KPRIV, CG_NGROUPS, CG_ALL_GROUPS = -1 };
+       CG_G_KSORTED, CG_G_KPRIV, CG_G_SPLIT1, CG_G_SPLITB, CG_NGROUPS, CG_ALL_GROUPS = -1 };
 int cg_group_of(const char *entry);
 int cg_group_has(int group, const char *entry);
 int cg_group_usable(int group, int kind);

@@ -599,6 +599,7 @@ typedef struct run_ctx {
     CUstream s;
     CUdeviceptr ws;     /* err[4] at 0, counter at 32, key stats at 64 */
     gpu_run *run;
+    const vm_buf *bufs; /* the bound arrays (shapes and strides)        */
 } run_ctx;
 
 /* Give `p` back to the pool when the run is over (its kernels may still be
@@ -742,6 +743,9 @@ static int run_full(run_ctx *r, pass_entry *e, long long n, int strategy, int or
     if (strategy == RED_STRATEGY_PERSISTENT || strategy == RED_STRATEGY_AUTO) {
         int rc = occupancy_grid(r, e, "rj_persist", &grid);
         if (rc) return rc;
+        /* small inputs: no more blocks than have 8 elements a thread (at 2^10
+         * the full grid was 1056 blocks for 4 with work: 14.3 us, CUB 6.2) */
+        if (grid > cdiv(n, (long long)BLOCK * 8)) grid = cdiv(n, (long long)BLOCK * 8);
     } else if (strategy == RED_STRATEGY_SEQUENTIAL) {
         grid = cdiv(n, (long long)BLOCK * 16);
         if (grid > 4 * g->nsm) grid = 4 * g->nsm;
@@ -773,27 +777,127 @@ static int run_full(run_ctx *r, pass_entry *e, long long n, int strategy, int or
     return rc;
 }
 
+/* Every element of every output's domain, counted on the device (ranges come
+ * from the data): a full reduction's size, or the segments' total for auto. */
+static int count_on_device(run_ctx *r, pass_entry *e, long long nout, long long *total)
+{
+    gpu_dev *g = r->g;
+    util_diag *diag = r->diag;
+    long long *P = r->params;
+    P[1] = nout;
+    CU(g->cu.MemsetD8Async(r->ws + 64, 0, 8, r->s), "cuMemsetD8Async");
+    long long grid = cdiv(nout, BLOCK);
+    if (grid > (long long)g->nsm * 8) grid = (long long)g->nsm * 8;
+    int rc = launch(r, e, "rj_count", grid);
+    if (rc) return rc;
+    long long cnt = 0;
+    CU(g->cu.MemcpyDtoHAsync(&cnt, r->ws + 64, 8, r->s), "cuMemcpyDtoHAsync");
+    CU(g->cu.StreamSynchronize(r->s), "cuStreamSynchronize");
+    *total = cnt;
+    return 0;
+}
+
+/* Whether the pass reads a column layout: the fastest-varying dimension (the
+ * smallest stride among extents > 1) of every load is subscripted by a free
+ * index, so neighbouring outputs are neighbours in memory. */
+static int column_layout(const cg_kernel *k, const vm_buf *bufs)
+{
+    if (!bufs || k->nloads == 0 || k->loads_overflow) return 0;
+    for (int l = 0; l < k->nloads; l++) {
+        const vm_buf *b = &bufs[k->loads[l].slot];
+        int best = -1;
+        for (int d = 0; d < b->ndim && d < RED_MAX_DIMS; d++) {
+            long long st = b->strides[d] < 0 ? -b->strides[d] : b->strides[d];
+            long long bs = best < 0 ? 0 : b->strides[best] < 0 ? -b->strides[best] : b->strides[best];
+            if (b->shape[d] > 1 && (best < 0 || st <= bs)) best = d;
+        }
+        if (best < 0 || k->loads[l].dim[best] != 1) return 0;
+    }
+    return 1;
+}
+
+/* Segments: one reduction per output (partial reductions, sorted keys).
+ * `total` is the elements of all outputs' domains, or -1 when ranges make
+ * it unknown.  Forced strategies pick the kernel: tree a block per output,
+ * sequential a thread, persistent a warp on an occupancy-sized grid.  Auto
+ * (and segmented) decide from the average length, as the benchmark's forced
+ * strategies showed (bench/RESULTS.md, 2026-11-22): a thread per output up to
+ * 64 elements (rows of 8: 333 us against 5132 with a warp; CSR lengths
+ * 10..50: 179 against 440), else a warp on an occupancy-sized grid (rows of
+ * 16384: 279 us against 344 with a block; rows of 1024: 142 against 161).
+ * Few long segments, and columns, split each output's domain into chunks. */
 static int run_segments(run_ctx *r, pass_entry *e, long long nout, long long total, int strategy)
 {
     gpu_dev *g = r->g;
     long long *P = r->params;
     P[1] = nout;
     if (nout == 0) return 0;
-    double avg = (double)total / (double)nout;
     const char *k;
-    int group;
+    int group, rc;
+    long long grid;
     switch (strategy) {
     case RED_STRATEGY_TREE: k = "rj_segb"; group = BLOCK; break;
     case RED_STRATEGY_SEQUENTIAL: k = "rj_seg1"; group = 1; break;
     case RED_STRATEGY_PERSISTENT: k = "rj_seg32"; group = 32; break;
-    default:
-        if (avg <= 4) { k = "rj_seg1"; group = 1; }
-        else if (avg <= 2048) { k = "rj_seg32"; group = 32; }
-        else { k = "rj_segb"; group = BLOCK; }
+    default: {
+        if (total < 0) {
+            /* ranges: count them when there are enough outputs for the
+             * choice to matter more than the round trip */
+            if (nout >= 4096) {
+                rc = count_on_device(r, e, nout, &total);
+                if (rc) return rc;
+            } else {
+                total = nout * 16;
+            }
+        }
+        double avg = (double)total / (double)nout;
+        long long threads = (long long)g->nsm * 2048;   /* resident on the GPU */
+        long long nc = 0;
+        const char *split = NULL;
+        int per_thread = 0;
+        if (avg >= 64 && nout < 4 * threads && column_layout(&e->k, r->bufs)) {
+            /* columns: enough chunks for two threads per resident slot,
+             * each thread at least 32 elements */
+            nc = cdiv(2 * threads, nout);
+            if (nc > (long long)(avg / 32)) nc = (long long)(avg / 32);
+            split = "rj_split1";
+            per_thread = 1;
+        } else if (avg >= 8192 && nout * 32 < threads) {
+            /* few long segments: about 8 blocks per SM, each at least
+             * 4096 elements */
+            nc = cdiv((long long)g->nsm * 8, nout);
+            if (nc > (long long)(avg / 4096)) nc = (long long)(avg / 4096);
+            split = "rj_splitb";
+        }
+        if (split && nc >= 2) {
+            size_t bytes = (size_t)(nc * nout) * (size_t)e->k.acc_size;
+            CUdeviceptr part;
+            rc = pool_get(g, bytes, &part, r->diag);
+            if (rc) return rc;
+            defer_release(r, part);
+            P[2] = (long long)part;
+            P[6] = nc;
+            P[1] = nout;
+            long long work = per_thread ? cdiv(nc * nout, BLOCK) : nc * nout;
+            grid = work < (long long)g->nsm * 64 ? work : (long long)g->nsm * 64;
+            rc = launch(r, e, split, grid);
+            if (rc) return rc;
+            grid = cdiv(nout, BLOCK);
+            if (grid > (long long)g->nsm * 64) grid = (long long)g->nsm * 64;
+            return launch(r, e, "rj_splitf", grid);
+        }
+        if (avg <= 64) {
+            k = "rj_seg1";
+            group = 1;
+        } else {
+            k = "rj_seg32";
+            group = 32;
+            strategy = RED_STRATEGY_PERSISTENT;   /* the occupancy-sized grid */
+        }
     }
-    long long grid;
+    }
     if (strategy == RED_STRATEGY_PERSISTENT) {
-        int rc = occupancy_grid(r, e, k, &grid);
+        rc = occupancy_grid(r, e, k, &grid);
         if (rc) return rc;
     } else {
         grid = cdiv(nout * group, BLOCK);
@@ -1007,7 +1111,7 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
     int *done = calloc((size_t)p->nvars + 1, sizeof *done);
     int *keep = calloc((size_t)p->ntemps + 1, sizeof *keep);
     long long *params = NULL;
-    run_ctx r = {.g = g, .p = p, .diag = diag, .s = s, .run = run};
+    run_ctx r = {.g = g, .p = p, .diag = diag, .s = s, .run = run, .bufs = bufs};
     if (!run->bufs || !in_adj || !tptr || !tdesc || !vlo || !vhi || !done || !keep)
         rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
     /* this run's own fault record, persistent-grid counter and key stats, so
@@ -1214,17 +1318,15 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
             long long N = L1;
             if (ranged) {
                 /* the domain's size comes from bounds only the device can read */
-                rc = launch(&r, e, "rj_count", 1);
                 long long cnt = 0;
-                if (!rc && (g->cu.MemcpyDtoHAsync(&cnt, r.ws + 64, 8, s) || g->cu.StreamSynchronize(s)))
-                    rc = util_diag_set(diag, RED_ERR_DEVICE, "reading the domain size failed");
+                rc = count_on_device(&r, e, 1, &cnt);
                 N = cnt;
                 if (N > ((long long)1 << 40))
                     rc = util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large: %lld elements (at most 2^40)", N);
             }
             if (!rc) rc = run_full(&r, e, N, strategy, e->k.ordered);
         } else {
-            long long total = ranged ? nout * 16 : nout * L1;
+            long long total = ranged ? -1 : nout * L1;
             rc = run_segments(&r, e, nout, total, strategy);
         }
         if (rc) break;

@@ -1,7 +1,7 @@
 // rj_reduce.cuh -- device code that does not depend on the expression: the
 // reduction strategies, written once against the names every generated
 // kernel defines before this text (Acc, acc_init, acc_combine, acc_shfl_down,
-// acc_elem, acc_write, out_range, rj_count).  Embedded into the library at
+// acc_elem, acc_write, out_range).  Embedded into the library at
 // build time and pasted after the generated part of each kernel.
 //
 // Every tree here is order preserving: the value of a lane, warp or block
@@ -218,6 +218,74 @@ __device__ __forceinline__ void rj_segmented(const Params &P, int group)
         }
         if (valid && lane == 0) acc_write(P, o, a);
     }
+}
+
+// ---- split: each output's domain cut into RJ_NBLK chunks ---------------------
+// For few long segments (a block per chunk: the whole GPU on one output) and
+// for columns (a thread per chunk, neighbouring threads on neighbouring
+// outputs, so a row-major matrix is read in coalesced rows).  Chunk c of
+// output o leaves its partial at part[c * nout + o]; rj_split_final folds
+// each output's chunks in order, so ordered operators stay ordered.
+
+__device__ __forceinline__ void rj_chunk(long long cnt, long long c, long long nc, long long *b, long long *e)
+{
+    long long per = (cnt + nc - 1) / nc, s = c * per;   // cnt <= 2^40: no overflow
+    *b = s < cnt ? s : cnt;
+    *e = s + per < cnt ? s + per : cnt;
+}
+
+__device__ __forceinline__ void rj_split_threads(const Params &P)
+{
+    long long nout = P.v[RJ_NOUT], nc = P.v[RJ_NBLK], total = nout * nc;
+    Acc *part = (Acc *)P.v[RJ_PARTIALS];
+    for (long long g = (long long)blockIdx.x * RJ_BLOCK + threadIdx.x; g < total;
+         g += (long long)gridDim.x * RJ_BLOCK) {
+        long long o = g % nout, c = g / nout, b, e;
+        long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+        rj_chunk(out_range(P, o, lo, sz), c, nc, &b, &e);
+        part[g] = rj_thread_run(P, o, lo, sz, b, e, 1);
+    }
+}
+
+__device__ __forceinline__ void rj_split_blocks(const Params &P)
+{
+    long long nout = P.v[RJ_NOUT], nc = P.v[RJ_NBLK], total = nout * nc;
+    Acc *part = (Acc *)P.v[RJ_PARTIALS];
+    for (long long g = blockIdx.x; g < total; g += gridDim.x) {   // uniform in the block
+        long long o = g / nc, c = g % nc, b, e;
+        long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+        rj_chunk(out_range(P, o, lo, sz), c, nc, &b, &e);
+        Acc a = rj_block_range(P, o, lo, sz, b, e);
+        if (threadIdx.x == 0) part[c * nout + o] = a;
+    }
+}
+
+__device__ __forceinline__ void rj_split_final(const Params &P)
+{
+    long long nout = P.v[RJ_NOUT], nc = P.v[RJ_NBLK];
+    const Acc *part = (const Acc *)P.v[RJ_PARTIALS];
+    for (long long o = (long long)blockIdx.x * RJ_BLOCK + threadIdx.x; o < nout;
+         o += (long long)gridDim.x * RJ_BLOCK) {
+        Acc a;
+        acc_init(a);
+        for (long long c = 0; c < nc; c++) acc_combine(a, part[c * nout + o]);
+        acc_write(P, o, a);
+    }
+}
+
+// The number of elements of all outputs' domains (ranges are read from the
+// data), added into P.v[RJ_KSTATS][0], which the host zeroes first: a full
+// reduction's domain size, or the average segment length auto needs.
+__device__ __forceinline__ void rj_count_all(const Params &P)
+{
+    long long nout = P.v[RJ_NOUT], s = 0;
+    for (long long o = (long long)blockIdx.x * RJ_BLOCK + threadIdx.x; o < nout;
+         o += (long long)gridDim.x * RJ_BLOCK) {
+        long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+        long long c = out_range(P, o, lo, sz);
+        s = s + c < (1ll << 62) ? s + c : (1ll << 62);   // c <= 2^40: no overflow
+    }
+    if (s) atomicAdd((unsigned long long *)P.v[RJ_KSTATS], (unsigned long long)s);
 }
 
 // ---- keys -------------------------------------------------------------------
