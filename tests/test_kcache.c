@@ -2,14 +2,16 @@
  * test_kcache.c -- the on-disk kernel cache under damage and contention, on
  * any machine (it stores opaque bytes; no GPU needed): truncated, zero-length
  * and garbage entries are detected and removed, a read-only folder degrades to
- * no caching, and 8 processes writing the same and different keys at once
- * leave only whole, correct entries.
+ * no caching, a full disk leaves no half entry, and 8 processes writing the
+ * same and different keys at once leave only whole, correct entries.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -115,6 +117,47 @@ static void readonly(const char *base)
     unsetenv("REDJIT_CACHE");
 }
 
+/* A full disk, as a file-size limit (RLIMIT_FSIZE, with SIGXFSZ ignored so
+ * a write past it fails with EFBIG the way one on a full disk fails with
+ * ENOSPC): a store that does not fit leaves no entry and no temporary file,
+ * and a later load is a miss; one that fits is stored.  In a child process,
+ * whose exit status is its number of failures. */
+static void full_disk(const char *base)
+{
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/full", base);
+    setenv("REDJIT_CACHE_DIR", dir, 1);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int bad = 0;
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit rl = {4096, 4096};
+        if (setrlimit(RLIMIT_FSIZE, &rl) != 0) _exit(100);
+        static unsigned char big[65536], small[200];
+        payload(big, sizeof big, 3);
+        payload(small, sizeof small, 4);
+        kc_store("full0", big, sizeof big);   /* must not crash or leave a half entry */
+        void *d = NULL;
+        size_t n = 0;
+        if (kc_load("full0", &d, &n) != -1) bad++;
+        free(d);
+        kc_store("full1", small, sizeof small);
+        if (!load_equals("full1", small, sizeof small)) bad++;
+        DIR *dd = opendir(dir);
+        struct dirent *de;
+        while (dd && (de = readdir(dd)))
+            if (de->d_name[0] == '.' && strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) bad++;
+        if (dd) closedir(dd);
+        _exit(bad);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) != 100, "the file-size limit could be set (status %d)", st);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+          "a full disk: no half entry, no temporary file, a later load misses, a small entry still fits "
+          "(%d failures)", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
 /* 8 processes store the same key (identical bytes) and their own keys 50
  * times each; every entry must load back whole. */
 static void contention(const char *base)
@@ -181,6 +224,7 @@ int main(void)
     unsetenv("REDJIT_CACHE");
     damage();
     readonly(base);
+    full_disk(base);
     contention(base);
     printf("%d passed, %d failed\n", npass, nfail);
     return nfail != 0;
