@@ -13,6 +13,7 @@ packages=(
   python3-dev python3-pytest python3-setuptools python3-wheel python3-pip   # the Python package
   clang libclang-rt-14-dev libomp-14-dev       # libFuzzer targets (tests/fuzz)
   time                                         # /usr/bin/time -v in bench/cpu_bench.py
+  valgrind                                     # the valgrind-labelled tests
 )
 
 missing=()

@@ -255,6 +255,19 @@ static void layouts(red_ctx *ctx, int max_log2)
              "reduce(aff, (M[i,j], M[i,j] % 7)) over j", NULL},
         };
         for (size_t k = 0; k < 2; k++) compare(ctx, &ord[k], o, 1, "ordered, matrix");
+        /* and over one long run of sorted keys (a keyed pass split by blocks) */
+        int32_t *kz = calloc((size_t)mn, 4);
+        o[1].name = "kz";
+        red_array_init(&o[1].array, kz, RED_I32, 1, &mn, NULL);
+        o[0].name = "w";
+        red_array_init(&o[0].array, M, RED_I64, 1, &mn, NULL);
+        static const gcase ordk = {
+            "ordered op aff(f, g) = ((f.0*g.0) % 1000003, (g.0*f.1 + g.1) % 1000003) identity (1, 0)\n"
+            "reduce(aff, (w[i], w[i] % 7)) by kz[i]", NULL};
+        if (kz) compare(ctx, &ordk, o, 2, "ordered, one key");
+        free(kz);
+        o[1].name = "ptr";
+        red_array_init(&o[1].array, one, RED_I64, 1, &two, NULL);
         o[0].name = "w";
         red_array_init(&o[0].array, M, RED_I64, 1, &mn, NULL);
         static const gcase ordr = {

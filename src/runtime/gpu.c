@@ -268,7 +268,7 @@ typedef struct pass_entry {        /* generated and loaded kernels of one plan p
         const char *name;
         CUfunction f;
         int occupancy;             /* blocks per SM, 0 until asked */
-    } fn[16];
+    } fn[24];
     int nfn;
     int pi;
     CUmodule mods[CG_NGROUPS];     /* the body with one group of entry kernels, each
@@ -632,7 +632,8 @@ static int get_fn(run_ctx *r, pass_entry *e, const char *name, int *slot)
             *slot = i;
             return 0;
         }
-    if (e->nfn == 16) return util_diag_set(diag, RED_ERR_INTERNAL, "too many kernels in one pass");
+    if (e->nfn == (int)(sizeof e->fn / sizeof e->fn[0]))
+        return util_diag_set(diag, RED_ERR_INTERNAL, "too many kernels in one pass");
     /* a group already loaded that defines it (rj_final after rj_seq), else its own */
     int grp = -1;
     for (int q = 0; q < CG_NGROUPS && grp < 0; q++)
@@ -841,25 +842,23 @@ static int run_segments(run_ctx *r, pass_entry *e, long long nout, long long tot
     case RED_STRATEGY_PERSISTENT: k = "rj_seg32"; group = 32; break;
     default: {
         if (total < 0) {
-            /* ranges: count them when there are enough outputs for the
-             * choice to matter more than the round trip */
-            if (nout >= 4096) {
-                rc = count_on_device(r, e, nout, &total);
-                if (rc) return rc;
-            } else {
-                total = nout * 16;
-            }
+            /* ranges: their lengths are in the data; one round trip (tens
+             * of microseconds) against a kernel that can be 20x off */
+            rc = count_on_device(r, e, nout, &total);
+            if (rc) return rc;
         }
         double avg = (double)total / (double)nout;
         long long threads = (long long)g->nsm * 2048;   /* resident on the GPU */
         long long nc = 0;
         const char *split = NULL;
         int per_thread = 0;
-        if (avg >= 64 && nout < 4 * threads && column_layout(&e->k, r->bufs)) {
+        if (avg >= 64 && nout >= BLOCK && nout < 4 * threads && column_layout(&e->k, r->bufs)) {
             /* columns: enough chunks for two threads per resident slot,
-             * each thread at least 32 elements */
+             * each thread at least 32 elements, at most 1024 partials an
+             * output for rj_splitf's thread to fold */
             nc = cdiv(2 * threads, nout);
             if (nc > (long long)(avg / 32)) nc = (long long)(avg / 32);
+            if (nc > 1024) nc = 1024;
             split = "rj_split1";
             per_thread = 1;
         } else if (avg >= 8192 && nout * 32 < threads) {
