@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#define MAX_VARS 1024     /* fixed tables: about 100 KB a plan */
-#define MAX_PASSES 256
+#define MAX_VARS 1024     /* limits of the plan's tables, which grow from */
+#define MAX_PASSES 256    /* a few entries by doubling (in the arena)     */
 #define MAX_TEMPS 1024
 #define MAX_LETS 256
 #define MAX_OPS 64
@@ -66,7 +66,7 @@ typedef struct ck {
     int op_types[PLAN_MAX_COMP];
     /* lowering range bounds of this reduction: its own indices are banned */
     const ast_node *bound_owner;
-    int cap_vars, cap_passes, cap_temps;
+    int cap_vars, cap_passes, cap_temps;   /* of p->vars, p->passes, p->temps */
 } ck;
 
 static int lower(ck *c, scope *s, const ast_node *n, val *out);
@@ -94,10 +94,31 @@ static int nomem(ck *c) { return util_diag_set(c->diag, RED_ERR_NOMEM, "out of m
 
 /* ---- plan growth ----------------------------------------------------------- */
 
+/* Room for one more entry in a table of `n` used, `*cap` allocated: a twice
+ * larger copy in the arena when full (entries are only ever referred to by
+ * index across a growth).  -1 at the limit `max` or out of memory. */
+static int grow(ck *c, void **table, int *cap, int n, size_t elem, int max)
+{
+    if (n < *cap) return 0;
+    if (*cap >= max) return -1;
+    int ncap = *cap * 2 < max ? *cap * 2 : max;
+    void *t = util_arena_alloc(c->a, (size_t)ncap * elem);
+    if (!t) return -1;
+    if (n) memcpy(t, *table, (size_t)n * elem);
+    *table = t;
+    *cap = ncap;
+    return 0;
+}
+
+static int grow_passes(ck *c)
+{
+    return grow(c, (void **)&c->p->passes, &c->cap_passes, c->p->npasses, sizeof *c->p->passes, MAX_PASSES);
+}
+
 static int new_var(ck *c, const char *name, util_pos pos)
 {
     plan *p = c->p;
-    if (p->nvars >= MAX_VARS) return -1;
+    if (grow(c, (void **)&p->vars, &c->cap_vars, p->nvars, sizeof *p->vars, MAX_VARS)) return -1;
     plan_var *v = &p->vars[p->nvars];
     memset(v, 0, sizeof *v);
     v->name = name;
@@ -125,7 +146,7 @@ static int add_constraint(ck *c, int var, int buf, int dim, int64_t off, util_po
 static int new_temp(ck *c, int type, int ndim, const int *dims)
 {
     plan *p = c->p;
-    if (p->ntemps >= MAX_TEMPS) return -1;
+    if (grow(c, (void **)&p->temps, &c->cap_temps, p->ntemps, sizeof *p->temps, MAX_TEMPS)) return -1;
     plan_temp *t = &p->temps[p->ntemps];
     t->type = type;
     t->ndim = ndim;
@@ -796,7 +817,7 @@ static int find_pass(ck *c, int nfree, const int *fr, int nred, const int *rd, i
         *pass_out = i;
         return 0;
     }
-    if (p->npasses >= MAX_PASSES)
+    if (p->npasses >= MAX_PASSES || grow_passes(c))
         return util_diag_set(c->diag, RED_ERR_LIMIT, "too many reductions (%d)", MAX_PASSES);
     plan_pass *ps = &p->passes[p->npasses];
     memset(ps, 0, sizeof *ps);
@@ -1255,7 +1276,7 @@ static int lower_result(ck *c, const ast_stmt *st, const ast_node *e, const char
             if (same) temp = -1 - x->slot;
         }
         if (temp < 0) {
-            if (p->npasses >= MAX_PASSES)
+            if (p->npasses >= MAX_PASSES || grow_passes(c))
                 return util_diag_set(c->diag, RED_ERR_LIMIT, "too many passes");
             temp = new_temp(c, x->type, nd, dims);
             if (temp < 0) return util_diag_set(c->diag, RED_ERR_LIMIT, "too many intermediate results");
@@ -1332,9 +1353,12 @@ int chk_build(const ast_program *prog, const chk_binding *binds, int nbinds, uti
     static uint64_t next_uid;
     p->uid = __atomic_add_fetch(&next_uid, 1, __ATOMIC_RELAXED);
     p->src = prog->src;
-    p->vars = util_arena_alloc(arena, MAX_VARS * sizeof *p->vars);
-    p->passes = util_arena_alloc(arena, MAX_PASSES * sizeof *p->passes);
-    p->temps = util_arena_alloc(arena, MAX_TEMPS * sizeof *p->temps);
+    c.cap_vars = 8;
+    c.cap_passes = 4;
+    c.cap_temps = 8;
+    p->vars = util_arena_alloc(arena, (size_t)c.cap_vars * sizeof *p->vars);
+    p->passes = util_arena_alloc(arena, (size_t)c.cap_passes * sizeof *p->passes);
+    p->temps = util_arena_alloc(arena, (size_t)c.cap_temps * sizeof *p->temps);
     p->bufs = util_arena_alloc(arena, (nbinds + 1) * sizeof *p->bufs);
     p->scalars = util_arena_alloc(arena, (nbinds + 1) * sizeof *p->scalars);
     if (!p->vars || !p->passes || !p->temps || !p->bufs || !p->scalars) return nomem(&c);
