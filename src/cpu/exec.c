@@ -216,7 +216,8 @@ static int64_t out_offset(const pass_ctx *pc, const vm_buf *t, int64_t o)
 }
 
 typedef struct walker {
-    int64_t *vec[2 * RED_MAX_DIMS];
+    int64_t *vec[2 * RED_MAX_DIMS];   /* free indices at 0.., reduced at RED_MAX_DIMS.. */
+    int64_t *mem;                     /* one allocation for the ones the pass uses      */
 } walker;
 
 /* Fill the block starting at linear position `pos` (< end).  Sets the
@@ -663,10 +664,11 @@ static int tstate_init(tstate *ts, const pass_ctx *pc)
     ts->st.temps = pc->temps;
     ts->st.scalars = pc->scalars;
     ts->st.scalar_info = pc->p->scalars;
-    for (int d = 0; d < 2 * RED_MAX_DIMS; d++) {
-        ts->w.vec[d] = malloc(VM_B * sizeof(int64_t));
-        if (!ts->w.vec[d]) return RED_ERR_NOMEM;
-    }
+    int nv = pc->nf + pc->nr;
+    ts->w.mem = malloc((size_t)(nv > 0 ? nv : 1) * VM_B * sizeof(int64_t));
+    if (!ts->w.mem) return RED_ERR_NOMEM;
+    for (int d = 0; d < pc->nf; d++) ts->w.vec[d] = ts->w.mem + (size_t)d * VM_B;
+    for (int d = 0; d < pc->nr; d++) ts->w.vec[RED_MAX_DIMS + d] = ts->w.mem + (size_t)(pc->nf + d) * VM_B;
     ts->runs = malloc((VM_B + 1) * sizeof *ts->runs);
     ts->cur = calloc((size_t)pc->nreds + 1, sizeof *ts->cur);
     ts->us = calloc((size_t)pc->nreds + 1, sizeof *ts->us);
@@ -687,7 +689,7 @@ static int tstate_init(tstate *ts, const pass_ctx *pc)
 static void tstate_free(tstate *ts, const pass_ctx *pc)
 {
     vm_state_free(&ts->st);
-    for (int d = 0; d < 2 * RED_MAX_DIMS; d++) free(ts->w.vec[d]);
+    free(ts->w.mem);
     free(ts->runs);
     if (ts->us)
         for (int r = 0; r < pc->nreds; r++) {

@@ -547,7 +547,7 @@ static int emit(cstate *c, const ir *x);
 static int push(cstate *c, vm_instr *in)
 {
     if (c->n == c->cap) {
-        int ncap = c->cap ? c->cap * 2 : 64;
+        int ncap = c->cap ? c->cap * 2 : 8;   /* an instruction is ~600 bytes */
         vm_instr *ni = util_arena_alloc(c->a, ncap * sizeof *ni);
         if (!ni) return -1;
         if (c->n) memcpy(ni, c->instr, c->n * sizeof *ni);
