@@ -1103,6 +1103,14 @@ static int lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, 
         ps->key_var = kv;
         ps->key_pos = n->by->pos;
         TRY(scope_add(c, accepting(s), kv, n->by->pos));
+    } else if (key) {
+        /* the same keyed pass used again, maybe under another reduction
+         * (`min(m), sum(m)` with m keyed): the nearest enclosing reduction
+         * without `over` reduces over the keys here too */
+        scope *home = accepting(s);
+        int has = 0;
+        for (int i = 0; home && i < home->nvars; i++) has |= home->vars[i] == ps->key_var;
+        if (home && !has) TRY(scope_add(c, home, ps->key_var, n->by->pos));
     }
     /* rename this reduction's indices to the pass's */
     for (int k = 0; k < rd.ncomp; k++) rd.map[k] = subst(c, rd.map[k], nred, red, ps->red);

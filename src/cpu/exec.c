@@ -1295,6 +1295,11 @@ int cpu_execute(const plan *p, const vm_buf *bufs, const plan_value *scalars, in
                     rc = util_diag_at(diag, p->src, pv->pos, RED_ERR_LIMIT,
                                       "the range of '%s' is too large (more than 2^63 elements)", pv->name);
                 pc.rsz[d] = ext;
+            } else if (pv->key_pass >= 0) {
+                /* the keys of an earlier keyed pass: their count is known now */
+                if (!done[v]) rc = util_diag_set(diag, RED_ERR_INTERNAL, "key count used before it is known");
+                pc.rlo[d] = 0;
+                pc.rsz[d] = vhi[v];
             } else {
                 int64_t e = 0;
                 rc = cpu_infer_extent(p, v, bufs, &e, diag);
@@ -1391,6 +1396,9 @@ int cpu_execute(const plan *p, const vm_buf *bufs, const plan_value *scalars, in
         } else {
             rc = run_reduction(&pc, diag);
         }
+        /* an interrupted pass skipped chunks: its outputs mean nothing (an
+         * argmax would look empty), so the interrupt is the answer */
+        if (!rc && cpu_cancelled(cancel)) rc = util_diag_set(diag, RED_ERR_INTERRUPTED, "interrupted");
         /* argmin/argmax over nothing */
         for (int q = 0; !rc && q < ps->nreds; q++) {
             const plan_red *rd = &ps->reds[q];

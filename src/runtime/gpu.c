@@ -1185,7 +1185,13 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
                 continue;
             }
             int64_t ext = 0;
-            rc = cpu_infer_extent(p, v, bufs, &ext, diag);
+            if (p->vars[v].key_pass >= 0) {
+                /* the keys of an earlier keyed pass: their count is known now */
+                if (!done[v]) rc = util_diag_set(diag, RED_ERR_INTERNAL, "key count used before it is known");
+                ext = vhi[v];
+            } else {
+                rc = cpu_infer_extent(p, v, bufs, &ext, diag);
+            }
             vlo[v] = 0;
             vhi[v] = ext;
             if (__builtin_mul_overflow(L1, ext, &L1)) rc = util_diag_set(diag, RED_ERR_LIMIT, "domain too large");
