@@ -17,11 +17,19 @@
 #define FZ_MAX_TEXT 4096
 
 /* A finding: print what and where, then abort so libFuzzer saves the input. */
+/* A finding: the message on stderr, and appended to $REDJIT_FUZZ_FINDINGS when set (in
+ * libFuzzer's fork mode a job's stderr is not kept), then abort. */
 #define FZ_FAIL(...)                                                              \
     do {                                                                          \
-        fprintf(stderr, "FUZZ FINDING %s:%d: ", __FILE__, __LINE__);              \
-        fprintf(stderr, __VA_ARGS__);                                             \
-        fputc('\n', stderr);                                                      \
+        for (int fz_k = 0; fz_k < 2; fz_k++) {                                    \
+            const char *fz_path = getenv("REDJIT_FUZZ_FINDINGS");                 \
+            FILE *fz_f = fz_k == 0 ? stderr : fz_path ? fopen(fz_path, "a") : NULL; \
+            if (!fz_f) continue;                                                  \
+            fprintf(fz_f, "FUZZ FINDING %s:%d: ", __FILE__, __LINE__);            \
+            fprintf(fz_f, __VA_ARGS__);                                           \
+            fputc('\n', fz_f);                                                    \
+            if (fz_f != stderr) fclose(fz_f);                                     \
+        }                                                                         \
         abort();                                                                  \
     } while (0)
 
