@@ -71,7 +71,7 @@ rc=0
 if ! cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DREDJIT_BUILD_TESTS=OFF -DREDJIT_BUILD_TOOLS=OFF -DREDJIT_BUILD_SAMPLES=OFF \
        -DPython3_EXECUTABLE="$py" > "$out/cmake.log" 2>&1; then
   echo "cmake configure failed:"; tail -30 "$out/cmake.log"; rc=1
-elif ! cmake --build "$build" --target redjit_bench -j "$(nproc)" > "$out/build.log" 2>&1; then
+elif ! cmake --build "$build" --target redjit_bench driver_costs -j "$(nproc)" > "$out/build.log" 2>&1; then
   echo "build failed:"; grep -E "error|Error" "$out/build.log" | head -30; rc=1
 fi
 if [ -n "$nvcc_pid" ] && ! wait "$nvcc_pid"; then
@@ -101,6 +101,11 @@ if [ -x "$build/bench/redjit_bench" ]; then
   run_step redjit "$(limit $t_redjit)" "$build/bench/redjit_bench" "${sizes[@]}" --calls $calls_c "${cases[@]}"
 fi
 run_step peers "$(limit $t_peers)" "$py" bench/peers.py "${sizes[@]}" --calls $calls_py "${cases[@]}"
+# each driver call of the hot path, beside redjit's per-call time (a few seconds)
+if [ -x "$build/bench/driver_costs" ]; then
+  timeout 60 "$build/bench/driver_costs" --reps $((quick ? 2000 : 20000)) > "$out/driver_costs.md" 2>&1 || rc=1
+  cat "$out/driver_costs.md"
+fi
 
 # ---- the table ----
 "$py" bench/report.py --cmd "bench/run.sh ${args[*]}" --device-info "$out/gpu.txt" \

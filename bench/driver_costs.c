@@ -1,0 +1,205 @@
+/*
+ * driver_costs.c -- host time of each CUDA driver call redjit makes on the hot path of a
+ * cached evaluation, next to the library's own per-call time, so that the per-call overhead
+ * can be taken apart call by call (the device has no perf or nsys).  Medians over many calls,
+ * in microseconds of host time.
+ *
+ *   driver_costs [--reps N]         (default 20000; prints a Markdown table)
+ *
+ * Exits 0 without measuring where there is no GPU.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <redjit.h>
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+typedef unsigned long long CUdeviceptr;
+
+static struct {
+    CUresult (*Init)(unsigned);
+    CUresult (*DeviceGet)(CUdevice *, int);
+    CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*CtxSetCurrent)(CUcontext);
+    CUresult (*ModuleLoadData)(CUmodule *, const void *);
+    CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             CUstream, void **, void **);
+    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*MemHostAlloc)(void **, size_t, unsigned);
+    CUresult (*MemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
+    CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+    CUresult (*StreamSynchronize)(CUstream);
+    CUresult (*EventCreate)(CUevent *, unsigned);
+    CUresult (*EventDestroy)(CUevent);
+    CUresult (*EventRecord)(CUevent, CUstream);
+    CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+    CUresult (*PointerGetAttribute)(void *, int, CUdeviceptr);
+    CUresult (*Occupancy)(int *, CUfunction, int, size_t);
+} cu;
+
+/* an empty kernel with one 8-byte parameter, as PTX the driver compiles */
+static const char ptx[] = ".version 7.8\n.target sm_90\n.address_size 64\n"
+                          ".visible .entry k(.param .u64 p)\n{\n ret;\n}\n";
+
+static double now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e6 + t.tv_nsec * 1e-3;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double *samples;
+static int reps = 20000;
+
+static void row(const char *what, double *s, int n)
+{
+    qsort(s, (size_t)n, sizeof *s, cmp);
+    printf("| %-58s | %8.2f | %8.2f |\n", what, s[n / 2], s[n * 9 / 10]);
+}
+
+#define MEASURE(what, setup, call)                  \
+    do {                                            \
+        for (int i_ = 0; i_ < reps; i_++) {         \
+            setup;                                  \
+            double t0_ = now_us();                  \
+            call;                                   \
+            samples[i_] = now_us() - t0_;           \
+        }                                           \
+        row(what, samples, reps);                   \
+    } while (0)
+
+#define CHECK(call)                                                        \
+    do {                                                                   \
+        CUresult r_ = (call);                                              \
+        if (r_) {                                                          \
+            fprintf(stderr, "driver_costs: %s failed (%d)\n", #call, r_); \
+            return 1;                                                      \
+        }                                                                  \
+    } while (0)
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
+    if (reps < 10) reps = 10;
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        printf("driver_costs: no CUDA driver: nothing to measure\n");
+        return 0;
+    }
+#define SYM(f, name) *(void **)&cu.f = dlsym(h, name)
+    SYM(Init, "cuInit");
+    SYM(DeviceGet, "cuDeviceGet");
+    SYM(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    SYM(CtxSetCurrent, "cuCtxSetCurrent");
+    SYM(ModuleLoadData, "cuModuleLoadData");
+    SYM(ModuleGetFunction, "cuModuleGetFunction");
+    SYM(LaunchKernel, "cuLaunchKernel");
+    SYM(MemAlloc, "cuMemAlloc_v2");
+    SYM(MemHostAlloc, "cuMemHostAlloc");
+    SYM(MemsetD8Async, "cuMemsetD8Async");
+    SYM(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
+    SYM(StreamSynchronize, "cuStreamSynchronize");
+    SYM(EventCreate, "cuEventCreate");
+    SYM(EventDestroy, "cuEventDestroy_v2");
+    SYM(EventRecord, "cuEventRecord");
+    SYM(EventElapsedTime, "cuEventElapsedTime");
+    SYM(PointerGetAttribute, "cuPointerGetAttribute");
+    SYM(Occupancy, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+#undef SYM
+    CUdevice dev;
+    CUcontext ctx;
+    if (!cu.Init || cu.Init(0) || cu.DeviceGet(&dev, 0)) {
+        printf("driver_costs: no usable GPU: nothing to measure\n");
+        return 0;
+    }
+    CHECK(cu.DevicePrimaryCtxRetain(&ctx, dev));
+    CHECK(cu.CtxSetCurrent(ctx));
+    CUmodule mod;
+    CUfunction fn;
+    CHECK(cu.ModuleLoadData(&mod, ptx));
+    CHECK(cu.ModuleGetFunction(&fn, mod, "k"));
+    CUdeviceptr d;
+    void *pinned;
+    CHECK(cu.MemAlloc(&d, 1 << 20));
+    CHECK(cu.MemHostAlloc(&pinned, 4096, 0));
+    CUevent ev[2];
+    CHECK(cu.EventCreate(&ev[0], 0));
+    CHECK(cu.EventCreate(&ev[1], 0));
+    samples = malloc((size_t)reps * sizeof *samples);
+    CUstream s = NULL;
+    unsigned long long arg = d;
+    void *args[] = {&arg};
+    float ms;
+    int nb;
+    unsigned mt;
+    CUevent e1;
+
+    printf("| call | median us | p90 us |\n|---|---|---|\n");
+    MEASURE("cuCtxSetCurrent", (void)0, cu.CtxSetCurrent(ctx));
+    MEASURE("cuEventCreate", if (i_) cu.EventDestroy(e1), cu.EventCreate(&e1, 0));
+    cu.EventDestroy(e1);
+    MEASURE("cuEventDestroy", cu.EventCreate(&e1, 0), cu.EventDestroy(e1));
+    MEASURE("cuEventRecord (idle stream)", (void)0, cu.EventRecord(ev[0], s));
+    cu.EventRecord(ev[1], s);
+    cu.StreamSynchronize(s);
+    MEASURE("cuEventElapsedTime (both done)", (void)0, cu.EventElapsedTime(&ms, ev[0], ev[1]));
+    MEASURE("cuMemsetD8Async 128 B", cu.StreamSynchronize(s), cu.MemsetD8Async(d, 0, 128, s));
+    MEASURE("cuStreamSynchronize (idle)", (void)0, cu.StreamSynchronize(s));
+    MEASURE("cuLaunchKernel, empty kernel, 1 block (queueing only)", cu.StreamSynchronize(s),
+            cu.LaunchKernel(fn, 1, 1, 1, 256, 1, 1, 0, s, args, NULL));
+    MEASURE("cuLaunchKernel 1056 blocks (queueing only)", cu.StreamSynchronize(s),
+            cu.LaunchKernel(fn, 1056, 1, 1, 256, 1, 1, 0, s, args, NULL));
+    MEASURE("launch + cuStreamSynchronize", (void)0,
+            cu.LaunchKernel(fn, 1, 1, 1, 256, 1, 1, 0, s, args, NULL); cu.StreamSynchronize(s));
+    MEASURE("cuMemcpyDtoHAsync 8 B to pinned + sync", (void)0,
+            cu.MemcpyDtoHAsync(pinned, d, 8, s); cu.StreamSynchronize(s));
+    MEASURE("launch + DtoH 8 B + sync (a minimal reduction call)", (void)0,
+            cu.LaunchKernel(fn, 1, 1, 1, 256, 1, 1, 0, s, args, NULL); cu.MemcpyDtoHAsync(pinned, d, 8, s);
+            cu.StreamSynchronize(s));
+    MEASURE("launch + 2 DtoH + sync (result and fault record apart)", (void)0,
+            cu.LaunchKernel(fn, 1, 1, 1, 256, 1, 1, 0, s, args, NULL); cu.MemcpyDtoHAsync(pinned, d, 8, s);
+            cu.MemcpyDtoHAsync((char *)pinned + 64, d + 64, 32, s); cu.StreamSynchronize(s));
+    MEASURE("cuPointerGetAttribute (memory type)", (void)0, cu.PointerGetAttribute(&mt, 2, d));
+    MEASURE("cuOccupancyMaxActiveBlocksPerMultiprocessor", (void)0, cu.Occupancy(&nb, fn, 256, 0));
+
+    /* the library, same shape of call: sum over 1024 f32 already on the device */
+    red_ctx *rc;
+    red_open(&rc);
+    red_set_option(rc, RED_OPT_DEVICE, RED_DEVICE_GPU);
+    red_expr *e = NULL;
+    int64_t n = 1024;
+    red_array a;
+    red_array_init(&a, (void *)(uintptr_t)d, RED_F32, 1, &n, NULL);
+    a.memory = RED_MEM_CUDA;
+    double v = 0;
+    if (red_prepare(rc, "sum(x)", &e) || red_bind_array(e, "x", &a) || red_run(e)) {
+        fprintf(stderr, "driver_costs: redjit: %s\n", e ? red_expr_errmsg(e) : red_errmsg(rc));
+        return 1;
+    }
+    MEASURE("redjit: red_run + red_result_f64, sum(x), 1024 f32 on the device", (void)0,
+            red_run(e); red_result_f64(e, 0, &v));
+    red_binding b = {"x", a};
+    MEASURE("redjit: red_eval_f64, the same", (void)0, red_eval_f64(rc, "sum(x)", &b, 1, &v));
+    red_finalize(e);
+    red_close(rc);
+    return 0;
+}
