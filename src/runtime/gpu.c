@@ -282,6 +282,7 @@ typedef struct pool_buf {
     CUdeviceptr ptr;
     size_t size;
     int live;
+    int clean;          /* an idle run workspace whose fault record and counter are zero */
 } pool_buf;
 
 struct gpu_dev {
@@ -451,6 +452,7 @@ static int pool_get(gpu_dev *g, size_t size, CUdeviceptr *out, util_diag *diag)
             best = i;
     if (best >= 0) {
         g->pool[best].live = 1;
+        g->pool[best].clean = 0;
         *out = g->pool[best].ptr;
         return 0;
     }
@@ -478,7 +480,7 @@ static int pool_get(gpu_dev *g, size_t size, CUdeviceptr *out, util_diag *diag)
         g->pool = np;
         g->cappool = cap;
     }
-    g->pool[g->npool++] = (pool_buf){p, size, 1};
+    g->pool[g->npool++] = (pool_buf){p, size, 1, 0};
     *out = p;
     return 0;
 }
@@ -487,6 +489,38 @@ static void pool_put(gpu_dev *g, CUdeviceptr p)
 {
     for (int i = 0; i < g->npool; i++)
         if (g->pool[i].ptr == p) g->pool[i].live = 0;
+}
+
+/* A run's workspace (fault record at 0, persistent-grid counter at 32, key
+ * statistics at 64), which must start with the first 40 bytes zero.  A run
+ * that ends without a fault leaves them so (the persistent kernel resets its
+ * counter), and gives the buffer back marked clean; taking a clean one saves
+ * a memset, a GPU operation of its own on every call. */
+#define WS_BYTES 128
+static int ws_get(gpu_dev *g, CUstream s, CUdeviceptr *out, util_diag *diag)
+{
+    for (int i = 0; i < g->npool; i++)
+        if (!g->pool[i].live && g->pool[i].clean) {
+            g->pool[i].live = 1;
+            g->pool[i].clean = 0;
+            *out = g->pool[i].ptr;
+            return 0;
+        }
+    int rc = pool_get(g, WS_BYTES, out, diag);
+    if (!rc && g->cu.MemsetD8Async(*out, 0, WS_BYTES, s)) {
+        pool_put(g, *out);
+        rc = util_diag_set(diag, RED_ERR_DEVICE, "cuMemsetD8Async failed");
+    }
+    return rc;
+}
+
+static void ws_put_clean(gpu_dev *g, CUdeviceptr p)
+{
+    for (int i = 0; i < g->npool; i++)
+        if (g->pool[i].ptr == p) {
+            g->pool[i].live = 0;
+            g->pool[i].clean = 1;
+        }
 }
 
 /* ---- kernels: generated per pass, compiled once, cached ------------------------------ */
@@ -1021,6 +1055,10 @@ int gpu_finish(gpu_dev *g, gpu_run *run, util_diag *diag)
         if (cr) rc = cu_fail(g, cr, "kernel execution (cuStreamSynchronize)", diag);
         if (!rc && run->ws) rc = read_errors(&r, err);
         if (!rc && err[0]) rc = report_device_fault(&r, err, run->bufs);
+        if (!rc && run->ws) {   /* read, and zero: reusable without a memset */
+            ws_put_clean(g, run->ws);
+            run->ws = 0;
+        }
     }
     /* the phases, from the events (the stream is idle by now) */
     if (run->ev[0] && run->ev[1] && run->ev[2] && run->ev[3] && !g->cu.StreamSynchronize((CUstream)run->stream)) {
@@ -1118,8 +1156,7 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
     events_take(g, run->ev);
     if (run->ev[0]) g->cu.EventRecord(run->ev[0], s);
     double nvrtc_before = g->stats.compile_ms;
-    if (!rc) rc = pool_get(g, 128, &run->ws, diag);
-    if (!rc && g->cu.MemsetD8Async(run->ws, 0, 128, s)) rc = util_diag_set(diag, RED_ERR_DEVICE, "cuMemsetD8Async failed");
+    if (!rc) rc = ws_get(g, s, &run->ws, diag);
     r.ws = run->ws;
 
     for (int i = 0; !rc && i < p->nbufs; i++) {
@@ -1432,7 +1469,10 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
         unsigned long long ws = run->ws;
         run->ws = 0;   /* nothing left to read */
         gpu_finish(g, run, &ignore);
-        gpu_release(g, (void *)(uintptr_t)ws);
+        pthread_mutex_lock(&g->lock);
+        if (err[0]) pool_put(g, ws);
+        else ws_put_clean(g, ws);
+        pthread_mutex_unlock(&g->lock);
     } else {
         frc = gpu_finish(g, run, rc ? &(util_diag){0} : diag);
     }
