@@ -2,7 +2,10 @@
 # device-check.sh -- run on the GPU machine (the `device` tool) from the repository root:
 # builds redjit, runs the GPU test label, optionally compute-sanitizer and the benchmark,
 # and leaves logs under $OUT.  Start the call with `source .devtools/env.sh;` and carry .devtools
-# (see ../shared/device/README.md).  Usage: scripts/device-check.sh [tests] [sanitize] [bench]
+# (see ../shared/device/README.md).  Usage: scripts/device-check.sh [tests] [sanitize] [python] [bench]
+# BUILD_DIR (default build-gpu) may be outside the carried tree, so that a warm machine keeps the
+# build between calls; GPU_TESTS (a ctest -R regex) runs part of the gpu label, to fit the suite
+# into calls of at most 10 minutes.
 set -uo pipefail
 OUT=${OUT:-/tmp/redjit-out}
 mkdir -p "$OUT"
@@ -10,37 +13,39 @@ what=${*:-tests}
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.txt" 2>&1
 cat "$OUT/gpu.txt"
 py=$(command -v python3)
-if ! cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$py" \
+B=$(realpath -m "${BUILD_DIR:-build-gpu}")
+if ! cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$py" \
       -DREDJIT_BUILD_SAMPLES=ON ${DEVICE_CMAKE_ARGS:-} > "$OUT/cmake.log" 2>&1; then
   tail -40 "$OUT/cmake.log"; exit 1
 fi
-if ! cmake --build build-gpu -j "$(nproc)" > "$OUT/build.log" 2>&1; then
+if ! cmake --build "$B" -j "$(nproc)" > "$OUT/build.log" 2>&1; then
   grep -E "error|Error" "$OUT/build.log" | head -40; exit 1
 fi
 echo "build ok"
 rc=0
-export REDJIT_CACHE_DIR="$PWD/build-gpu/kcache"
+export REDJIT_CACHE_DIR="$B/kcache"
 if [[ " $what " == *" tests "* ]]; then
-  (cd build-gpu && ctest -L gpu --output-on-failure --timeout 900 > "$OUT/ctest-gpu.log" 2>&1) || rc=1
+  (cd "$B" && ctest -L gpu ${GPU_TESTS:+-R "$GPU_TESTS"} --output-on-failure --timeout 900 \
+     > "$OUT/ctest-gpu.log" 2>&1) || rc=1
   grep -E "passed|failed|skipped|FAIL|Test +#" "$OUT/ctest-gpu.log" | tail -40
 fi
 if [[ " $what " == *" sanitize "* ]]; then
   # every kernel kind and strategy at small sizes (the tools slow kernels 10-100x);
   # memcheck also over the data-driven cases (one strategy: they share kernels)
   for tool in memcheck racecheck synccheck; do
-    (cd build-gpu && compute-sanitizer --tool "$tool" --error-exitcode 9 ./tests/test_gpu --max-log2 17 \
+    (cd "$B" && compute-sanitizer --tool "$tool" --error-exitcode 9 ./tests/test_gpu --max-log2 17 \
        > "$OUT/sanitize-$tool.log" 2>&1) || rc=1
     echo "== $tool (test_gpu)"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/sanitize-$tool.log" | tail -3
   done
-  (cd build-gpu && compute-sanitizer --tool memcheck --error-exitcode 9 ./tests/run_cases --device gpu \
+  (cd "$B" && compute-sanitizer --tool memcheck --error-exitcode 9 ./tests/run_cases --device gpu \
      --strategy tree --threads 4 ${SANITIZE_FILTER:+--filter $SANITIZE_FILTER} tests/data/cases.manifest \
      > "$OUT/sanitize-memcheck-cases.log" 2>&1) || rc=1
   echo "== memcheck (cases)"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/sanitize-memcheck-cases.log" | tail -3
 fi
 if [[ " $what " == *" python "* ]]; then
-  (PYTHONPATH=build-gpu/python/pkg python3 -m pytest -q python/tests > "$OUT/pytest-gpu.log" 2>&1) || rc=1
+  (PYTHONPATH="$B/python/pkg" python3 -m pytest -q python/tests > "$OUT/pytest-gpu.log" 2>&1) || rc=1
   tail -3 "$OUT/pytest-gpu.log"
-  (PYTHONPATH=build-gpu/python/pkg python3 python/bench_overhead.py > "$OUT/py-overhead.log" 2>&1) || rc=1
+  (PYTHONPATH="$B/python/pkg" python3 python/bench_overhead.py > "$OUT/py-overhead.log" 2>&1) || rc=1
   tail -12 "$OUT/py-overhead.log"
 fi
 if [[ " $what " == *" bench "* ]] && [ -x bench/run.sh ]; then
