@@ -835,7 +835,7 @@ static int count_on_device(run_ctx *r, pass_entry *e, long long nout, long long 
 /* Whether the pass reads a column layout: the fastest-varying dimension (the
  * smallest stride among extents > 1) of every load is subscripted by a free
  * index, so neighbouring outputs are neighbours in memory. */
-static int column_layout(const cg_kernel *k, const vm_buf *bufs)
+int gpu_column_layout(const cg_kernel *k, const vm_buf *bufs)
 {
     if (!bufs || k->nloads == 0 || k->loads_overflow) return 0;
     for (int l = 0; l < k->nloads; l++) {
@@ -851,16 +851,57 @@ static int column_layout(const cg_kernel *k, const vm_buf *bufs)
     return 1;
 }
 
+/* The kernel for segments (see gpu.h), from the average length, as the
+ * benchmark's forced strategies showed (bench/RESULTS.md, 2026-11-22): a
+ * thread per output up to 64 elements (rows of 8: 333 us against 5132 with a
+ * warp; CSR lengths 10..50: 179 against 440), else a warp on an
+ * occupancy-sized grid (rows of 16384: 279 us against 344 with a block; rows
+ * of 1024: 142 against 161).  Few long segments, and columns, split each
+ * output's domain into chunks. */
+gpu_seg_choice gpu_choose_segments(long long nout, long long total, int columns, int nsm)
+{
+    gpu_seg_choice c = {0};
+    double avg = nout > 0 ? (double)total / (double)nout : 0;
+    long long threads = (long long)nsm * 2048;   /* resident on the GPU */
+    if (avg >= 64 && nout >= 256 && nout < 4 * threads && columns) {
+        /* columns: enough chunks for two threads per resident slot, each
+         * thread at least 32 elements, at most 1024 partials an output for
+         * rj_splitf's thread to fold */
+        long long nc = (2 * threads + nout - 1) / nout;
+        if (nc > (long long)(avg / 32)) nc = (long long)(avg / 32);
+        if (nc > 1024) nc = 1024;
+        if (nc >= 2) {
+            c.kernel = "rj_split1";
+            c.chunks = nc;
+            return c;
+        }
+    } else if (avg >= 8192 && nout * 32 < threads) {
+        /* few long segments: about 8 blocks per SM, each at least 4096
+         * elements */
+        long long nc = ((long long)nsm * 8 + nout - 1) / nout;
+        if (nc > (long long)(avg / 4096)) nc = (long long)(avg / 4096);
+        if (nc >= 2) {
+            c.kernel = "rj_splitb";
+            c.chunks = nc;
+            return c;
+        }
+    }
+    if (avg <= 64) {
+        c.kernel = "rj_seg1";
+        c.group = 1;
+    } else {
+        c.kernel = "rj_seg32";
+        c.group = 32;
+        c.occupancy_grid = 1;
+    }
+    return c;
+}
+
 /* Segments: one reduction per output (partial reductions, sorted keys).
  * `total` is the elements of all outputs' domains, or -1 when ranges make
  * it unknown.  Forced strategies pick the kernel: tree a block per output,
- * sequential a thread, persistent a warp on an occupancy-sized grid.  Auto
- * (and segmented) decide from the average length, as the benchmark's forced
- * strategies showed (bench/RESULTS.md, 2026-11-22): a thread per output up to
- * 64 elements (rows of 8: 333 us against 5132 with a warp; CSR lengths
- * 10..50: 179 against 440), else a warp on an occupancy-sized grid (rows of
- * 16384: 279 us against 344 with a block; rows of 1024: 142 against 161).
- * Few long segments, and columns, split each output's domain into chunks. */
+ * sequential a thread, persistent a warp on an occupancy-sized grid; auto
+ * and segmented ask gpu_choose_segments. */
 static int run_segments(run_ctx *r, pass_entry *e, long long nout, long long total, int strategy)
 {
     gpu_dev *g = r->g;
@@ -881,52 +922,28 @@ static int run_segments(run_ctx *r, pass_entry *e, long long nout, long long tot
             rc = count_on_device(r, e, nout, &total);
             if (rc) return rc;
         }
-        double avg = (double)total / (double)nout;
-        long long threads = (long long)g->nsm * 2048;   /* resident on the GPU */
-        long long nc = 0;
-        const char *split = NULL;
-        int per_thread = 0;
-        if (avg >= 64 && nout >= BLOCK && nout < 4 * threads && column_layout(&e->k, r->bufs)) {
-            /* columns: enough chunks for two threads per resident slot,
-             * each thread at least 32 elements, at most 1024 partials an
-             * output for rj_splitf's thread to fold */
-            nc = cdiv(2 * threads, nout);
-            if (nc > (long long)(avg / 32)) nc = (long long)(avg / 32);
-            if (nc > 1024) nc = 1024;
-            split = "rj_split1";
-            per_thread = 1;
-        } else if (avg >= 8192 && nout * 32 < threads) {
-            /* few long segments: about 8 blocks per SM, each at least
-             * 4096 elements */
-            nc = cdiv((long long)g->nsm * 8, nout);
-            if (nc > (long long)(avg / 4096)) nc = (long long)(avg / 4096);
-            split = "rj_splitb";
-        }
-        if (split && nc >= 2) {
-            size_t bytes = (size_t)(nc * nout) * (size_t)e->k.acc_size;
+        gpu_seg_choice c = gpu_choose_segments(nout, total, gpu_column_layout(&e->k, r->bufs), g->nsm);
+        if (c.chunks) {
+            size_t bytes = (size_t)(c.chunks * nout) * (size_t)e->k.acc_size;
             CUdeviceptr part;
             rc = pool_get(g, bytes, &part, r->diag);
             if (rc) return rc;
             defer_release(r, part);
             P[2] = (long long)part;
-            P[6] = nc;
+            P[6] = c.chunks;
             P[1] = nout;
-            long long work = per_thread ? cdiv(nc * nout, BLOCK) : nc * nout;
+            int per_thread = strcmp(c.kernel, "rj_split1") == 0;
+            long long work = per_thread ? cdiv(c.chunks * nout, BLOCK) : c.chunks * nout;
             grid = work < (long long)g->nsm * 64 ? work : (long long)g->nsm * 64;
-            rc = launch(r, e, split, grid);
+            rc = launch(r, e, c.kernel, grid);
             if (rc) return rc;
             grid = cdiv(nout, BLOCK);
             if (grid > (long long)g->nsm * 64) grid = (long long)g->nsm * 64;
             return launch(r, e, "rj_splitf", grid);
         }
-        if (avg <= 64) {
-            k = "rj_seg1";
-            group = 1;
-        } else {
-            k = "rj_seg32";
-            group = 32;
-            strategy = RED_STRATEGY_PERSISTENT;   /* the occupancy-sized grid */
-        }
+        k = c.kernel;
+        group = c.group;
+        if (c.occupancy_grid) strategy = RED_STRATEGY_PERSISTENT;
     }
     }
     if (strategy == RED_STRATEGY_PERSISTENT) {

@@ -73,6 +73,25 @@ int gpu_is_device_pointer(gpu_dev *g, const void *ptr);
 
 void gpu_get_stats(gpu_dev *g, gpu_stats *s);
 
+/* The choice of kernel for segments (one reduction per output) under the
+ * automatic strategy, a pure function so that tests check it without a GPU:
+ * `total` elements over `nout` outputs, `columns` from gpu_column_layout,
+ * `nsm` multiprocessors.  chunks > 0: split each output into that many
+ * chunks (rj_split1: a thread per chunk; rj_splitb: a block), then
+ * rj_splitf; else `kernel` with `group` threads per output, on an
+ * occupancy-sized grid when occupancy_grid. */
+typedef struct gpu_seg_choice {
+    const char *kernel;
+    int group;
+    long long chunks;
+    int occupancy_grid;
+} gpu_seg_choice;
+gpu_seg_choice gpu_choose_segments(long long nout, long long total, int columns, int nsm);
+struct cg_kernel;
+/* 1 when every load of the pass's element code has its fastest-varying
+ * dimension subscripted by a free index (a column layout). */
+int gpu_column_layout(const struct cg_kernel *k, const vm_buf *bufs);
+
 /* Fault injection, for tests (tests/test_faults.c): the `nth` next call of
  * that kind in this process (1: the very next) fails as the real failure
  * would: NVRTC rejecting a kernel, cuModuleLoadData failing, cuMemAlloc out
