@@ -411,9 +411,11 @@ static red_dtype typestr_dtype(const char *s)
     return 0;
 }
 
-static int cai_value(const char *name, PyObject *value, rjp_value *out)
+/* `cai` is value.__cuda_array_interface__ (a new reference, released here), or
+ * NULL to read it: producers build that dict anew on every access. */
+static int cai_value(const char *name, PyObject *value, PyObject *cai, rjp_value *out)
 {
-    PyObject *cai = PyObject_GetAttr(value, str_cai);
+    if (!cai) cai = PyObject_GetAttr(value, str_cai);
     if (!cai) return -1;
     int ret = -1;
     if (!PyDict_Check(cai)) {
@@ -537,8 +539,7 @@ int rjp_convert(const char *name, PyObject *value, rjp_holds *H, rjp_value *out)
     if (cai) {
         PyObject *probe = PyObject_GetAttr(value, str_cai);
         if (probe) {
-            Py_DECREF(probe);
-            int r = cai_value(name, value, out);
+            int r = cai_value(name, value, probe, out);   /* releases probe */
             /* bfloat16 has no type string there ('<V2'): DLPack names it */
             if (r == 0 || kind != KIND_DLPACK) return r;
             PyErr_Clear();
@@ -557,7 +558,7 @@ int rjp_convert(const char *name, PyObject *value, rjp_holds *H, rjp_value *out)
     }
     switch (kind) {
     case KIND_DLPACK: return dlpack_value(name, value, legacy, H, out);
-    case KIND_CAI: return cai_value(name, value, out);
+    case KIND_CAI: return cai_value(name, value, NULL, out);
     }
     rjp_raise_bind("cannot bind '%s': a %.100s is neither a number, nor an array with the buffer protocol, "
                    "__dlpack__ or __cuda_array_interface__", name, Py_TYPE(value)->tp_name);

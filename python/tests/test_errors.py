@@ -1,5 +1,7 @@
 """test_errors.py -- every failure raises a redjit.Error subclass (also the matching
 builtin) whose message is the library's caret message."""
+import sys
+
 import numpy as np
 import pytest
 
@@ -76,6 +78,14 @@ def test_device_errors():
 
     d = redjit._redjit._describe(FakeDevice())
     assert d["memory"] == "cuda" and d["data"] == 1 << 20
+    # the interface dict is released after each binding (no reference per call)
+    cai = FakeDevice.__cuda_array_interface__
+    for _ in range(10):
+        redjit._redjit._describe(FakeDevice())
+    refs = sys.getrefcount(cai)
+    for _ in range(1000):
+        redjit._redjit._describe(FakeDevice())
+    assert sys.getrefcount(cai) == refs
     with pytest.raises(redjit.DeviceError):
         redjit.eval("sum(x)", x=FakeDevice())
 
