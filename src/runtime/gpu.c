@@ -1065,11 +1065,11 @@ int gpu_finish(gpu_dev *g, gpu_run *run, util_diag *diag)
     pthread_mutex_lock(&g->lock);
     int rc = 0;
     if (run->pending || run->ws) {
-        g->cu.CtxSetCurrent(g->ctx);
         run_ctx r = {.g = g, .p = run->p, .diag = diag, .s = (CUstream)run->stream, .ws = run->ws, .run = run};
         unsigned long long err[4] = {0};
-        CUresult cr = g->cu.StreamSynchronize(r.s);
-        if (cr) rc = cu_fail(g, cr, "kernel execution (cuStreamSynchronize)", diag);
+        CUresult cr = g->cu.CtxSetCurrent(g->ctx);
+        if (cr) rc = cu_fail(g, cr, "cuCtxSetCurrent", diag);
+        else if ((cr = g->cu.StreamSynchronize(r.s))) rc = cu_fail(g, cr, "kernel execution (cuStreamSynchronize)", diag);
         if (!rc && run->ws) rc = read_errors(&r, err);
         if (!rc && err[0]) rc = report_device_fault(&r, err, run->bufs);
         if (!rc && run->ws) {   /* read, and zero: reusable without a memset */
@@ -1078,7 +1078,8 @@ int gpu_finish(gpu_dev *g, gpu_run *run, util_diag *diag)
         }
     }
     /* the phases, from the events (the stream is idle by now) */
-    if (run->ev[0] && run->ev[1] && run->ev[2] && run->ev[3] && !g->cu.StreamSynchronize((CUstream)run->stream)) {
+    if (run->ev[0] && run->ev[1] && run->ev[2] && run->ev[3] && !run->timing_failed &&
+        !g->cu.StreamSynchronize((CUstream)run->stream)) {
         float a = 0, b = 0, c = 0;
         if (!g->cu.EventElapsedTime(&a, run->ev[0], run->ev[1])) run->upload_ms = a;
         if (!g->cu.EventElapsedTime(&b, run->ev[1], run->ev[2])) run->kernel_ms = b;
@@ -1101,9 +1102,9 @@ int gpu_finish(gpu_dev *g, gpu_run *run, util_diag *diag)
 int gpu_alloc(gpu_dev *g, size_t bytes, void **ptr, util_diag *diag)
 {
     pthread_mutex_lock(&g->lock);
-    g->cu.CtxSetCurrent(g->ctx);
+    CUresult cr = g->cu.CtxSetCurrent(g->ctx);
     CUdeviceptr p = 0;
-    int rc = pool_get(g, bytes, &p, diag);
+    int rc = cr ? cu_fail(g, cr, "cuCtxSetCurrent", diag) : pool_get(g, bytes, &p, diag);
     pthread_mutex_unlock(&g->lock);
     *ptr = rc ? NULL : (void *)(uintptr_t)p;
     return rc;
@@ -1121,8 +1122,12 @@ int gpu_copy(gpu_dev *g, void *dst, int dst_dev, const void *src, int src_dev, s
 {
     if (!bytes) return 0;
     pthread_mutex_lock(&g->lock);
-    g->cu.CtxSetCurrent(g->ctx);
-    CUresult r;
+    CUresult r = g->cu.CtxSetCurrent(g->ctx);
+    if (r) {
+        int rc = cu_fail(g, r, "cuCtxSetCurrent", diag);
+        pthread_mutex_unlock(&g->lock);
+        return rc;
+    }
     const char *what;
     if (dst_dev && src_dev) {
         r = g->cu.MemcpyDtoD((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, bytes);
@@ -1171,7 +1176,7 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
     /* this run's own fault record, persistent-grid counter and key stats, so
      * runs on different streams never share them */
     events_take(g, run->ev);
-    if (run->ev[0]) g->cu.EventRecord(run->ev[0], s);
+    if (run->ev[0] && g->cu.EventRecord(run->ev[0], s)) run->timing_failed = 1;
     double nvrtc_before = g->stats.compile_ms;
     if (!rc) rc = ws_get(g, s, &run->ws, diag);
     r.ws = run->ws;
@@ -1186,7 +1191,7 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
         }
     }
 
-    if (run->ev[1]) g->cu.EventRecord(run->ev[1], s);
+    if (run->ev[1] && g->cu.EventRecord(run->ev[1], s)) run->timing_failed = 1;
     for (int pi = 0; !rc && pi < p->npasses; pi++) {
         const plan_pass *ps = &p->passes[pi];
         pass_entry *e = NULL;
@@ -1393,7 +1398,7 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
 
     /* results: left on the device, or copied back; every other temporary is
      * given back once the work is done */
-    if (run->ev[2]) g->cu.EventRecord(run->ev[2], s);
+    if (run->ev[2] && g->cu.EventRecord(run->ev[2], s)) run->timing_failed = 1;
     run->compile_ms = g->stats.compile_ms - nvrtc_before;
     struct staged {
         void *dst;
@@ -1435,7 +1440,7 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
             }
         }
     }
-    if (run->ev[3]) g->cu.EventRecord(run->ev[3], s);
+    if (run->ev[3] && g->cu.EventRecord(run->ev[3], s)) run->timing_failed = 1;
     /* the fault record rides along, then one sync covers everything */
     int have_err = 0;
     unsigned long long err[4] = {0};

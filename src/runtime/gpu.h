@@ -43,6 +43,7 @@ typedef struct gpu_run {
     int nrelease, caprelease;
     /* timings: events around uploads, kernels, downloads; host NVRTC time */
     void *ev[4];
+    int timing_failed;      /* an event record failed: no device timings    */
     double compile_ms;
     double upload_ms, kernel_ms, download_ms;   /* read by gpu_finish   */
 } gpu_run;
