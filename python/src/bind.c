@@ -412,7 +412,8 @@ static red_dtype typestr_dtype(const char *s)
 }
 
 /* `cai` is value.__cuda_array_interface__ (a new reference, released here), or
- * NULL to read it: producers build that dict anew on every access. */
+ * NULL to read it: producers build that dict anew on every access.  -2 (with
+ * the error set): a type the interface cannot name; -1: any other error. */
 static int cai_value(const char *name, PyObject *value, PyObject *cai, rjp_value *out)
 {
     if (!cai) cai = PyObject_GetAttr(value, str_cai);
@@ -438,6 +439,7 @@ static int cai_value(const char *name, PyObject *value, PyObject *cai, rjp_value
     red_dtype dt = typestr_dtype(ts);
     if (!dt) {
         rjp_raise_bind("cannot bind '%s': type '%s' is not supported; %s", name, ts ? ts : "?", supported_types);
+        ret = -2;   /* DLPack may name it (bfloat16 is '<V2' here) */
         goto out;
     }
     Py_ssize_t nd = PyTuple_GET_SIZE(shape);
@@ -540,8 +542,9 @@ int rjp_convert(const char *name, PyObject *value, rjp_holds *H, rjp_value *out)
         PyObject *probe = PyObject_GetAttr(value, str_cai);
         if (probe) {
             int r = cai_value(name, value, probe, out);   /* releases probe */
-            /* bfloat16 has no type string there ('<V2'): DLPack names it */
-            if (r == 0 || kind != KIND_DLPACK) return r;
+            /* bfloat16 has no type string there ('<V2'): DLPack names it; any
+             * other failure (a stream that cannot be waited for) stands */
+            if (r != -2 || kind != KIND_DLPACK) return r < 0 ? -1 : r;
             PyErr_Clear();
             return dlpack_value(name, value, legacy, H, out);
         }
@@ -558,7 +561,7 @@ int rjp_convert(const char *name, PyObject *value, rjp_holds *H, rjp_value *out)
     }
     switch (kind) {
     case KIND_DLPACK: return dlpack_value(name, value, legacy, H, out);
-    case KIND_CAI: return cai_value(name, value, NULL, out);
+    case KIND_CAI: return cai_value(name, value, NULL, out) < 0 ? -1 : 0;
     }
     rjp_raise_bind("cannot bind '%s': a %.100s is neither a number, nor an array with the buffer protocol, "
                    "__dlpack__ or __cuda_array_interface__", name, Py_TYPE(value)->tp_name);

@@ -94,31 +94,47 @@ static int nomem(ck *c) { return util_diag_set(c->diag, RED_ERR_NOMEM, "out of m
 
 /* ---- plan growth ----------------------------------------------------------- */
 
-/* Room for one more entry in a table of `n` used, `*cap` allocated: a twice
- * larger copy in the arena when full (entries are only ever referred to by
- * index across a growth).  -1 at the limit `max` or out of memory. */
-static int grow(ck *c, void **table, int *cap, int n, size_t elem, int max)
+/* Room for one more entry in a table of `n` used, `*cap` allocated: returns
+ * the table, or a twice larger copy in the arena when it was full (entries
+ * are only ever referred to by index across a growth).  *err: 0, -1 at the
+ * limit `max`, -2 out of memory (the table is then returned unchanged). */
+static void *grow(ck *c, void *table, int *cap, int n, size_t elem, int max, int *err)
 {
-    if (n < *cap) return 0;
-    if (*cap >= max) return -1;
+    *err = 0;
+    if (n < *cap) return table;
+    if (*cap >= max) {
+        *err = -1;
+        return table;
+    }
     int ncap = *cap * 2 < max ? *cap * 2 : max;
     void *t = util_arena_alloc(c->a, (size_t)ncap * elem);
-    if (!t) return -1;
-    if (n) memcpy(t, *table, (size_t)n * elem);
-    *table = t;
+    if (!t) {
+        *err = -2;
+        return table;
+    }
+    if (n) memcpy(t, table, (size_t)n * elem);
     *cap = ncap;
+    return t;
+}
+
+/* Room for one more pass: 0, or the error (a limit or out of memory). */
+static int grow_passes(ck *c, const char *what)
+{
+    plan *p = c->p;
+    int err;
+    p->passes = grow(c, p->passes, &c->cap_passes, p->npasses, sizeof *p->passes, MAX_PASSES, &err);
+    if (err == -2) return nomem(c);
+    if (err) return util_diag_set(c->diag, RED_ERR_LIMIT, "%s (%d)", what, MAX_PASSES);
     return 0;
 }
 
-static int grow_passes(ck *c)
-{
-    return grow(c, (void **)&c->p->passes, &c->cap_passes, c->p->npasses, sizeof *c->p->passes, MAX_PASSES);
-}
-
+/* A new index variable: its id, -1 at the limit, -2 out of memory. */
 static int new_var(ck *c, const char *name, util_pos pos)
 {
     plan *p = c->p;
-    if (grow(c, (void **)&p->vars, &c->cap_vars, p->nvars, sizeof *p->vars, MAX_VARS)) return -1;
+    int err;
+    p->vars = grow(c, p->vars, &c->cap_vars, p->nvars, sizeof *p->vars, MAX_VARS, &err);
+    if (err) return err;
     plan_var *v = &p->vars[p->nvars];
     memset(v, 0, sizeof *v);
     v->name = name;
@@ -146,7 +162,9 @@ static int add_constraint(ck *c, int var, int buf, int dim, int64_t off, util_po
 static int new_temp(ck *c, int type, int ndim, const int *dims)
 {
     plan *p = c->p;
-    if (grow(c, (void **)&p->temps, &c->cap_temps, p->ntemps, sizeof *p->temps, MAX_TEMPS)) return -1;
+    int err;
+    p->temps = grow(c, p->temps, &c->cap_temps, p->ntemps, sizeof *p->temps, MAX_TEMPS, &err);
+    if (err) return err;
     plan_temp *t = &p->temps[p->ntemps];
     t->type = type;
     t->ndim = ndim;
@@ -213,11 +231,14 @@ static val mk(ir *x, int weak)
 
 /* ---- names ---------------------------------------------------------------- */
 
+/* The index `name` visible in `s`.  The keys of a keyed result are indexed by
+ * a variable the user cannot name: an index written `key` is the user's own. */
 static int find_var(const scope *s, const plan *p, const char *name)
 {
     for (; s; s = s->parent)
         for (int i = 0; i < s->nvars; i++)
-            if (strcmp(p->vars[s->vars[i]].name, name) == 0) return s->vars[i];
+            if (p->vars[s->vars[i]].key_pass < 0 && strcmp(p->vars[s->vars[i]].name, name) == 0)
+                return s->vars[i];
     return -1;
 }
 
@@ -278,6 +299,7 @@ static int index_var(ck *c, scope *s, const char *name, util_pos pos, int *out)
     if (v < 0) {
         scope *home = accepting(s);
         v = new_var(c, name, pos);
+        if (v == -2) return nomem(c);
         if (v < 0) return err_at(c, pos, RED_ERR_LIMIT, "too many index variables");
         TRY(scope_add(c, home, v, pos));
     }
@@ -405,6 +427,7 @@ static int lower_name(ck *c, scope *s, const ast_node *n, val *out)
                 char nm[16];
                 snprintf(nm, sizeof nm, "_%d", d);
                 int var = new_var(c, util_arena_strndup(c->a, nm, strlen(nm)), n->pos);
+                if (var == -2) return nomem(c);
                 if (var < 0) return err_at(c, n->pos, RED_ERR_LIMIT, "too many index variables");
                 home->anon[d] = var;
                 TRY(scope_add(c, home, var, n->pos));
@@ -817,8 +840,7 @@ static int find_pass(ck *c, int nfree, const int *fr, int nred, const int *rd, i
         *pass_out = i;
         return 0;
     }
-    if (p->npasses >= MAX_PASSES || grow_passes(c))
-        return util_diag_set(c->diag, RED_ERR_LIMIT, "too many reductions (%d)", MAX_PASSES);
+    TRY(grow_passes(c, "too many reductions"));
     plan_pass *ps = &p->passes[p->npasses];
     memset(ps, 0, sizeof *ps);
     ps->nfree = nfree;
@@ -889,6 +911,7 @@ static int add_reduction(ck *c, int pass, const plan_red *rd, int ncomp_out, int
         if (rd->rop == ROP_ARGMIN || rd->rop == ROP_ARGMAX) t = CT_I64;
         else t = rd->acc[k];
         int tmp = new_temp(c, t, nd, dims);
+        if (tmp == -2) return nomem(c);
         if (tmp < 0) return util_diag_set(c->diag, RED_ERR_LIMIT, "too many intermediate results");
         nr[ps->nreds].temp[k] = tmp;
         temps_out[k] = tmp;
@@ -942,6 +965,7 @@ static int lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, 
             if (strcmp(n->over[j].name, o->name) == 0)
                 return err_at(c, o->pos, RED_ERR_NAME, "index '%s' is listed twice", o->name);
         int v = new_var(c, o->name, o->pos);
+        if (v == -2) return nomem(c);
         if (v < 0) return err_at(c, o->pos, RED_ERR_LIMIT, "too many index variables");
         if (o->lo) {
             const ast_node *saved = c->bound_owner;
@@ -1098,6 +1122,7 @@ static int lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, 
         /* a new keyed pass: its key index is a new variable, reduced by the
          * nearest enclosing reduction without `over`, or free */
         int kv = new_var(c, "key", n->by->pos);
+        if (kv == -2) return nomem(c);
         if (kv < 0) return err_at(c, n->pos, RED_ERR_LIMIT, "too many index variables");
         p->vars[kv].key_pass = pass;
         ps->key_var = kv;
@@ -1238,6 +1263,7 @@ static int lower_result(ck *c, const ast_stmt *st, const ast_node *e, const char
                     return err_at(c, st->idx_pos[i], RED_ERR_NAME, "index '%s' is listed twice",
                                   st->idx[i]);
             int v = new_var(c, st->idx[i], st->idx_pos[i]);
+            if (v == -2) return nomem(c);
             if (v < 0) return err_at(c, st->idx_pos[i], RED_ERR_LIMIT, "too many index variables");
             TRY(scope_add(c, &top, v, st->idx_pos[i]));
         }
@@ -1284,9 +1310,9 @@ static int lower_result(ck *c, const ast_stmt *st, const ast_node *e, const char
             if (same) temp = -1 - x->slot;
         }
         if (temp < 0) {
-            if (p->npasses >= MAX_PASSES || grow_passes(c))
-                return util_diag_set(c->diag, RED_ERR_LIMIT, "too many passes");
+            TRY(grow_passes(c, "too many passes"));
             temp = new_temp(c, x->type, nd, dims);
+            if (temp == -2) return nomem(c);
             if (temp < 0) return util_diag_set(c->diag, RED_ERR_LIMIT, "too many intermediate results");
             plan_pass *ps = &p->passes[p->npasses++];
             memset(ps, 0, sizeof *ps);

@@ -1218,9 +1218,15 @@ int cpu_execute(const plan *p, const vm_buf *bufs, const plan_value *scalars, in
     if (!out->t || !vlo || !vhi || !done) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
     if (nthreads <= 0) nthreads = omp_get_max_threads();
 
+    /* a pass's per-output ranges (olo, osz, offs) are freed before the next
+     * pass and after the last, whatever way it ends */
+    pass_ctx pc;
+    memset(&pc, 0, sizeof pc);
     for (int pi = 0; !rc && pi < p->npasses; pi++) {
         const plan_pass *ps = &p->passes[pi];
-        pass_ctx pc;
+        free(pc.olo);
+        free(pc.osz);
+        free(pc.offs);
         memset(&pc, 0, sizeof pc);
         pc.p = p;
         pc.ps = ps;
@@ -1359,6 +1365,7 @@ int cpu_execute(const plan *p, const vm_buf *bufs, const plan_value *scalars, in
         pc.nreds = ps->nreds;
         pc.reds = ps->reds;
         pc.comb = util_arena_alloc(&a, (size_t)(ps->nreds + 1) * sizeof *pc.comb);
+        if (!pc.comb) rc = RED_ERR_NOMEM;
         for (int q = 0; !rc && q < ps->nreds; q++)
             if (ps->reds[q].rop == ROP_USER)
                 rc = vm_compile(&a, p, ps->reds[q].ncomp, ps->reds[q].combine, &pc.comb[q]);
@@ -1418,11 +1425,11 @@ int cpu_execute(const plan *p, const vm_buf *bufs, const plan_value *scalars, in
                     break;
                 }
         }
-        free(pc.olo);
-        free(pc.osz);
-        free(pc.offs);
         if (!rc && cpu_cancelled(cancel)) rc = util_diag_set(diag, RED_ERR_INTERRUPTED, "interrupted");
     }
+    free(pc.olo);
+    free(pc.osz);
+    free(pc.offs);
     util_arena_free(&a);
     free(vlo);
     free(vhi);

@@ -1229,6 +1229,8 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
                 } else if (pv->key_pass < 0) {
                     vlo[v] = 0;
                     rc = cpu_infer_extent(p, v, bufs, &vhi[v], diag);
+                } else {
+                    rc = util_diag_set(diag, RED_ERR_INTERNAL, "key count used before it is known");
                 }
                 done[v] = 1;
             }
