@@ -403,10 +403,10 @@ static void ctx_trim(red_ctx *ctx)
 }
 
 /* The cached program for `text`, parsed on a miss. */
-static int ctx_program(red_ctx *ctx, const char *text, program **out, util_diag *diag)
+/* The cached program for `text` (taking a reference), moved to the newest
+ * place; NULL if none.  Under ctx->lock. */
+static program *cache_find(red_ctx *ctx, const char *text, uint64_t h)
 {
-    uint64_t h = text_hash(text);
-    pthread_mutex_lock(&ctx->lock);
     for (int i = ctx->ncache - 1; i >= 0; i--)
         if (ctx->cache[i].pg->hash == h && strcmp(ctx->cache[i].pg->text, text) == 0) {
             program *pg = ctx->cache[i].pg;
@@ -414,16 +414,34 @@ static int ctx_program(red_ctx *ctx, const char *text, program **out, util_diag 
             memmove(ctx->cache + i, ctx->cache + i + 1, (size_t)(ctx->ncache - 1 - i) * sizeof ctx->cache[0]);
             ctx->cache[ctx->ncache - 1].pg = pg;
             __atomic_add_fetch(&pg->refs, 1, __ATOMIC_ACQ_REL);
-            pthread_mutex_unlock(&ctx->lock);
-            *out = pg;
-            return 0;
+            return pg;
         }
+    return NULL;
+}
+
+/* The cached program for `text`, parsed on a miss (outside the lock; a
+ * thread that parsed the same text meanwhile wins, and this parse is dropped). */
+static int ctx_program(red_ctx *ctx, const char *text, program **out, util_diag *diag)
+{
+    uint64_t h = text_hash(text);
+    pthread_mutex_lock(&ctx->lock);
+    program *pg = cache_find(ctx, text, h);
     pthread_mutex_unlock(&ctx->lock);
-    program *pg = NULL;
+    if (pg) {
+        *out = pg;
+        return 0;
+    }
     int rc = program_new(text, h, &pg, diag);
     if (rc) return rc;
     program *old = NULL;
     pthread_mutex_lock(&ctx->lock);
+    program *won = cache_find(ctx, text, h);
+    if (won) {
+        pthread_mutex_unlock(&ctx->lock);
+        program_unref(pg);
+        *out = won;
+        return 0;
+    }
     if (ctx->ncache == PROGRAM_CACHE_MAX) {
         old = ctx->cache[0].pg;
         memmove(ctx->cache, ctx->cache + 1, (size_t)(PROGRAM_CACHE_MAX - 1) * sizeof ctx->cache[0]);
@@ -778,6 +796,20 @@ static int expr_plan(red_expr *e, plan **out)
      * expression still using one keeps it alive) */
     plan_entry *drop = NULL;
     pthread_mutex_lock(&pg->lock);
+    for (plan_entry *q = pg->plans; q; q = q->next)
+        if (strcmp(q->sig, pe->sig) == 0) {
+            /* another thread planned the same signature meanwhile: use its */
+            __atomic_add_fetch(&q->refs, 1, __ATOMIC_ACQ_REL);
+            pthread_mutex_unlock(&pg->lock);
+            util_arena_free(&pe->arena);
+            free(pe->sig);
+            free(pe);
+            plan_entry_unref(e->last_pe);
+            e->last_pe = q;
+            e->sig_dirty = 0;
+            *out = q->plan;
+            return 0;
+        }
     pe->next = pg->plans;
     pg->plans = pe;
     int k = 1;
