@@ -112,6 +112,10 @@ fi
   --out bench/RESULTS.md --png bench/bandwidth.png \
   "$out/redjit.jsonl" "$out/cub.jsonl" "$out/peers.jsonl" | tee "$out/report.txt"
 [ "${PIPESTATUS[0]}" -ne 0 ] && rc=1
+if grep -q '^| cu' "$out/driver_costs.md" 2>/dev/null; then
+  { echo; echo "## Host time of each driver call on the hot path (bench/driver_costs)"; echo
+    cat "$out/driver_costs.md"; } >> bench/RESULTS.md
+fi
 cp bench/RESULTS.md "$out/" 2>/dev/null
 cp bench/bandwidth.png bench/bandwidth.csv "$out/" 2>/dev/null
 echo "total $((SECONDS - start)) s; JSON and logs in $out"
