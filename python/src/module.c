@@ -328,8 +328,9 @@ static PyMethodDef context_methods[] = {
      "gpu_error($self, /)\n--\n\nNone when a GPU can be used, else the reason (a str)."},
     {"cache_stats", (PyCFunction)context_cache_stats, METH_NOARGS,
      "cache_stats($self, /)\n--\n\n"
-     "Statistics of the GPU kernel caches as a dict: memory_hits, disk_hits, compiles,\n"
-     "compile_ms, pool_bytes, pool_in_use (zeros before the GPU is used)."},
+     "Statistics of the context's caches as a dict: GPU kernels (memory_hits, disk_hits,\n"
+     "compiles, compile_ms, pool_bytes, pool_in_use; zeros before the GPU is used) and parsed\n"
+     "programs (programs, plans, program_bytes)."},
     {"cache_clear", (PyCFunction)context_cache_clear, METH_NOARGS,
      "cache_clear($self, /)\n--\n\n"
      "Remove every entry of the on-disk kernel cache; returns how many were removed."},

@@ -216,7 +216,10 @@ def test_context_options():
         c.strategy = "fast"
     assert isinstance(redjit.gpu_available(), bool)
     assert redjit.default_context().device in ("auto", "cpu", "gpu")
-    assert set(c.cache_stats()) >= {"compiles", "memory_hits"}
+    assert c.eval("sum(x)", x=np.ones(3)) == 3
+    stats = c.cache_stats()
+    assert set(stats) >= {"compiles", "memory_hits", "programs", "plans", "program_bytes"}
+    assert stats["programs"] >= 1 and stats["program_bytes"] > 0
 
 
 def test_empty_and_docs(cpu):
