@@ -310,6 +310,26 @@ static int threads_set(rjp_context *self, PyObject *v, void *unused)
     return set_opt(self, RED_OPT_THREADS, (int)n);
 }
 
+static PyObject *cache_mb_get(rjp_context *self, void *unused)
+{
+    return PyLong_FromLong(get_opt(self, RED_OPT_CACHE_MB));
+}
+
+static int cache_mb_set(rjp_context *self, PyObject *v, void *unused)
+{
+    if (!v) {
+        PyErr_SetString(PyExc_AttributeError, "cannot delete a context option");
+        return -1;
+    }
+    long n = PyLong_AsLong(v);
+    if (n == -1 && PyErr_Occurred()) return -1;
+    if (n < 0 || n > 65536) {
+        PyErr_SetString(PyExc_ValueError, "cache_mb must be 0 to 65536");
+        return -1;
+    }
+    return set_opt(self, RED_OPT_CACHE_MB, (int)n);
+}
+
 static PyMethodDef context_methods[] = {
     {"prepare", (PyCFunction)context_prepare, METH_O,
      "prepare($self, text, /)\n--\n\n"
@@ -345,6 +365,10 @@ static PyGetSetDef context_getset[] = {
      "GPU reduction strategy: 'auto', 'tree', 'sequential', 'persistent' or 'segmented'.",
      (void *)(intptr_t)RED_OPT_STRATEGY},
     {"threads", (getter)threads_get, (setter)threads_set, "CPU executor threads; 0 means all cores.", NULL},
+    {"cache_mb", (getter)cache_mb_get, (setter)cache_mb_set,
+     "MiB of memory the context may keep for parsed expressions and their plans (default 64);\n"
+     "the least recently used are dropped beyond it.",
+     NULL},
     {NULL},
 };
 

@@ -216,6 +216,11 @@ def test_context_options():
         c.strategy = "fast"
     assert isinstance(redjit.gpu_available(), bool)
     assert redjit.default_context().device in ("auto", "cpu", "gpu")
+    assert c.cache_mb == 64
+    c.cache_mb = 1
+    assert c.cache_mb == 1
+    with pytest.raises(ValueError):
+        c.cache_mb = -1
     assert c.eval("sum(x)", x=np.ones(3)) == 3
     stats = c.cache_stats()
     assert set(stats) >= {"compiles", "memory_hits", "programs", "plans", "program_bytes"}
