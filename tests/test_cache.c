@@ -12,16 +12,7 @@
 
 #include <redjit.h>
 
-static int npass, nfail;
-#define CHECK(c, ...)                     \
-    do {                                  \
-        if (c) npass++;                   \
-        else {                            \
-            nfail++;                      \
-            printf("FAIL: " __VA_ARGS__); \
-            printf("\n");                 \
-        }                                 \
-    } while (0)
+#include "check.h"
 
 static double x[100];
 

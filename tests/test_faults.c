@@ -19,16 +19,7 @@
 
 #include "runtime/gpu.h"
 
-static int npass, nfail;
-#define CHECK(c, ...)                     \
-    do {                                  \
-        if (c) npass++;                   \
-        else {                            \
-            nfail++;                      \
-            printf("FAIL: " __VA_ARGS__); \
-            printf("\n");                 \
-        }                                 \
-    } while (0)
+#include "check.h"
 
 enum { N = 3 << 20, ROWS = 1024, COLS = 3072 };
 static double *x;

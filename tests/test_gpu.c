@@ -238,6 +238,7 @@ static void layouts(red_ctx *ctx, int max_log2)
 
     /* an ordered operator (an affine map mod p: not commutative) over
      * columns and over one long range: the split strategies keep the order */
+#define AFF "ordered op aff(f, g) = ((f.0*g.0) % 1000003, (g.0*f.1 + g.1) % 1000003) identity (1, 0)\n"
     {
         int64_t mr = r / 4, mc = c / 4, mn = mr * mc, one[2] = {0, mn}, two = 2;
         int64_t *M = malloc((size_t)mn * 8);
@@ -249,10 +250,8 @@ static void layouts(red_ctx *ctx, int max_log2)
         o[1].name = "ptr";
         red_array_init(&o[1].array, one, RED_I64, 1, &two, NULL);
         static const gcase ord[] = {
-            {"ordered op aff(f, g) = ((f.0*g.0) % 1000003, (g.0*f.1 + g.1) % 1000003) identity (1, 0)\n"
-             "reduce(aff, (M[i,j], M[i,j] % 7)) over i", NULL},
-            {"ordered op aff(f, g) = ((f.0*g.0) % 1000003, (g.0*f.1 + g.1) % 1000003) identity (1, 0)\n"
-             "reduce(aff, (M[i,j], M[i,j] % 7)) over j", NULL},
+            {AFF "reduce(aff, (M[i,j], M[i,j] % 7)) over i", NULL},
+            {AFF "reduce(aff, (M[i,j], M[i,j] % 7)) over j", NULL},
         };
         for (size_t k = 0; k < 2; k++) compare(ctx, &ord[k], o, 1, "ordered, matrix");
         /* and over one long run of sorted keys (a keyed pass split by blocks) */
@@ -262,8 +261,7 @@ static void layouts(red_ctx *ctx, int max_log2)
         o[0].name = "w";
         red_array_init(&o[0].array, M, RED_I64, 1, &mn, NULL);
         static const gcase ordk = {
-            "ordered op aff(f, g) = ((f.0*g.0) % 1000003, (g.0*f.1 + g.1) % 1000003) identity (1, 0)\n"
-            "reduce(aff, (w[i], w[i] % 7)) by kz[i]", NULL};
+            AFF "reduce(aff, (w[i], w[i] % 7)) by kz[i]", NULL};
         if (kz) compare(ctx, &ordk, o, 2, "ordered, one key");
         free(kz);
         o[1].name = "ptr";
@@ -271,11 +269,11 @@ static void layouts(red_ctx *ctx, int max_log2)
         o[0].name = "w";
         red_array_init(&o[0].array, M, RED_I64, 1, &mn, NULL);
         static const gcase ordr = {
-            "ordered op aff(f, g) = ((f.0*g.0) % 1000003, (g.0*f.1 + g.1) % 1000003) identity (1, 0)\n"
-            "reduce(aff, (w[k], w[k] % 7)) over k in ptr[r]..ptr[r+1]", NULL};
+            AFF "reduce(aff, (w[k], w[k] % 7)) over k in ptr[r]..ptr[r+1]", NULL};
         compare(ctx, &ordr, o, 2, "ordered, one range");
         free(M);
     }
+#undef AFF
     printf("layouts: ordered done\n");
     free(ptr);
     free(seg);

@@ -18,16 +18,7 @@
 
 #include "runtime/kcache.h"
 
-static int npass, nfail;
-#define CHECK(c, ...)                 \
-    do {                              \
-        if (c) npass++;               \
-        else {                        \
-            nfail++;                  \
-            printf("FAIL: " __VA_ARGS__); \
-            printf("\n");             \
-        }                             \
-    } while (0)
+#include "check.h"
 
 static void payload(unsigned char *p, size_t n, unsigned seed)
 {

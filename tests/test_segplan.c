@@ -13,16 +13,7 @@
 #include "parser/ast.h"
 #include "runtime/gpu.h"
 
-static int npass, nfail;
-#define CHECK(c, ...)                     \
-    do {                                  \
-        if (c) npass++;                   \
-        else {                            \
-            nfail++;                      \
-            printf("FAIL: " __VA_ARGS__); \
-            printf("\n");                 \
-        }                                 \
-    } while (0)
+#include "check.h"
 
 static void choice(const char *what, long long nout, long long total, int columns, const char *kernel,
                    long long chunks)

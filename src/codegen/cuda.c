@@ -723,20 +723,19 @@ static const char *const group_entries[CG_NGROUPS] = {   /* names, each NUL-term
     [CG_G_SPLITB] = "rj_splitb\0rj_splitf\0",
 };
 
-int cg_group_of(const char *entry)
-{
-    for (int g = 0; g < CG_NGROUPS; g++)
-        for (const char *n = group_entries[g]; *n; n += strlen(n) + 1)
-            if (strcmp(n, entry) == 0) return g;
-    return -1;
-}
-
 int cg_group_has(int group, const char *entry)
 {
     if (group < 0 || group >= CG_NGROUPS) return 0;
     for (const char *n = group_entries[group]; *n; n += strlen(n) + 1)
         if (strcmp(n, entry) == 0) return 1;
     return 0;
+}
+
+int cg_group_of(const char *entry)
+{
+    for (int g = 0; g < CG_NGROUPS; g++)
+        if (cg_group_has(g, entry)) return g;
+    return -1;
 }
 
 int cg_group_usable(int group, int kind)

@@ -872,6 +872,7 @@ gpu_seg_choice gpu_choose_segments(long long nout, long long total, int columns,
         if (nc > 1024) nc = 1024;
         if (nc >= 2) {
             c.kernel = "rj_split1";
+            c.group = 1;
             c.chunks = nc;
             return c;
         }
@@ -882,6 +883,7 @@ gpu_seg_choice gpu_choose_segments(long long nout, long long total, int columns,
         if (nc > (long long)(avg / 4096)) nc = (long long)(avg / 4096);
         if (nc >= 2) {
             c.kernel = "rj_splitb";
+            c.group = 256;   /* BLOCK */
             c.chunks = nc;
             return c;
         }
@@ -932,9 +934,8 @@ static int run_segments(run_ctx *r, pass_entry *e, long long nout, long long tot
             P[2] = (long long)part;
             P[6] = c.chunks;
             P[1] = nout;
-            int per_thread = strcmp(c.kernel, "rj_split1") == 0;
-            long long work = per_thread ? cdiv(c.chunks * nout, BLOCK) : c.chunks * nout;
-            grid = work < (long long)g->nsm * 64 ? work : (long long)g->nsm * 64;
+            grid = cdiv(c.chunks * nout * c.group, BLOCK);
+            if (grid > (long long)g->nsm * 64) grid = (long long)g->nsm * 64;
             rc = launch(r, e, c.kernel, grid);
             if (rc) return rc;
             grid = cdiv(nout, BLOCK);

@@ -77,9 +77,9 @@ void gpu_get_stats(gpu_dev *g, gpu_stats *s);
 /* The choice of kernel for segments (one reduction per output) under the
  * automatic strategy, a pure function so that tests check it without a GPU:
  * `total` elements over `nout` outputs, `columns` from gpu_column_layout,
- * `nsm` multiprocessors.  chunks > 0: split each output into that many
- * chunks (rj_split1: a thread per chunk; rj_splitb: a block), then
- * rj_splitf; else `kernel` with `group` threads per output, on an
+ * `nsm` multiprocessors.  `kernel` runs `group` threads per output, or per
+ * chunk when chunks > 0 (each output split into that many: rj_split1 a
+ * thread per chunk, rj_splitb a block, then rj_splitf); on an
  * occupancy-sized grid when occupancy_grid. */
 typedef struct gpu_seg_choice {
     const char *kernel;
