@@ -1009,8 +1009,8 @@ static int report_device_fault(run_ctx *r, const unsigned long long err[4], cons
                             what);
     }
     if ((int)err[0] == RED_ERR_LIMIT)
-        return util_diag_set(r->diag, RED_ERR_LIMIT, "a range of index values has more than 2^40 elements "
-                             "(upper bound %lld)", (long long)err[3]);
+        return util_diag_set(r->diag, RED_ERR_LIMIT, "reduction domain too large: a range of index values has more "
+                             "than 2^40 elements (upper bound %lld)", (long long)err[3]);
     const ir *node = plan_node(p, (int)err[1]);
     if (!node || node->kind != IR_LOAD)
         return util_diag_set(r->diag, RED_ERR_INDEX, "a subscript is out of range (value %lld)", (long long)err[3]);
