@@ -183,11 +183,15 @@ typedef enum red_option {
     /* 4 is reserved.  Subscripts are always bounds-checked: redjit never
      * reads outside an array. */
     RED_OPT_RESULTS    = 5, /* RED_RESULTS_*: where GPU results stay  default HOST */
-    RED_OPT_CACHE_MB   = 6  /* memory, in MiB, the context may keep for parsed
+    RED_OPT_CACHE_MB   = 6, /* memory, in MiB, the context may keep for parsed
                                programs and their plans (red_eval's cache and
                                prepared texts); the oldest are dropped beyond it.
                                Context only (RED_ERR_ARG on an expression).
                                0..65536                            default 64   */
+    RED_OPT_TIMINGS    = 7  /* 1: time the GPU phases of each run with CUDA
+                               events for red_last_timings (four event
+                               records, about 5 us of host time a call);
+                               0: those phases read 0            default 0    */
 } red_option;
 
 /* RED_RESULTS_DEVICE: results of a GPU run stay in device memory;
@@ -256,9 +260,10 @@ RED_API int red_expr_set_stream(red_expr *e, void *cuda_stream);
 RED_API int red_sync(red_expr *e);
 
 /* Where the time of the last red_run went, in milliseconds (0 where a phase
- * did not happen).  GPU phases are timed with CUDA events on the run's
- * stream; for a run still queued (see red_expr_set_stream) they are read
- * after red_sync. */
+ * did not happen).  GPU phases (upload, kernel, download) are timed with CUDA
+ * events on the run's stream when RED_OPT_TIMINGS is 1, and read 0 otherwise;
+ * for a run still queued (see red_expr_set_stream) they are read after
+ * red_sync. */
 typedef struct red_timings {
     double plan_ms;      /* checking and planning (0 when the plan was cached) */
     double compile_ms;   /* NVRTC, or loading CUBINs from the disk cache      */

@@ -383,6 +383,7 @@ static int cmd_time(repl_session *s, const char *expr)
     double t_prep = now_ms() - t0;
     if (status == 0) {
         bool gpu = on_gpu(s);
+        red_expr_set_option(st.e, RED_OPT_TIMINGS, 1);   /* the kernel time below */
         red_cache_info before, after;
         red_cache_stats(s->ctx, &before);
         t0 = now_ms();

@@ -348,6 +348,7 @@ static int check_opt(red_option opt, int value)
     case RED_OPT_THREADS: return value >= 0 && value <= 4096;
     case RED_OPT_RESULTS: return value == RED_RESULTS_HOST || value == RED_RESULTS_DEVICE;
     case RED_OPT_CACHE_MB: return value >= 0 && value <= 65536;
+    case RED_OPT_TIMINGS: return value == 0 || value == 1;
     }
     return 0;
 }
@@ -957,6 +958,7 @@ RED_API int red_run(red_expr *e)
             memset(&e->run, 0, sizeof e->run);
             e->run.stream = e->stream;
             e->run.device_results = expr_opt(e, RED_OPT_RESULTS) == RED_RESULTS_DEVICE;
+            e->run.timings = expr_opt(e, RED_OPT_TIMINGS);
             e->run.cancel = &cancel;
             rc = gpu_execute(gpu, p, bufs, on_device, scalars, expr_opt(e, RED_OPT_STRATEGY), &e->run, &e->temps,
                              &e->diag);

@@ -1176,7 +1176,8 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
         rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
     /* this run's own fault record, persistent-grid counter and key stats, so
      * runs on different streams never share them */
-    events_take(g, run->ev);
+    if (run->timings) events_take(g, run->ev);
+    else memset(run->ev, 0, sizeof run->ev);
     if (run->ev[0] && g->cu.EventRecord(run->ev[0], s)) run->timing_failed = 1;
     double nvrtc_before = g->stats.compile_ms;
     if (!rc) rc = ws_get(g, s, &run->ws, diag);

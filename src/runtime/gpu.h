@@ -33,6 +33,7 @@ void gpu_close(gpu_dev *g);
 typedef struct gpu_run {
     void *stream;           /* CUstream, or NULL: the default stream        */
     int device_results;     /* results stay in device memory                */
+    int timings;            /* record the events (RED_OPT_TIMINGS)          */
     const cpu_cancel *cancel;   /* checked between kernels                  */
     /* filled by gpu_execute */
     int pending;

@@ -34,6 +34,34 @@ __device__ __forceinline__ void rj_fault(const Params &P, unsigned long long cod
     }
 }
 
+// A thread's first out-of-range subscript, kept in registers while it folds
+// elements and reported by rj_flush when it is done.  Checking with selects
+// instead of a branch to rj_fault keeps the element loop free of stores, so
+// the compiler can issue the loads of several elements before using any:
+// with the branch (an atomic and stores that may alias the data), each load
+// waited for the one before, and a ranged sum ran at 1 TB/s instead of 4.
+struct rj_flt {
+    long long value;
+    int node, dim;
+    bool bad;
+};
+__device__ __forceinline__ void rj_flt_init(rj_flt &F) { F.value = 0; F.node = 0; F.dim = 0; F.bad = false; }
+// subscript s of a dimension of n elements: s when in range, else 0, noted
+__device__ __forceinline__ long long rj_check(rj_flt &F, long long s, long long n, int node, int dim)
+{
+    bool out = (unsigned long long)s >= (unsigned long long)n;
+    bool first = out && !F.bad;
+    F.value = first ? s : F.value;
+    F.node = first ? node : F.node;
+    F.dim = first ? dim : F.dim;
+    F.bad = F.bad || out;
+    return out ? 0 : s;
+}
+__device__ __forceinline__ void rj_flush(const Params &P, const rj_flt &F)
+{
+    if (F.bad) rj_fault(P, RJ_ERR_INDEX, (unsigned long long)F.node, (unsigned long long)F.dim, F.value);
+}
+
 
 // ---- types and conversions ----------------------------------------------------
 typedef unsigned char rj_u8;

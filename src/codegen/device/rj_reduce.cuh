@@ -1,7 +1,8 @@
 // rj_reduce.cuh -- device code that does not depend on the expression: the
 // reduction strategies, written once against the names every generated
 // kernel defines before this text (Acc, acc_init, acc_combine, acc_shfl_down,
-// acc_elem, acc_write, out_range).  Embedded into the library at
+// acc_elem, acc_write, out_range).  Whatever folds elements keeps an rj_flt
+// (its first bad subscript) and ends with rj_flush.  Embedded into the library at
 // build time and pasted after the generated part of each kernel.
 //
 // Every tree here is order preserving: the value of a lane, warp or block
@@ -42,6 +43,25 @@ __device__ __forceinline__ Acc rj_block_reduce(Acc a)
     return a;
 }
 
+// RJ_UNROLL elements t, t + step, ... folded into `in` in order.  Each is
+// first evaluated into an accumulator of its own, so every load is issued
+// before any value is compared or added: folding straight into `in` made
+// argmax branch on each loaded value before the next load, one load in
+// flight per thread.  (For a fresh accumulator acc_elem's "first element?"
+// test is known at compile time and drops out.)
+__device__ __forceinline__ void rj_fold_batch(Acc &in, rj_flt &F, const Params &P, long long o, const long long *lo,
+                                              const long long *sz, long long t, long long step)
+{
+    Acc x[RJ_UNROLL];
+#pragma unroll
+    for (int u = 0; u < RJ_UNROLL; u++) {
+        acc_init(x[u]);
+        acc_elem(x[u], F, P, o, lo, sz, t + (long long)u * step);
+    }
+#pragma unroll
+    for (int u = 0; u < RJ_UNROLL; u++) acc_combine(in, x[u]);
+}
+
 // A contiguous range [begin, end) of the linear domain of output `o`,
 // folded by the whole block.  Commutative operators: each thread strides
 // through the range with RJ_UNROLL independent elements in flight, then one
@@ -52,15 +72,18 @@ __device__ __forceinline__ Acc rj_block_range(const Params &P, long long o, cons
 {
     Acc a;
     acc_init(a);
+    rj_flt F;
+    rj_flt_init(F);
 #if RJ_ORDERED
     for (long long base = begin; base < end; base += RJ_BLOCK) {
         Acc x;
         acc_init(x);
         long long t = base + threadIdx.x;
-        if (t < end) acc_elem(x, P, o, lo, sz, t);
+        if (t < end) acc_elem(x, F, P, o, lo, sz, t);
         x = rj_block_reduce(x);
         if (threadIdx.x == 0) acc_combine(a, x);
     }
+    rj_flush(P, F);
     return a;
 #else
     // two levels: a fresh inner accumulator every RJ_INNER elements keeps
@@ -70,16 +93,16 @@ __device__ __forceinline__ Acc rj_block_range(const Params &P, long long o, cons
     int k = 0;
     long long t = begin + threadIdx.x;
     for (; t + (RJ_UNROLL - 1) * RJ_BLOCK < end; t += RJ_UNROLL * RJ_BLOCK) {
-#pragma unroll
-        for (int u = 0; u < RJ_UNROLL; u++) acc_elem(in, P, o, lo, sz, t + (long long)u * RJ_BLOCK);
+        rj_fold_batch(in, F, P, o, lo, sz, t, RJ_BLOCK);
         if (++k == RJ_INNER / RJ_UNROLL) {
             acc_combine(a, in);
             acc_init(in);
             k = 0;
         }
     }
-    for (; t < end; t += RJ_BLOCK) acc_elem(in, P, o, lo, sz, t);
+    for (; t < end; t += RJ_BLOCK) acc_elem(in, F, P, o, lo, sz, t);
     acc_combine(a, in);
+    rj_flush(P, F);
     return rj_block_reduce(a);
 #endif
 }
@@ -92,16 +115,21 @@ __device__ __forceinline__ Acc rj_thread_run(const Params &P, long long o, const
     Acc a, in;
     acc_init(a);
     acc_init(in);
+    rj_flt F;
+    rj_flt_init(F);
     int k = 0;
-    for (long long t = begin; t < end; t += step) {
-        acc_elem(in, P, o, lo, sz, t);
-        if (++k == RJ_INNER) {
+    long long t = begin;
+    for (; t + (long long)(RJ_UNROLL - 1) * step < end; t += (long long)RJ_UNROLL * step) {
+        rj_fold_batch(in, F, P, o, lo, sz, t, step);
+        if (++k == RJ_INNER / RJ_UNROLL) {
             acc_combine(a, in);
             acc_init(in);
             k = 0;
         }
     }
+    for (; t < end; t += step) acc_elem(in, F, P, o, lo, sz, t);
     acc_combine(a, in);
+    rj_flush(P, F);
     return a;
 }
 
@@ -204,13 +232,16 @@ __device__ __forceinline__ void rj_segmented(const Params &P, int group)
             // tiles of `group` elements, each reduced in order
             long long c2 = cnt;   // the warp's longest segment: shuffles stay uniform
             for (int s = 1; s < 32; s <<= 1) c2 = max(c2, __shfl_xor_sync(0xffffffffu, c2, s));
+            rj_flt F;
+            rj_flt_init(F);
             for (long long base = 0; base < c2; base += group) {
                 Acc x;
                 acc_init(x);
-                if (base + lane < cnt) acc_elem(x, P, o, lo, sz, base + lane);
+                if (base + lane < cnt) acc_elem(x, F, P, o, lo, sz, base + lane);
                 x = rj_warp_reduce(x, group);
                 if (lane == 0) acc_combine(a, x);
             }
+            rj_flush(P, F);
 #else
             a = rj_thread_run(P, o, lo, sz, lane, cnt, group);
             a = rj_warp_reduce(a, group);
@@ -299,13 +330,28 @@ __device__ __forceinline__ void rj_key_scan(const Params &P)
     long long n = P.v[RJ_N];
     long long kmin = 0x7fffffffffffffffll, kmax = -1;
     unsigned sorted = 1;
-    for (long long t = (long long)blockIdx.x * RJ_BLOCK + threadIdx.x; t < n;
-         t += (long long)gridDim.x * RJ_BLOCK) {
-        long long k = key_at(P, lo, sz, t);
-        kmin = min(kmin, k);
-        kmax = max(kmax, k);
-        if (t > 0 && key_at(P, lo, sz, t - 1) > k) sorted = 0;
+    rj_flt F;
+    rj_flt_init(F);
+    // RJ_UNROLL elements a step, all loaded before any is used (the ones
+    // past the end repeat the last element, which changes nothing)
+    long long stride = (long long)gridDim.x * RJ_BLOCK;
+    for (long long t0 = (long long)blockIdx.x * RJ_BLOCK + threadIdx.x; t0 < n; t0 += RJ_UNROLL * stride) {
+        long long k[RJ_UNROLL], kp[RJ_UNROLL], tc[RJ_UNROLL];
+#pragma unroll
+        for (int u = 0; u < RJ_UNROLL; u++) {
+            long long t = t0 + u * stride;
+            tc[u] = t < n ? t : n - 1;
+            k[u] = key_at(F, P, lo, sz, tc[u]);
+            kp[u] = key_at(F, P, lo, sz, tc[u] > 0 ? tc[u] - 1 : 0);
+        }
+#pragma unroll
+        for (int u = 0; u < RJ_UNROLL; u++) {
+            kmin = min(kmin, k[u]);
+            kmax = max(kmax, k[u]);
+            if (tc[u] > 0 && kp[u] > k[u]) sorted = 0;
+        }
     }
+    rj_flush(P, F);
     long long *st = (long long *)P.v[RJ_KSTATS];
     atomicMin(&st[0], kmin);
     atomicMax(&st[1], kmax);
@@ -319,13 +365,26 @@ __device__ __forceinline__ void rj_key_offsets(const Params &P)
     out_range(P, 0, lo, sz);
     long long n = P.v[RJ_N], nk = P.v[RJ_NOUT];
     long long *offs = (long long *)P.v[RJ_OFFS];
-    for (long long t = (long long)blockIdx.x * RJ_BLOCK + threadIdx.x; t < n;
-         t += (long long)gridDim.x * RJ_BLOCK) {
-        long long k = key_at(P, lo, sz, t);
-        long long kp = t > 0 ? key_at(P, lo, sz, t - 1) : -1;
-        for (long long q = kp + 1; q <= k && q < nk; q++) offs[q] = t;
-        if (t == n - 1)
-            for (long long q = k + 1; q <= nk; q++) offs[q] = n;
+    rj_flt F;   // the scan has reported any fault: this pass runs only after a clean one
+    rj_flt_init(F);
+    long long stride = (long long)gridDim.x * RJ_BLOCK;
+    for (long long t0 = (long long)blockIdx.x * RJ_BLOCK + threadIdx.x; t0 < n; t0 += RJ_UNROLL * stride) {
+        long long k[RJ_UNROLL], kp[RJ_UNROLL];
+#pragma unroll
+        for (int u = 0; u < RJ_UNROLL; u++) {
+            long long t = t0 + u * stride, tc = t < n ? t : n - 1;
+            k[u] = key_at(F, P, lo, sz, tc);
+            kp[u] = key_at(F, P, lo, sz, tc > 0 ? tc - 1 : 0);
+        }
+#pragma unroll
+        for (int u = 0; u < RJ_UNROLL; u++) {
+            long long t = t0 + u * stride;
+            if (t >= n) break;
+            long long kpu = t > 0 ? kp[u] : -1;
+            for (long long q = kpu + 1; q <= k[u] && q < nk; q++) offs[q] = t;
+            if (t == n - 1)
+                for (long long q = k[u] + 1; q <= nk; q++) offs[q] = n;
+        }
     }
 }
 
@@ -341,13 +400,16 @@ __device__ __forceinline__ void rj_keyed_private(const Params &P)
     Acc *row = (Acc *)P.v[RJ_PARTIALS] + p * nk;
     for (long long k = 0; k < nk; k++) acc_init(row[k]);
     long long b = p * per, e = b + per < n ? b + per : n;
+    rj_flt F;
+    rj_flt_init(F);
     for (long long t = b; t < e; t++) {
-        long long k = key_at(P, lo, sz, t);
+        long long k = key_at(F, P, lo, sz, t);
         Acc x;
         acc_init(x);
-        acc_elem(x, P, 0, lo, sz, t);
+        acc_elem(x, F, P, 0, lo, sz, t);
         acc_combine(row[k], x);
     }
+    rj_flush(P, F);
 }
 
 __device__ __forceinline__ void rj_keyed_combine(const Params &P)
