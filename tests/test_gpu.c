@@ -346,6 +346,33 @@ static void device_inputs(red_ctx *ctx)
 
 /* One process's share of the disk-cache test: evaluate a few expressions
  * no other test uses and report how many kernels it compiled. */
+/* RED_OPT_TIMINGS: the kernel phase is timed with events only when asked. */
+static void timings(red_ctx *ctx)
+{
+    int64_t n = 1 << 20;
+    float *x = malloc((size_t)n * sizeof *x);
+    for (int64_t i = 0; i < n; i++) x[i] = (float)(i % 7) - 3.0f;
+    red_expr *e = NULL;
+    CHECK(red_prepare(ctx, "sum(x)", &e) == RED_OK, "timings: prepare");
+    red_array a;
+    red_array_init(&a, x, RED_F32, 1, &n, NULL);
+    red_bind_array(e, "x", &a);
+    red_expr_set_option(e, RED_OPT_DEVICE, RED_DEVICE_GPU);
+    for (int on = 0; on <= 1; on++) {
+        red_expr_set_option(e, RED_OPT_TIMINGS, on);
+        red_timings t = {0};
+        int rc = red_run(e);
+        if (rc == RED_OK) rc = red_last_timings(e, &t);
+        CHECK(rc == RED_OK, "timings: run: %s", red_expr_errmsg(e));
+        CHECK(on ? t.kernel_ms > 0 : t.kernel_ms == 0 && t.upload_ms == 0 && t.download_ms == 0,
+              "timings: RED_OPT_TIMINGS %d gave kernel %g ms, upload %g, download %g", on, t.kernel_ms,
+              t.upload_ms, t.download_ms);
+    }
+    CHECK(red_set_option(ctx, RED_OPT_TIMINGS, 2) == RED_ERR_ARG, "timings: 2 is refused");
+    red_finalize(e);
+    free(x);
+}
+
 static int cache_child(void)
 {
     red_ctx *ctx;
@@ -498,6 +525,7 @@ int main(int argc, char **argv)
     sizes(ctx, max_log2);
     layouts(ctx, max_log2);
     device_inputs(ctx);
+    timings(ctx);
     red_close(ctx);
 
     char dir[] = "/tmp/redjit-cache-XXXXXX";
