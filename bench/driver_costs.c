@@ -18,36 +18,9 @@
 
 #include <redjit.h>
 
-typedef int CUresult;
-typedef int CUdevice;
-typedef struct CUctx_st *CUcontext;
-typedef struct CUmod_st *CUmodule;
-typedef struct CUfunc_st *CUfunction;
-typedef struct CUstream_st *CUstream;
-typedef struct CUevent_st *CUevent;
-typedef unsigned long long CUdeviceptr;
+#include "runtime/cu_api.h"   /* the library's own declarations of the driver API */
 
-static struct {
-    CUresult (*Init)(unsigned);
-    CUresult (*DeviceGet)(CUdevice *, int);
-    CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
-    CUresult (*CtxSetCurrent)(CUcontext);
-    CUresult (*ModuleLoadData)(CUmodule *, const void *);
-    CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
-    CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                             CUstream, void **, void **);
-    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
-    CUresult (*MemHostAlloc)(void **, size_t, unsigned);
-    CUresult (*MemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
-    CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
-    CUresult (*StreamSynchronize)(CUstream);
-    CUresult (*EventCreate)(CUevent *, unsigned);
-    CUresult (*EventDestroy)(CUevent);
-    CUresult (*EventRecord)(CUevent, CUstream);
-    CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
-    CUresult (*PointerGetAttribute)(void *, int, CUdeviceptr);
-    CUresult (*Occupancy)(int *, CUfunction, int, size_t);
-} cu;
+static cu_api cu;
 
 /* an empty kernel with one 8-byte parameter, as PTX the driver compiles */
 static const char ptx[] = ".version 7.8\n.target sm_90\n.address_size 64\n"
@@ -100,34 +73,13 @@ int main(int argc, char **argv)
     for (int i = 1; i + 1 < argc; i++)
         if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
     if (reps < 10) reps = 10;
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        printf("driver_costs: no CUDA driver: nothing to measure\n");
+    if (cu_api_load(&cu)) {
+        printf("driver_costs: no CUDA driver (or one without a needed function): nothing to measure\n");
         return 0;
     }
-#define SYM(f, name) *(void **)&cu.f = dlsym(h, name)
-    SYM(Init, "cuInit");
-    SYM(DeviceGet, "cuDeviceGet");
-    SYM(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
-    SYM(CtxSetCurrent, "cuCtxSetCurrent");
-    SYM(ModuleLoadData, "cuModuleLoadData");
-    SYM(ModuleGetFunction, "cuModuleGetFunction");
-    SYM(LaunchKernel, "cuLaunchKernel");
-    SYM(MemAlloc, "cuMemAlloc_v2");
-    SYM(MemHostAlloc, "cuMemHostAlloc");
-    SYM(MemsetD8Async, "cuMemsetD8Async");
-    SYM(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
-    SYM(StreamSynchronize, "cuStreamSynchronize");
-    SYM(EventCreate, "cuEventCreate");
-    SYM(EventDestroy, "cuEventDestroy_v2");
-    SYM(EventRecord, "cuEventRecord");
-    SYM(EventElapsedTime, "cuEventElapsedTime");
-    SYM(PointerGetAttribute, "cuPointerGetAttribute");
-    SYM(Occupancy, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
-#undef SYM
     CUdevice dev;
     CUcontext ctx;
-    if (!cu.Init || cu.Init(0) || cu.DeviceGet(&dev, 0)) {
+    if (cu.Init(0) || cu.DeviceGet(&dev, 0)) {
         printf("driver_costs: no usable GPU: nothing to measure\n");
         return 0;
     }
@@ -179,7 +131,7 @@ int main(int argc, char **argv)
             cu.LaunchKernel(fn, 1, 1, 1, 256, 1, 1, 0, s, args, NULL); cu.MemcpyDtoHAsync(pinned, d, 8, s);
             cu.MemcpyDtoHAsync((char *)pinned + 64, d + 64, 32, s); cu.StreamSynchronize(s));
     MEASURE("cuPointerGetAttribute (memory type)", (void)0, cu.PointerGetAttribute(&mt, 2, d));
-    MEASURE("cuOccupancyMaxActiveBlocksPerMultiprocessor", (void)0, cu.Occupancy(&nb, fn, 256, 0));
+    MEASURE("cuOccupancyMaxActiveBlocksPerMultiprocessor", (void)0, cu.OccupancyMaxActiveBlocksPerMultiprocessor(&nb, fn, 256, 0));
 
     /* the library, same shape of call: sum over 1024 f32 already on the device */
     red_ctx *rc;

@@ -15,7 +15,7 @@
  * per measurement).  Inputs smaller than BD_ROT_BYTES are rotated among copies (bench_data.h).
  * "sync_us" is the host wall time of a plain synchronous red_run with the result on the host.
  *
- * The CUDA driver is loaded with dlopen as src/runtime/gpu.c does, so this builds without CUDA
+ * The CUDA driver is loaded with dlopen through the library's src/runtime/cu_api.h, so this builds without CUDA
  * headers; without a GPU it prints a notice and exits 0.
  */
 #define _GNU_SOURCE
@@ -33,27 +33,10 @@
 #include <unistd.h>
 
 #include "bench_data.h"
+#include "runtime/cu_api.h"
 
-/* ---- the few driver functions we need, declared by hand ------------------------------------ */
-typedef int CUresult;
-typedef struct CUstream_st *CUstream;
-typedef struct CUevent_st *CUevent;
-typedef unsigned long long CUdeviceptr;
-
-static struct {
-    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
-    CUresult (*MemFree)(CUdeviceptr);
-    CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
-    CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
-    CUresult (*EventCreate)(CUevent *, unsigned);
-    CUresult (*EventRecord)(CUevent, CUstream);
-    CUresult (*EventSynchronize)(CUevent);
-    CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
-    CUresult (*StreamCreate)(CUstream *, unsigned);
-    CUresult (*StreamSynchronize)(CUstream);
-    CUresult (*CtxSynchronize)(void);
-    CUresult (*GetErrorName)(CUresult, const char **);
-} cu;
+/* ---- the driver API: the library's own declarations (src/runtime/cu_api.h) ---------------- */
+static cu_api cu;
 
 static void die(const char *fmt, ...)
 {
@@ -75,32 +58,10 @@ static void cu_check(CUresult r, const char *what)
     die("%s failed: %s (%d)", what, name ? name : "?", r);
 }
 
-static void *cu_sym(void *h, const char *a, const char *b)
-{
-    void *p = dlsym(h, a);
-    if (!p && b) p = dlsym(h, b);
-    if (!p) die("the CUDA driver lacks %s", a);
-    return p;
-}
-
 static void cu_load(void)
 {
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!h) die("libcuda.so.1: %s", dlerror());
-#define SYM(f, a, b) *(void **)&cu.f = cu_sym(h, a, b)
-    SYM(MemAlloc, "cuMemAlloc_v2", NULL);
-    SYM(MemFree, "cuMemFree_v2", NULL);
-    SYM(MemcpyHtoD, "cuMemcpyHtoD_v2", NULL);
-    SYM(MemcpyDtoD, "cuMemcpyDtoD_v2", NULL);
-    SYM(EventCreate, "cuEventCreate", NULL);
-    SYM(EventRecord, "cuEventRecord", NULL);
-    SYM(EventSynchronize, "cuEventSynchronize", NULL);
-    SYM(EventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime");
-    SYM(StreamCreate, "cuStreamCreate", NULL);
-    SYM(StreamSynchronize, "cuStreamSynchronize", NULL);
-    SYM(CtxSynchronize, "cuCtxSynchronize", NULL);
-    SYM(GetErrorName, "cuGetErrorName", NULL);
-#undef SYM
+    int r = cu_api_load(&cu);
+    if (r) die(r == -1 ? "libcuda.so.1: %s" : "the CUDA driver lacks a needed function%s", r == -1 ? dlerror() : "");
 }
 
 static double now_ms(void)

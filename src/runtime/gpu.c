@@ -1,6 +1,6 @@
 /*
- * gpu.c -- the GPU backend (see gpu.h).  The driver API and NVRTC are
- * declared here by hand and resolved with dlsym, so building redjit needs no
+ * gpu.c -- the GPU backend (see gpu.h).  The driver API (cu_api.h) and NVRTC
+ * are declared by hand and resolved with dlsym, so building redjit needs no
  * CUDA headers and running it needs no CUDA install unless a GPU is used.
  * Every driver call is checked; a failure becomes RED_ERR_DEVICE carrying
  * the driver's name for the error.
@@ -15,60 +15,8 @@
 #include <time.h>
 
 #include "codegen/cuda.h"
+#include "cu_api.h"
 #include "kcache.h"
-
-/* ---- the driver API, declared by hand ------------------------------------------ */
-typedef int CUresult;
-typedef int CUdevice;
-typedef struct CUctx_st *CUcontext;
-typedef struct CUmod_st *CUmodule;
-typedef struct CUfunc_st *CUfunction;
-typedef struct CUstream_st *CUstream;
-typedef unsigned long long CUdeviceptr;
-
-#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
-#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
-#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
-#define CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
-#define CU_MEMORYTYPE_DEVICE 2
-#define CUDA_ERROR_OUT_OF_MEMORY 2
-#define CUDA_ERROR_INVALID_IMAGE 200
-#define CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES 701
-
-typedef struct cu_api {
-    CUresult (*Init)(unsigned);
-    CUresult (*DeviceGetCount)(int *);
-    CUresult (*DeviceGet)(CUdevice *, int);
-    CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
-    CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
-    CUresult (*DevicePrimaryCtxRelease)(CUdevice);
-    CUresult (*CtxSetCurrent)(CUcontext);
-    CUresult (*CtxSynchronize)(void);
-    CUresult (*ModuleLoadData)(CUmodule *, const void *);
-    CUresult (*ModuleUnload)(CUmodule);
-    CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
-    CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                             unsigned, CUstream, void **, void **);
-    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
-    CUresult (*MemFree)(CUdeviceptr);
-    CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
-    CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
-    CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
-    CUresult (*GetErrorName)(CUresult, const char **);
-    CUresult (*OccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int, size_t);
-    CUresult (*PointerGetAttribute)(void *, int, CUdeviceptr);
-    CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
-    CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
-    CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
-    CUresult (*MemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
-    CUresult (*StreamSynchronize)(CUstream);
-    CUresult (*MemHostAlloc)(void **, size_t, unsigned);
-    CUresult (*MemFreeHost)(void *);
-    CUresult (*EventCreate)(void **, unsigned);
-    CUresult (*EventRecord)(void *, CUstream);
-    CUresult (*EventElapsedTime)(float *, void *, void *);
-    CUresult (*EventDestroy)(void *);
-} cu_api;
 
 /* ---- NVRTC, declared by hand ----------------------------------------------------- */
 typedef int nvrtcResult;
@@ -92,13 +40,6 @@ static int nvrtc_ok;
 static char nvrtc_err[256];
 static pthread_once_t nvrtc_once = PTHREAD_ONCE_INIT;
 
-static void *sym(void *h, const char *a, const char *b)
-{
-    void *p = dlsym(h, a);
-    if (!p && b) p = dlsym(h, b);
-    return p;
-}
-
 static void nvrtc_load(void)
 {
     static const char *const names[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
@@ -109,7 +50,7 @@ static void nvrtc_load(void)
         snprintf(nvrtc_err, sizeof nvrtc_err, "NVRTC (libnvrtc.so) was not found: install the CUDA toolkit");
         return;
     }
-#define NV(f) *(void **)&nvrtc.f = sym(h, "nvrtc" #f, NULL)
+#define NV(f) *(void **)&nvrtc.f = cu_api_sym(h, "nvrtc" #f, NULL)
     NV(Version); NV(CreateProgram); NV(CompileProgram); NV(GetCUBINSize); NV(GetCUBIN);
     NV(GetProgramLogSize); NV(GetProgramLog); NV(DestroyProgram); NV(GetErrorString);
 #undef NV
@@ -324,50 +265,15 @@ static int cu_fail(gpu_dev *g, CUresult r, const char *what, util_diag *diag)
 int gpu_open(gpu_dev **out, util_diag *diag)
 {
     *out = NULL;
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!h) return util_diag_set(diag, RED_ERR_DEVICE, "no GPU: the CUDA driver (libcuda.so.1) is not installed");
     gpu_dev *g = calloc(1, sizeof *g);
     if (!g) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
     cu_api *c = &g->cu;
-#define CUS(f, a, b) *(void **)&c->f = sym(h, a, b)
-    CUS(Init, "cuInit", NULL);
-    CUS(DeviceGetCount, "cuDeviceGetCount", NULL);
-    CUS(DeviceGet, "cuDeviceGet", NULL);
-    CUS(DeviceGetAttribute, "cuDeviceGetAttribute", NULL);
-    CUS(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", NULL);
-    CUS(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease");
-    CUS(CtxSetCurrent, "cuCtxSetCurrent", NULL);
-    CUS(CtxSynchronize, "cuCtxSynchronize", NULL);
-    CUS(ModuleLoadData, "cuModuleLoadData", NULL);
-    CUS(ModuleUnload, "cuModuleUnload", NULL);
-    CUS(ModuleGetFunction, "cuModuleGetFunction", NULL);
-    CUS(LaunchKernel, "cuLaunchKernel", NULL);
-    CUS(MemAlloc, "cuMemAlloc_v2", "cuMemAlloc");
-    CUS(MemFree, "cuMemFree_v2", "cuMemFree");
-    CUS(MemcpyHtoD, "cuMemcpyHtoD_v2", "cuMemcpyHtoD");
-    CUS(MemcpyDtoH, "cuMemcpyDtoH_v2", "cuMemcpyDtoH");
-    CUS(MemsetD8, "cuMemsetD8_v2", "cuMemsetD8");
-    CUS(GetErrorName, "cuGetErrorName", NULL);
-    CUS(OccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor", NULL);
-    CUS(PointerGetAttribute, "cuPointerGetAttribute", NULL);
-    CUS(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", "cuMemcpyHtoDAsync");
-    CUS(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", "cuMemcpyDtoHAsync");
-    CUS(MemcpyDtoD, "cuMemcpyDtoD_v2", "cuMemcpyDtoD");
-    CUS(MemsetD8Async, "cuMemsetD8Async", NULL);
-    CUS(StreamSynchronize, "cuStreamSynchronize", NULL);
-    CUS(MemHostAlloc, "cuMemHostAlloc", NULL);
-    CUS(MemFreeHost, "cuMemFreeHost", NULL);
-    CUS(EventCreate, "cuEventCreate", NULL);
-    CUS(EventRecord, "cuEventRecord", NULL);
-    CUS(EventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime");
-    CUS(EventDestroy, "cuEventDestroy_v2", "cuEventDestroy");
-#undef CUS
-    void **fp = (void **)c;
-    for (size_t i = 0; i < sizeof *c / sizeof(void *); i++)
-        if (!fp[i]) {
-            free(g);
-            return util_diag_set(diag, RED_ERR_DEVICE, "the CUDA driver lacks a needed function (too old?)");
-        }
+    int lr = cu_api_load(c);
+    if (lr) {
+        free(g);
+        return util_diag_set(diag, RED_ERR_DEVICE, lr == -1 ? "no GPU: the CUDA driver (libcuda.so.1) is not installed"
+                                                             : "the CUDA driver lacks a needed function (too old?)");
+    }
     int n = 0, rc;
     CUresult r = c->Init(0);
     if (!r) r = c->DeviceGetCount(&n);
