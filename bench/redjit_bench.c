@@ -15,8 +15,8 @@
  * per measurement).  Inputs smaller than BD_ROT_BYTES are rotated among copies (bench_data.h).
  * "sync_us" is the host wall time of a plain synchronous red_run with the result on the host.
  *
- * The CUDA driver is loaded with dlopen through the library's src/runtime/cu_api.h, so this builds without CUDA
- * headers; without a GPU it prints a notice and exits 0.
+ * The CUDA driver is loaded with dlopen through the library's src/runtime/cu_api.h, so this
+ * builds without CUDA headers; without a GPU it prints a notice and exits 0.
  */
 #define _GNU_SOURCE
 #include <redjit.h>
