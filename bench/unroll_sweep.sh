@@ -24,8 +24,7 @@ for line in sys.stdin:
         r = json.loads(line)
     except ValueError:
         continue
-    t = r.get("us") or r.get("med_us") or r.get("time_us")
-    if r.get("system") == "redjit" and t:
-        print("unroll %s  %-14s n=%-10s %10.1f us" % (u, r["case"], r.get("n"), t))
+    if r.get("system") == "redjit" and "us" in r:
+        print("unroll %s  %-14s n=%-10s %10.1f us" % (u, r["case"], r["n"], r["us"]))
 ' "$u"
 done

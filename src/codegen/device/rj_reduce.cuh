@@ -328,6 +328,21 @@ __device__ __forceinline__ void rj_count_all(const Params &P)
 // ---- keys -------------------------------------------------------------------
 #if RJ_KEYED
 
+// The keys of elements t0, t0 + stride, ... (RJ_UNROLL of them, t0 < n) and
+// of the element before each, all loaded before any is used.  Past the end
+// the last element stands in; element 0 is its own predecessor.
+__device__ __forceinline__ void rj_key_batch(rj_flt &F, const Params &P, const long long *lo, const long long *sz,
+                                             long long t0, long long stride, long long n, long long *k,
+                                             long long *kp)
+{
+#pragma unroll
+    for (int u = 0; u < RJ_UNROLL; u++) {
+        long long t = t0 + u * stride, tc = t < n ? t : n - 1;
+        k[u] = key_at(F, P, lo, sz, tc);
+        kp[u] = key_at(F, P, lo, sz, tc > 0 ? tc - 1 : 0);
+    }
+}
+
 // min and max key and whether keys never decrease (integers: atomics are exact)
 __device__ __forceinline__ void rj_key_scan(const Params &P)
 {
@@ -338,23 +353,15 @@ __device__ __forceinline__ void rj_key_scan(const Params &P)
     unsigned sorted = 1;
     rj_flt F;
     rj_flt_init(F);
-    // RJ_UNROLL elements a step, all loaded before any is used (the ones
-    // past the end repeat the last element, which changes nothing)
     long long stride = (long long)gridDim.x * RJ_BLOCK;
     for (long long t0 = (long long)blockIdx.x * RJ_BLOCK + threadIdx.x; t0 < n; t0 += RJ_UNROLL * stride) {
-        long long k[RJ_UNROLL], kp[RJ_UNROLL], tc[RJ_UNROLL];
+        long long k[RJ_UNROLL], kp[RJ_UNROLL];
+        rj_key_batch(F, P, lo, sz, t0, stride, n, k, kp);
 #pragma unroll
-        for (int u = 0; u < RJ_UNROLL; u++) {
-            long long t = t0 + u * stride;
-            tc[u] = t < n ? t : n - 1;
-            k[u] = key_at(F, P, lo, sz, tc[u]);
-            kp[u] = key_at(F, P, lo, sz, tc[u] > 0 ? tc[u] - 1 : 0);
-        }
-#pragma unroll
-        for (int u = 0; u < RJ_UNROLL; u++) {
+        for (int u = 0; u < RJ_UNROLL; u++) {   // past the end: the last element again, no change
             kmin = min(kmin, k[u]);
             kmax = max(kmax, k[u]);
-            if (tc[u] > 0 && kp[u] > k[u]) sorted = 0;
+            if (kp[u] > k[u]) sorted = 0;
         }
     }
     rj_flush(P, F);
@@ -382,12 +389,7 @@ __device__ __forceinline__ void rj_key_offsets(const Params &P)
     long long stride = (long long)gridDim.x * RJ_BLOCK;
     for (long long t0 = (long long)blockIdx.x * RJ_BLOCK + threadIdx.x; t0 < n; t0 += RJ_UNROLL * stride) {
         long long k[RJ_UNROLL], kp[RJ_UNROLL];
-#pragma unroll
-        for (int u = 0; u < RJ_UNROLL; u++) {
-            long long t = t0 + u * stride, tc = t < n ? t : n - 1;
-            k[u] = key_at(F, P, lo, sz, tc);
-            kp[u] = key_at(F, P, lo, sz, tc > 0 ? tc - 1 : 0);
-        }
+        rj_key_batch(F, P, lo, sz, t0, stride, n, k, kp);
 #pragma unroll
         for (int u = 0; u < RJ_UNROLL; u++) {
             long long t = t0 + u * stride;
