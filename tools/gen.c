@@ -67,6 +67,13 @@ static double unif(uint64_t s[4])
     return (double)(xoshiro(s) >> 11) * 0x1.0p-53;
 }
 
+/* Uniform in [0, 1) with 24 random bits: every value is a float, so storing
+ * it as f32 cannot round up to 1 (53 bits rounded to 24 did, once in 2^25). */
+static double unif24(uint64_t s[4])
+{
+    return (double)(xoshiro(s) >> 40) * 0x1.0p-24;
+}
+
 /* ---- filling ------------------------------------------------------------------ */
 
 typedef struct gen_call {
@@ -98,7 +105,7 @@ static void fill_block(const gen_call *c, void *data, int64_t b, int64_t e, uint
         double v;
         switch (c->kind) {
         case GEN_IOTA: v = (double)i; break;
-        case GEN_RAND: v = unif(rs); break;
+        case GEN_RAND: v = c->dtype == RED_F32 ? unif24(rs) : unif(rs); break;
         case GEN_RANDN: {
             /* Box-Muller, both values of each pair used */
             double u1 = 1.0 - unif(rs), u2 = unif(rs), r = sqrt(-2.0 * log(u1));

@@ -75,6 +75,14 @@ printf ':seed 5\na = rand(4)\n:seed 5\nb = rand(4)\nall(a == b)\n' >seed.red
 rc=$?
 expect ":seed makes generators reproducible" 0 "true"
 
+# rand() in f32 is in [0, 1): with 53 random bits rounded to float, one value
+# in 2^25 came out as 1.0 (seed 6 gave four of them in 2^25 values).
+printf ':seed 6\nr = rand(33554432)\ncount(r >= 1 || r < 0)\nd = rand(1000, dtype=f64)\nall(d >= 0 && d < 1)\n' >unit.red
+"$REDJIT" unit.red >out 2>err
+rc=$?
+expect "rand() stays below 1 in f32 and f64" 0 "0
+true"
+
 printf 'x = iota(4)\nsum(x)\nmax(abs(x - yy))\nsum(x) * 100\n' >bad.red
 "$REDJIT" bad.red >out 2>err
 rc=$?
