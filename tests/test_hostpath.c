@@ -1,0 +1,366 @@
+/*
+ * test_hostpath.c -- the GPU backend's host side against the stand-in driver
+ * (tests/fakecuda: libcuda.so.1 on LD_LIBRARY_PATH, no kernel runs), so that
+ * it runs, under the sanitizers too, where there is no GPU.
+ *
+ * Results are meaningless here (nothing computes them); what is checked is
+ * the traffic with the driver:
+ *   - a cached expression's run makes a fixed, small set of driver calls:
+ *     no allocation, module load, function lookup, event or memset once warm,
+ *     exactly the launches its strategy needs, one stream synchronisation
+ *     for a result on the host and none for a queued run with device results;
+ *   - everything is given back: after red_close no device memory, pinned
+ *     memory, module, event or context reference is left with the driver,
+ *     after faults injected at allocation, module load and launch included.
+ * The table of calls per run is printed.  `--bench N` times N calls of
+ * red_run + red_result_f64 (and red_eval_f64): redjit's own host time per
+ * call when every driver call costs nothing.
+ *
+ * Exit 77 (skipped) when the library does not find the stand-in driver.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <redjit.h>
+
+#include "runtime/gpu.h"
+
+#include "check.h"
+
+static long long (*fc_count)(const char *);
+static long long (*fc_total)(void);
+static void (*fc_reset)(void);
+static const char *(*fc_name)(int);
+static long long (*fc_live)(int);
+static const char *(*fc_last_launch)(unsigned *, unsigned *);
+
+enum { N = 4096, ROWS = 64, COLS = 64, RUNS = 20 };
+
+static int find_fake(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) return 0;
+    *(void **)&fc_count = dlsym(h, "fakecuda_count");
+    *(void **)&fc_total = dlsym(h, "fakecuda_total");
+    *(void **)&fc_reset = dlsym(h, "fakecuda_reset");
+    *(void **)&fc_name = dlsym(h, "fakecuda_name");
+    *(void **)&fc_live = dlsym(h, "fakecuda_live");
+    *(void **)&fc_last_launch = dlsym(h, "fakecuda_last_launch");
+    return fc_count && fc_total && fc_reset && fc_name && fc_live && fc_last_launch;
+}
+
+/* Inputs, on the "device" and on the host. */
+static float hx[N], hA[ROWS * COLS];
+static int64_t hptr[ROWS + 1];
+static int32_t hseg[N];
+static void *dx, *dA, *dptr, *dseg;
+static red_binding dev_binds[4], host_binds[4];
+
+static void *to_device(red_ctx *ctx, const void *src, size_t bytes)
+{
+    void *p = NULL;
+    int rc = red_device_alloc(ctx, bytes, &p);
+    CHECK(rc == RED_OK && p, "red_device_alloc(%zu): %s", bytes, red_errmsg(ctx));
+    if (p) CHECK(red_memcpy(ctx, p, RED_MEM_CUDA, src, RED_MEM_HOST, bytes) == RED_OK, "red_memcpy to the device");
+    return p;
+}
+
+static void bind_all(red_binding *b, void *x, void *A, void *ptr, void *seg, red_memory mem)
+{
+    int64_t n = N, rc[2] = {ROWS, COLS}, np = ROWS + 1;
+    b[0].name = "x";
+    red_array_init(&b[0].array, x, RED_F32, 1, &n, NULL);
+    b[1].name = "A";
+    red_array_init(&b[1].array, A, RED_F32, 2, rc, NULL);
+    b[2].name = "ptr";
+    red_array_init(&b[2].array, ptr, RED_I64, 1, &np, NULL);
+    b[3].name = "seg";
+    red_array_init(&b[3].array, seg, RED_I32, 1, &n, NULL);
+    for (int i = 0; i < 4; i++) b[i].array.memory = mem;
+}
+
+static void make_inputs(red_ctx *ctx)
+{
+    for (int i = 0; i < N; i++) {
+        hx[i] = (float)(i % 17) * 0.5f - 3.0f;
+        hseg[i] = i / 100;
+    }
+    for (int i = 0; i < ROWS * COLS; i++) hA[i] = (float)(i % 7);
+    for (int r = 0; r <= ROWS; r++) hptr[r] = (int64_t)r * N / ROWS;
+    dx = to_device(ctx, hx, sizeof hx);
+    dA = to_device(ctx, hA, sizeof hA);
+    dptr = to_device(ctx, hptr, sizeof hptr);
+    dseg = to_device(ctx, hseg, sizeof hseg);
+    bind_all(dev_binds, dx, dA, dptr, dseg, RED_MEM_CUDA);
+    bind_all(host_binds, hx, hA, hptr, hseg, RED_MEM_HOST);
+}
+
+static int bind(red_expr *e, const red_binding *b, int nb)
+{
+    for (int i = 0; i < nb; i++) {
+        int rc = red_bind_array(e, b[i].name, &b[i].array);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* One run and its results read as a caller would. */
+static int run_once(red_expr *e)
+{
+    int rc = red_run(e);
+    if (rc) return rc;
+    int n = red_result_count(e);
+    for (int i = 0; i < n; i++) {
+        red_array a;
+        rc = red_result(e, i, &a, NULL);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* Calls per run of every driver function over RUNS warm runs of `text`
+ * (bindings `b`), into per[] (indexed as fakecuda_name); printed as a row. */
+static int measure(red_ctx *ctx, const char *label, const char *text, const red_binding *b, int nb, double per[64])
+{
+    red_expr *e = NULL;
+    int rc = red_prepare(ctx, text, &e);
+    CHECK(rc == RED_OK, "%s: prepare: %s", label, red_errmsg(ctx));
+    if (rc) return rc;
+    rc = bind(e, b, nb);
+    for (int w = 0; !rc && w < 3; w++) rc = run_once(e);   /* compile, allocate, warm */
+    CHECK(rc == RED_OK, "%s: warm-up runs: %s", label, red_expr_errmsg(e));
+    if (rc) {
+        red_finalize(e);
+        return rc;
+    }
+    fc_reset();
+    for (int k = 0; !rc && k < RUNS; k++) rc = run_once(e);
+    CHECK(rc == RED_OK, "%s: runs: %s", label, red_expr_errmsg(e));
+    printf("%-34s", label);
+    for (int i = 0; fc_name(i); i++) {
+        per[i] = (double)fc_count(fc_name(i)) / RUNS;
+        if (per[i] > 0) printf(" %s %.4g", fc_name(i) + 2, per[i]);
+    }
+    unsigned grid = 0, block = 0;
+    const char *k = fc_last_launch(&grid, &block);
+    printf("  | last: %s<<<%u, %u>>>\n", k, grid, block);
+    red_finalize(e);
+    return rc;
+}
+
+static double get(const double per[64], const char *name)
+{
+    for (int i = 0; fc_name(i); i++)
+        if (strcmp(fc_name(i), name) == 0) return per[i];
+    return -1;
+}
+
+/* What no warm run may do, whatever the expression. */
+static void steady(const char *label, const double per[64])
+{
+    static const char *const never[] = {"cuMemAlloc", "cuMemFree", "cuModuleLoadData", "cuModuleGetFunction",
+                                        "cuMemHostAlloc", "cuEventCreate", "cuEventRecord",
+                                        "cuOccupancyMaxActiveBlocksPerMultiprocessor", "cuMemcpyDtoH",
+                                        "cuMemcpyHtoD", "cuCtxSynchronize"};
+    for (size_t i = 0; i < sizeof never / sizeof never[0]; i++)
+        CHECK(get(per, never[i]) == 0, "%s: a warm run calls %s (%.3g per run)", label, never[i], get(per, never[i]));
+}
+
+static void test_calls(red_ctx *ctx)
+{
+    double per[64];
+    printf("driver calls per warm run (%d runs each):\n", RUNS);
+
+    if (!measure(ctx, "sum(x), device x", "sum(x)", dev_binds, 4, per)) {
+        steady("sum(x)", per);
+        CHECK(get(per, "cuLaunchKernel") == 1, "sum(x): one launch per run, not %.3g", get(per, "cuLaunchKernel"));
+        CHECK(get(per, "cuStreamSynchronize") == 1, "sum(x): one synchronisation per run, not %.3g",
+              get(per, "cuStreamSynchronize"));
+        CHECK(get(per, "cuMemsetD8Async") == 0, "sum(x): the workspace is reused clean, no memset");
+        CHECK(get(per, "cuMemcpyHtoDAsync") == 0, "sum(x) of a device array uploads nothing");
+        CHECK(get(per, "cuMemcpyDtoHAsync") <= 2, "sum(x): at most two copies back (result, fault record), not %.3g",
+              get(per, "cuMemcpyDtoHAsync"));
+    }
+    if (!measure(ctx, "sum(x), host x", "sum(x)", host_binds, 1, per)) {
+        steady("sum(x) host", per);
+        CHECK(get(per, "cuMemcpyHtoDAsync") == 1, "sum(x) of a host array: one upload per run, not %.3g",
+              get(per, "cuMemcpyHtoDAsync"));
+        CHECK(get(per, "cuStreamSynchronize") == 1, "sum(x) host: one synchronisation per run");
+    }
+    if (!measure(ctx, "sum(x), sum(x*x), device x", "sum(x), sum(x*x)", dev_binds, 4, per)) {
+        steady("sum(x), sum(x*x)", per);
+        CHECK(get(per, "cuLaunchKernel") == 1, "sum(x), sum(x*x): fused, one launch per run, not %.3g",
+              get(per, "cuLaunchKernel"));
+        CHECK(get(per, "cuMemcpyDtoHAsync") <= 3, "sum(x), sum(x*x): at most a copy per result and the fault record");
+    }
+    if (!measure(ctx, "row sums, device A", "sum(A[i,j]) over j", dev_binds, 4, per)) {
+        steady("row sums", per);
+        CHECK(get(per, "cuStreamSynchronize") == 1, "row sums: one synchronisation per run");
+        CHECK(get(per, "cuMemcpyDtoHAsync") <= 2, "row sums: at most two copies back");
+    }
+    if (!measure(ctx, "ranges, device ptr", "sum(x[k]) over k in ptr[r]..ptr[r+1]", dev_binds, 4, per))
+        steady("ranges", per);
+    if (!measure(ctx, "keys, device seg", "sum(x[i]) by seg[i]", dev_binds, 4, per)) {
+        steady("keys", per);
+        /* the key scan's round trip, then the results */
+        CHECK(get(per, "cuStreamSynchronize") <= 3, "keys: at most three synchronisations per run, not %.3g",
+              get(per, "cuStreamSynchronize"));
+    }
+    if (!measure(ctx, "argmax(x), device x", "argmax(x)", dev_binds, 4, per)) steady("argmax", per);
+}
+
+/* A queued run: a stream and device results.  red_run must not wait;
+ * red_sync does. */
+static void test_async(red_ctx *ctx)
+{
+    red_expr *e = NULL;
+    int rc = red_prepare(ctx, "sum(x), max(x)", &e);
+    CHECK(rc == RED_OK, "async: prepare");
+    if (rc) return;
+    static char stream_stand_in;
+    CHECK(red_expr_set_option(e, RED_OPT_RESULTS, RED_RESULTS_DEVICE) == RED_OK, "async: device results");
+    CHECK(red_expr_set_stream(e, &stream_stand_in) == RED_OK, "async: a stream");
+    rc = bind(e, dev_binds, 4);
+    for (int w = 0; !rc && w < 3; w++) rc = red_run(e) || red_sync(e);
+    CHECK(rc == RED_OK, "async: warm-up: %s", red_expr_errmsg(e));
+    fc_reset();
+    rc = red_run(e);
+    CHECK(rc == RED_OK, "async: red_run: %s", red_expr_errmsg(e));
+    CHECK(fc_count("cuStreamSynchronize") == 0, "async: red_run waited for the device (%lld syncs)",
+          fc_count("cuStreamSynchronize"));
+    CHECK(fc_count("cuMemcpyDtoHAsync") == 0, "async: red_run copied something back");
+    CHECK(fc_count("cuLaunchKernel") == 1, "async: one launch for the two fused sums");
+    CHECK(red_sync(e) == RED_OK, "async: red_sync");
+    CHECK(fc_count("cuStreamSynchronize") >= 1, "async: red_sync waits for the stream");
+    red_array a;
+    rc = red_result(e, 0, &a, NULL);
+    CHECK(rc == RED_OK && a.memory == RED_MEM_CUDA && a.ndim == 0, "async: result 0 is a 0-d device array");
+    unsigned type = 0;
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    int (*pga)(void *, int, unsigned long long) = NULL;
+    if (h) *(void **)&pga = dlsym(h, "cuPointerGetAttribute");
+    CHECK(rc == RED_OK && pga && pga(&type, 2, (unsigned long long)(uintptr_t)a.data) == 0 && type == 2,
+          "async: the result lies in device memory the driver gave out");
+    red_array d;
+    rc = red_result_detach(e, 1, &d);
+    CHECK(rc == RED_OK && d.memory == RED_MEM_CUDA, "async: result 1 detached");
+    if (rc == RED_OK) red_device_free(ctx, d.data);
+    red_finalize(e);
+}
+
+/* Faults at allocation, module load and launch: a status, no device memory
+ * left in use, and the next run works. */
+static void test_faults(red_ctx *ctx)
+{
+    static const struct {
+        int kind;
+        const char *name;
+        int want;
+    } faults[] = {{GPU_FAULT_ALLOC, "allocation", RED_ERR_NOMEM},
+                  {GPU_FAULT_MODULE_LOAD, "module load", RED_ERR_DEVICE},
+                  {GPU_FAULT_LAUNCH, "launch", RED_ERR_DEVICE}};
+    /* each fault on a text not seen before, so that its kernels are loaded
+     * after the fault is armed; the first one's 64 MB result is larger than
+     * any buffer the pool holds, so it must allocate */
+    static const char *const texts[] = {"x[i] * x[j]", "max(abs(x - 2))", "sum(A[i,j] * 3) over i"};
+    for (size_t f = 0; f < sizeof faults / sizeof faults[0]; f++) {
+        red_cache_info before, after;
+        red_cache_stats(ctx, &before);
+        gpu_inject_fault(faults[f].kind, 1);
+        int count = 0;
+        red_array out = {0};
+        int rc = red_eval(ctx, texts[f], dev_binds, 4, &out, 1, &count);
+        gpu_inject_fault(faults[f].kind, 0);
+        CHECK(rc == faults[f].want, "fault at %s: status %d (%s), expected %d", faults[f].name, rc, red_errmsg(ctx),
+              faults[f].want);
+        CHECK(rc == RED_OK || out.data == NULL, "fault at %s: no result handed out", faults[f].name);
+        red_cache_stats(ctx, &after);
+        CHECK(after.pool_in_use == before.pool_in_use, "fault at %s: device memory in use %lld before, %lld after",
+              faults[f].name, before.pool_in_use, after.pool_in_use);
+        rc = red_eval(ctx, texts[f], dev_binds, 4, &out, 1, &count);
+        CHECK(rc == RED_OK, "after the fault at %s the same text runs: %s", faults[f].name, red_errmsg(ctx));
+        if (rc == RED_OK) red_free(out.data);
+    }
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int bench(red_ctx *ctx, long calls)
+{
+    red_expr *e = NULL;
+    double v = 0;
+    if (red_prepare(ctx, "sum(x)", &e) || bind(e, dev_binds, 4) || red_run(e)) {
+        fprintf(stderr, "bench: %s\n", red_errmsg(ctx));
+        return 1;
+    }
+    for (long k = 0; k < 1000; k++) red_run(e), red_result_f64(e, 0, &v);
+    fc_reset();
+    double t0 = now_s();
+    for (long k = 0; k < calls; k++) red_run(e), red_result_f64(e, 0, &v);
+    double t1 = now_s();
+    double calls_per = (double)fc_total() / (double)calls;
+    for (long k = 0; k < 1000; k++) red_eval_f64(ctx, "sum(x)", dev_binds, 1, &v);
+    double t2 = now_s();
+    for (long k = 0; k < calls; k++) red_eval_f64(ctx, "sum(x)", dev_binds, 1, &v);
+    double t3 = now_s();
+    printf("sum(x), %d f32 on the device, stand-in driver, %ld calls:\n", N, calls);
+    printf("  red_run + red_result_f64: %.3f us per call (%.1f driver calls)\n", (t1 - t0) * 1e6 / (double)calls,
+           calls_per);
+    printf("  red_eval_f64:             %.3f us per call\n", (t3 - t2) * 1e6 / (double)calls);
+    red_finalize(e);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    long bench_calls = argc > 2 && strcmp(argv[1], "--bench") == 0 ? atol(argv[2]) : 0;
+    red_ctx *ctx = NULL;
+    if (red_open(&ctx)) {
+        printf("red_open failed\n");
+        return 1;
+    }
+    red_set_option(ctx, RED_OPT_DEVICE, RED_DEVICE_GPU);
+    if (!red_gpu_available(ctx) || !find_fake()) {
+        printf("skipped: the stand-in driver (tests/fakecuda) is not what the library loaded\n");
+        red_close(ctx);
+        return 77;
+    }
+    make_inputs(ctx);
+    /* the kernels are compiled for real: without NVRTC there is nothing to test */
+    double probe = 0;
+    if (red_eval_f64(ctx, "sum(x)", dev_binds, 1, &probe) == RED_ERR_DEVICE && strstr(red_errmsg(ctx), "NVRTC")) {
+        printf("skipped: %s\n", red_errmsg(ctx));
+        red_close(ctx);
+        return 77;
+    }
+    if (bench_calls > 0) {
+        int rc = bench(ctx, bench_calls);
+        red_close(ctx);
+        return rc;
+    }
+    test_calls(ctx);
+    test_async(ctx);
+    test_faults(ctx);
+
+    red_device_free(ctx, dx);
+    red_device_free(ctx, dA);
+    red_device_free(ctx, dptr);
+    red_device_free(ctx, dseg);
+    red_close(ctx);
+    static const char *const kinds[] = {"device allocations", "pinned host blocks", "modules", "events",
+                                        "primary-context references"};
+    for (int k = 0; k < 5; k++)
+        CHECK(fc_live(k) == 0, "after red_close the driver still holds %lld %s", fc_live(k), kinds[k]);
+    printf("%d passed, %d failed\n", npass, nfail);
+    return nfail ? 1 : 0;
+}
