@@ -19,6 +19,7 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -552,6 +553,23 @@ EXPORT long long fakecuda_live(int kind)
     for (int i = 0; i < nblocks; i++) n += blocks[i].kind == kind;
     pthread_mutex_unlock(&lock);
     return n;
+}
+
+/* With FAKECUDA_REPORT=FILE in the environment, what is still held when the
+ * process exits is written to FILE as one line, "device D pinned P modules M
+ * events E contexts C launches L" (D..C counts of kind 0..4 as in
+ * fakecuda_live): a test of a whole program (the REPL) reads it.  The
+ * library is never unloaded (redjit keeps its handle), so this runs after
+ * main has returned and red_close has given everything back. */
+__attribute__((destructor)) static void report_at_exit(void)
+{
+    const char *path = getenv("FAKECUDA_REPORT");
+    if (!path || !*path) return;
+    FILE *f = fopen(path, "w");
+    if (!f) return;
+    fprintf(f, "device %lld pinned %lld modules %lld events %lld contexts %lld launches %lld\n", fakecuda_live(0),
+            fakecuda_live(1), fakecuda_live(2), fakecuda_live(3), fakecuda_live(4), counts[C_cuLaunchKernel]);
+    fclose(f);
 }
 
 /* The last kernel launched: its name, grid and block size. */
