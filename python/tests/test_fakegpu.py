@@ -53,6 +53,7 @@ class DevArray:
     def __init__(self, cu, shape, typestr="<f4", strides=None, nbytes=None):
         self.cu = cu
         self.shape, self.typestr, self.strides = tuple(shape), typestr, strides
+        self.stream = None
         n = 1
         for s in shape:
             n *= s
@@ -64,7 +65,7 @@ class DevArray:
     @property
     def __cuda_array_interface__(self):
         return {"shape": self.shape, "typestr": self.typestr, "data": (self.ptr, False), "version": 3,
-                "strides": self.strides, "stream": None}
+                "strides": self.strides, "stream": self.stream}
 
     def __del__(self):
         self.cu.cuMemFree_v2(self.ptr)
@@ -86,6 +87,22 @@ def test_device_input_is_read_in_place(cu, gpu):
         assert count(cu, copy) == 0, copy
     assert count(cu, "cuLaunchKernel") == 1
     assert count(cu, "cuMemAlloc") == 0
+
+
+def test_producer_stream_is_waited_for(cu, gpu):
+    d = DevArray(cu, (4096,))
+    e = gpu.prepare("sum(x)")
+    e(x=d)
+    # a producer's own stream (any handle but 1): waited for before the data is read
+    d.stream = 0x5000
+    cu.fakecuda_reset()
+    e(x=d)
+    assert count(cu, "cuStreamSynchronize") == 2   # the producer's stream, then redjit's run
+    # the legacy default stream (1) is ordered with redjit's launches: no extra wait
+    d.stream = 1
+    cu.fakecuda_reset()
+    e(x=d)
+    assert count(cu, "cuStreamSynchronize") == 1
 
 
 def test_array_result_stays_on_device(cu, gpu):
