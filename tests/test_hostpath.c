@@ -38,6 +38,7 @@ static void (*fc_reset)(void);
 static const char *(*fc_name)(int);
 static long long (*fc_live)(int);
 static const char *(*fc_last_launch)(unsigned *, unsigned *);
+static void (*fc_fault)(unsigned long long, unsigned long long, unsigned long long, long long);
 
 enum { N = 4096, ROWS = 64, COLS = 64, RUNS = 20 };
 
@@ -51,7 +52,8 @@ static int find_fake(void)
     *(void **)&fc_name = dlsym(h, "fakecuda_name");
     *(void **)&fc_live = dlsym(h, "fakecuda_live");
     *(void **)&fc_last_launch = dlsym(h, "fakecuda_last_launch");
-    return fc_count && fc_total && fc_reset && fc_name && fc_live && fc_last_launch;
+    *(void **)&fc_fault = dlsym(h, "fakecuda_fault_next_launch");
+    return fc_count && fc_total && fc_reset && fc_name && fc_live && fc_last_launch && fc_fault;
 }
 
 /* Inputs, on the "device" and on the host. */
@@ -288,6 +290,65 @@ static void test_faults(red_ctx *ctx)
     }
 }
 
+/* A fault record written by a "kernel" (the stand-in, at the next launch):
+ * the run fails with the record's status and a message, hands out no
+ * result, leaves no device memory in use, and the next run works: it takes
+ * a fresh workspace (the faulted one is not clean: one memset), and the run
+ * after that none.  Queued runs report it at red_sync. */
+static void test_device_faults(red_ctx *ctx)
+{
+    red_expr *e = NULL;
+    int rc = red_prepare(ctx, "sum(x[i] * 2)", &e);
+    CHECK(rc == RED_OK, "device faults: prepare");
+    if (rc) return;
+    rc = bind(e, dev_binds, 4);
+    for (int w = 0; !rc && w < 2; w++) rc = run_once(e);
+    CHECK(rc == RED_OK, "device faults: warm-up: %s", red_expr_errmsg(e));
+    red_cache_info before, after;
+    red_cache_stats(ctx, &before);
+
+    fc_fault(RED_ERR_INDEX, 999999, 0, 123456789);   /* node 999999: no such node */
+    rc = red_run(e);
+    CHECK(rc == RED_ERR_INDEX && strstr(red_expr_errmsg(e), "123456789"),
+          "a device fault record is RED_ERR_INDEX with the value: %d %s", rc, red_expr_errmsg(e));
+    CHECK(red_result_count(e) == 0, "a faulted run has no results (%d)", red_result_count(e));
+    red_cache_stats(ctx, &after);
+    CHECK(after.pool_in_use == before.pool_in_use, "a faulted run leaves no device memory in use (%lld, %lld)",
+          before.pool_in_use, after.pool_in_use);
+    fc_reset();
+    rc = run_once(e);
+    CHECK(rc == RED_OK && fc_count("cuMemsetD8Async") == 1,
+          "after a fault the next run works on a fresh workspace: %d, %lld memsets", rc, fc_count("cuMemsetD8Async"));
+    fc_reset();
+    rc = run_once(e);
+    CHECK(rc == RED_OK && fc_count("cuMemsetD8Async") == 0, "and the run after it reuses a clean one");
+
+    fc_fault(RED_ERR_EMPTY, 0, 0, 0);
+    rc = red_run(e);
+    CHECK(rc == RED_ERR_EMPTY && strstr(red_expr_errmsg(e), "empty"), "an empty-argmin record is RED_ERR_EMPTY: %s",
+          red_expr_errmsg(e));
+
+    /* queued: red_run returns, red_sync finds the fault */
+    static char stream_stand_in;
+    red_expr_set_option(e, RED_OPT_RESULTS, RED_RESULTS_DEVICE);
+    red_expr_set_stream(e, &stream_stand_in);
+    rc = red_run(e) || red_sync(e);
+    CHECK(rc == RED_OK, "queued: a clean run");
+    red_cache_stats(ctx, &before);
+    fc_fault(RED_ERR_INDEX, 999999, 0, 42);
+    rc = red_run(e);
+    CHECK(rc == RED_OK, "queued: red_run returns before the fault is known (%d)", rc);
+    rc = red_sync(e);
+    CHECK(rc == RED_ERR_INDEX, "queued: red_sync reports the device fault (%d %s)", rc, red_expr_errmsg(e));
+    red_array a;
+    CHECK(red_result(e, 0, &a, NULL) != RED_OK, "queued: no result after the fault");
+    red_cache_stats(ctx, &after);
+    CHECK(after.pool_in_use <= before.pool_in_use, "queued: the faulted run's device results are released");
+    rc = red_run(e) || red_sync(e);
+    CHECK(rc == RED_OK, "queued: the next run works: %s", red_expr_errmsg(e));
+    red_finalize(e);
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -350,6 +411,7 @@ int main(int argc, char **argv)
     }
     test_calls(ctx);
     test_async(ctx);
+    test_device_faults(ctx);
     test_faults(ctx);
 
     red_device_free(ctx, dx);

@@ -79,6 +79,9 @@ static int initialised, ctx_refs;
 static char ctx_token, stream_token;
 static char last_launch[128];
 static unsigned last_grid, last_block;
+/* A device fault to report at the next launch (fakecuda_fault_next_launch). */
+static int fault_armed;
+static unsigned long long fault_record[4];
 
 static void count(int c)
 {
@@ -293,6 +296,18 @@ EXPORT CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, u
         strcpy(last_launch, fns[k - 1].name);
         last_grid = gx;
         last_block = bx;
+    }
+    if (!rc && fault_armed) {
+        /* what a kernel's rj_fault does: the first fault claims the record
+         * whose address is parameter RJ_ERR (4) of the block */
+        const long long *P = params[0];
+        unsigned long long *rec = (unsigned long long *)(uintptr_t)P[4];
+        if (find_block(rec, 32, 0) < 0) {
+            rc = ERR_INVALID_VALUE;   /* a kernel would fault on this address */
+        } else if (rec[0] == 0) {
+            memcpy(rec, fault_record, sizeof fault_record);
+        }
+        fault_armed = 0;
     }
     pthread_mutex_unlock(&lock);
     return rc;
@@ -570,6 +585,21 @@ __attribute__((destructor)) static void report_at_exit(void)
     fprintf(f, "device %lld pinned %lld modules %lld events %lld contexts %lld launches %lld\n", fakecuda_live(0),
             fakecuda_live(1), fakecuda_live(2), fakecuda_live(3), fakecuda_live(4), counts[C_cuLaunchKernel]);
     fclose(f);
+}
+
+/* Make the next launch report a device fault as a kernel would: the record
+ * (code, IR node, dimension, value; see rj_fault in rj_prelude.cuh) is
+ * written to the launch's fault-record pointer unless one is there. */
+EXPORT void fakecuda_fault_next_launch(unsigned long long code, unsigned long long node, unsigned long long dim,
+                                       long long value)
+{
+    pthread_mutex_lock(&lock);
+    fault_record[0] = code;
+    fault_record[1] = node;
+    fault_record[2] = dim;
+    fault_record[3] = (unsigned long long)value;
+    fault_armed = 1;
+    pthread_mutex_unlock(&lock);
 }
 
 /* The last kernel launched: its name, grid and block size. */
