@@ -9,6 +9,10 @@
  *     no allocation, module load, function lookup, event or memset once warm,
  *     exactly the launches its strategy needs, one stream synchronisation
  *     for a result on the host and none for a queued run with device results;
+ *   - a device fault (the stand-in writes the fault record a kernel's
+ *     rj_fault would) is the record's status with a message, no results,
+ *     and a fresh workspace for the next run; red_sync reports it for a
+ *     queued run;
  *   - everything is given back: after red_close no device memory, pinned
  *     memory, module, event or context reference is left with the driver,
  *     after faults injected at allocation, module load and launch included.
