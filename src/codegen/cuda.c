@@ -707,6 +707,7 @@ static const struct {
     {"rj_seg32", "RJ_ENTRY rj_seg32(Params P) { rj_segmented(P, 32); }\n"},
     {"rj_segb", "RJ_ENTRY rj_segb(Params P) { rj_segmented(P, RJ_BLOCK); }\n"},
     {"rj_count", "RJ_ENTRY rj_count(Params P) { rj_count_all(P); }\n"},
+    {"rj_kends", "RJ_ENTRY rj_kends(Params P) { rj_key_ends(P); }\n"},
     {"rj_kscan", "RJ_ENTRY rj_kscan(Params P) { rj_key_scan(P); }\n"},
     {"rj_koffs", "RJ_ENTRY rj_koffs(Params P) { rj_key_offsets(P); }\n"},
     {"rj_kpriv", "RJ_ENTRY rj_kpriv(Params P) { rj_keyed_private(P); }\n"},
@@ -725,8 +726,8 @@ static const char *const group_entries[CG_NGROUPS] = {   /* names, each NUL-term
     [CG_G_SEG32] = "rj_seg32\0",
     [CG_G_SEGB] = "rj_segb\0",
     [CG_G_COUNT] = "rj_count\0",
-    [CG_G_KSORTED] = "rj_kscan\0rj_koffs\0",
-    [CG_G_KPRIV] = "rj_kpriv\0rj_kcomb\0",
+    [CG_G_KSORTED] = "rj_kends\0rj_koffs\0",
+    [CG_G_KPRIV] = "rj_kscan\0rj_kpriv\0rj_kcomb\0",
     [CG_G_SPLIT1] = "rj_split1\0rj_splitf\0",
     [CG_G_SPLITB] = "rj_splitb\0rj_splitf\0",
 };

@@ -720,20 +720,27 @@ static int run_full(run_ctx *r, pass_entry *e, long long n, int strategy, int or
 
 /* Every element of every output's domain, counted on the device (ranges come
  * from the data): a full reduction's size, or the segments' total for auto. */
-static int count_on_device(run_ctx *r, pass_entry *e, long long nout, long long *total)
+static int count_on_device(run_ctx *r, pass_entry *e, long long nout, long long step, long long *total)
 {
     gpu_dev *g = r->g;
     util_diag *diag = r->diag;
     long long *P = r->params;
     P[1] = nout;
+    P[5] = step;
     CU(g->cu.MemsetD8Async(r->ws + 64, 0, 8, r->s), "cuMemsetD8Async");
-    long long grid = cdiv(nout, BLOCK);
+    long long grid = cdiv(cdiv(nout, step), BLOCK);
     if (grid > (long long)g->nsm * 8) grid = (long long)g->nsm * 8;
     int rc = launch(r, e, "rj_count", grid);
+    P[5] = 0;
     if (rc) return rc;
     long long cnt = 0;
     CU(g->cu.MemcpyDtoHAsync(&cnt, r->ws + 64, 8, r->s), "cuMemcpyDtoHAsync");
     CU(g->cu.StreamSynchronize(r->s), "cuStreamSynchronize");
+    if (step > 1) {
+        /* a sample of cdiv(nout, step) outputs: scaled to all of them */
+        double est = (double)cnt * (double)nout / (double)cdiv(nout, step);
+        cnt = est < 4e18 ? (long long)est : (long long)4e18;
+    }
     *total = cnt;
     return 0;
 }
@@ -826,8 +833,11 @@ static int run_segments(run_ctx *r, pass_entry *e, long long nout, long long tot
     default: {
         if (total < 0) {
             /* ranges: their lengths are in the data; one round trip (tens
-             * of microseconds) against a kernel that can be 20x off */
-            rc = count_on_device(r, e, nout, &total);
+             * of microseconds) against a kernel that can be 20x off.  The
+             * choice needs the average length only: a sample of about 16384
+             * outputs (counting all 22 million CSR rows of length 3 took
+             * 50 us, as long as a third of the reduction) */
+            rc = count_on_device(r, e, nout, nout > 32768 ? nout / 16384 : 1, &total);
             if (rc) return rc;
         }
         gpu_seg_choice c = gpu_choose_segments(nout, total, gpu_column_layout(&e->k, r->bufs), g->nsm);
@@ -844,9 +854,14 @@ static int run_segments(run_ctx *r, pass_entry *e, long long nout, long long tot
             if (grid > (long long)g->nsm * 64) grid = (long long)g->nsm * 64;
             rc = launch(r, e, c.kernel, grid);
             if (rc) return rc;
-            grid = cdiv(nout, BLOCK);
+            /* few outputs: a block folds each one's chunks (a thread each
+             * took 37 us for one output of 1056 chunks) */
+            P[5] = nout < 4LL * g->nsm;
+            grid = P[5] ? nout : cdiv(nout, BLOCK);
             if (grid > (long long)g->nsm * 64) grid = (long long)g->nsm * 64;
-            return launch(r, e, "rj_splitf", grid);
+            rc = launch(r, e, "rj_splitf", grid);
+            P[5] = 0;
+            return rc;
         }
         k = c.kernel;
         group = c.group;
@@ -1054,6 +1069,97 @@ int gpu_copy(gpu_dev *g, void *dst, int dst_dev, const void *src, int src_dev, s
     return r ? cu_fail(g, r, what, diag) : 0;
 }
 
+/* Read the run's workspace up to the key statistics (the fault record at 0,
+ * the key statistics at 64) in one round trip; a device fault is reported. */
+static int read_ws_stats(run_ctx *r, long long st[3])
+{
+    gpu_dev *g = r->g;
+    util_diag *diag = r->diag;
+    unsigned long long w[11];
+    CU(g->cu.MemcpyDtoHAsync(w, r->ws, sizeof w, r->s), "cuMemcpyDtoHAsync");
+    CU(g->cu.StreamSynchronize(r->s), "cuStreamSynchronize");
+    memcpy(st, &w[8], 3 * sizeof *st);
+    return w[0] ? report_device_fault(r, w, r->bufs) : 0;
+}
+
+/* rj_koffs over N elements: a grid that fills the GPU once (it walks the keys
+ * in steps of the grid; 2048 elements a block a step), or fewer blocks. */
+static int key_offsets(run_ctx *r, pass_entry *e, long long N)
+{
+    long long grid = 1;
+    int rc = occupancy_grid(r, e, "rj_koffs", &grid);
+    if (rc) return rc;
+    if (grid > cdiv(N, 2048)) grid = cdiv(N, 2048);
+    return launch(r, e, "rj_koffs", grid);
+}
+
+/* The keys of a keyed pass over N > 0 elements: their count, whether they
+ * never decrease and, if so, the segment starts (*offs, nkeys + 1 of them).
+ * Sorted keys, the common case, cost two launches and two round trips:
+ * rj_kends reads the first and the last key, which give the count if the
+ * keys are sorted; rj_koffs writes the starts and raises a flag if they are
+ * not.  Otherwise rj_kscan finds the smallest and the largest key, for the
+ * error messages and the private rows. */
+static int key_segments(run_ctx *r, pass_entry *e, const plan_pass *ps, long long N, long long *nkeys, int *sorted,
+                        CUdeviceptr *offs)
+{
+    gpu_dev *g = r->g;
+    util_diag *diag = r->diag;
+    const plan *p = r->p;
+    long long *params = r->params;
+    long long grid = cdiv(N, BLOCK) < 8 * g->nsm ? cdiv(N, BLOCK) : 8 * g->nsm;
+    long long st[3] = {0, -1, 1};
+    int rc = launch(r, e, "rj_kends", 1);
+    if (!rc) rc = read_ws_stats(r, st);
+    if (rc) return rc;
+    if (st[0] >= 0 && st[1] >= st[0] && st[1] < ((long long)1 << 40)) {
+        rc = pool_get(g, (size_t)(st[1] + 2) * 8, offs, diag);
+        if (rc) return rc;
+        defer_release(r, *offs);
+        params[8] = (long long)*offs;
+        params[1] = st[1] + 1;
+        rc = key_offsets(r, e, N);
+        long long chk[3];
+        if (!rc) rc = read_ws_stats(r, chk);
+        if (rc) return rc;
+        if (!chk[2]) {
+            *nkeys = st[1] + 1;
+            *sorted = 1;
+            return 0;
+        }
+    }
+    /* not sorted, or a key out of range: scan them all */
+    long long init[3] = {0x7fffffffffffffffll, -1, 1};
+    CU(g->cu.MemcpyHtoDAsync(r->ws + 64, init, 24, r->s), "cuMemcpyHtoDAsync");
+    rc = launch(r, e, "rj_kscan", grid);
+    if (!rc) rc = read_ws_stats(r, st);
+    if (rc) return rc;
+    *sorted = (int)(st[2] & 0xffffffff) != 0;
+    if (st[0] < 0)
+        return util_diag_at(diag, p->src, ps->key_pos, RED_ERR_KEYS,
+                            "keys must be non-negative, but this key is %lld for some element", st[0]);
+    for (int q = 0; q < ps->nreds; q++)
+        if (ps->reds[q].rop == ROP_USER && ps->reds[q].ordered && !*sorted)
+            return util_diag_at(diag, p->src, ps->key_pos, RED_ERR_KEYS,
+                                "ordered operator '%s' needs keys in non-decreasing order, and these are not sorted",
+                                ps->reds[q].uname);
+    if (st[1] >= ((long long)1 << 40))
+        return util_diag_at(diag, p->src, ps->key_pos, RED_ERR_LIMIT, "key %lld is too large", st[1]);
+    *nkeys = st[1] + 1;
+    if (*sorted) {
+        /* sorted after all (not expected: rj_koffs found otherwise) */
+        rc = pool_get(g, (size_t)(*nkeys + 1) * 8, offs, diag);
+        if (rc) return rc;
+        defer_release(r, *offs);
+        params[8] = (long long)*offs;
+        params[1] = *nkeys;
+        rc = key_offsets(r, e, N);
+        if (!rc) rc = read_ws_stats(r, st);
+        if (!rc && st[2]) rc = util_diag_set(diag, RED_ERR_INTERNAL, "key statistics disagree");
+    }
+    return rc;
+}
+
 int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_device, const plan_value *scalars,
                 int strategy, gpu_run *run, cpu_temps *out, util_diag *diag)
 {
@@ -1178,42 +1284,13 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
 
         long long nkeys = 0;
         int sorted = 1;
+        CUdeviceptr offs = 0;
         if (ps->key) {
-            /* scan the keys: count, negatives, order (a round trip: the
-             * result's size depends on them) */
             long long N = L1;
             params[0] = N;
             params[7] = 0;
-            long long init[3] = {0x7fffffffffffffffll, -1, 1};
-            if (g->cu.MemcpyHtoDAsync(r.ws + 64, init, 24, s)) rc = util_diag_set(diag, RED_ERR_DEVICE, "cuMemcpyHtoDAsync failed");
-            if (!rc && N > 0) rc = launch(&r, e, "rj_kscan", cdiv(N, BLOCK) < 8 * g->nsm ? cdiv(N, BLOCK) : 8 * g->nsm);
-            long long st[3] = {0, -1, 1};
-            if (!rc && (g->cu.MemcpyDtoHAsync(st, r.ws + 64, 24, s) || g->cu.StreamSynchronize(s)))
-                rc = util_diag_set(diag, RED_ERR_DEVICE, "reading the key statistics failed");
-            unsigned long long err[4];
-            if (!rc) rc = read_errors(&r, err);
-            if (!rc && err[0]) {
-                rc = report_device_fault(&r, err, bufs);
-                break;
-            }
+            if (N > 0) rc = key_segments(&r, e, ps, N, &nkeys, &sorted, &offs);
             if (rc) break;
-            sorted = (int)(st[2] & 0xffffffff) != 0;
-            if (N > 0 && st[0] < 0) {
-                rc = util_diag_at(diag, p->src, ps->key_pos, RED_ERR_KEYS,
-                                  "keys must be non-negative, but this key is %lld for some element", st[0]);
-                break;
-            }
-            for (int q = 0; q < ps->nreds; q++)
-                if (ps->reds[q].rop == ROP_USER && ps->reds[q].ordered && !sorted)
-                    rc = util_diag_at(diag, p->src, ps->key_pos, RED_ERR_KEYS,
-                                      "ordered operator '%s' needs keys in non-decreasing order, and these are not sorted",
-                                      ps->reds[q].uname);
-            if (rc) break;
-            if (st[1] >= ((long long)1 << 40)) {
-                rc = util_diag_at(diag, p->src, ps->key_pos, RED_ERR_LIMIT, "key %lld is too large", st[1]);
-                break;
-            }
-            nkeys = N > 0 ? st[1] + 1 : 0;
             vlo[ps->key_var] = 0;
             vhi[ps->key_var] = nkeys;
             done[ps->key_var] = 1;
@@ -1260,16 +1337,11 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
             if (nkeys == 0) {
                 /* nothing to reduce: the result is empty */
             } else if (sorted) {
-                CUdeviceptr offs;
-                rc = pool_get(g, (size_t)(nkeys + 1) * 8, &offs, diag);
-                if (!rc) {
-                    defer_release(&r, offs);
-                    params[8] = (long long)offs;
-                    params[1] = nkeys;
-                    rc = launch(&r, e, "rj_koffs", cdiv(N, BLOCK) < 8 * g->nsm ? cdiv(N, BLOCK) : 8 * g->nsm);
-                    params[7] = 1;
-                    if (!rc) rc = run_segments(&r, e, nkeys, N, strategy);
-                }
+                /* key_segments wrote the segment starts */
+                params[8] = (long long)offs;
+                params[1] = nkeys;
+                params[7] = 1;
+                rc = run_segments(&r, e, nkeys, N, strategy);
             } else {
                 /* private rows per partition, combined in partition order */
                 long long asz = e->k.acc_size, np = 4 * g->nsm;
@@ -1293,7 +1365,7 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
             if (ranged) {
                 /* the domain's size comes from bounds only the device can read */
                 long long cnt = 0;
-                rc = count_on_device(&r, e, 1, &cnt);
+                rc = count_on_device(&r, e, 1, 1, &cnt);
                 N = cnt;
                 if (N > ((long long)1 << 40))
                     rc = util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large: %lld elements (at most 2^40)", N);

@@ -215,6 +215,25 @@ __device__ __forceinline__ void rj_segmented(const Params &P, int group)
     }
     long long gid = ((long long)blockIdx.x * RJ_BLOCK + threadIdx.x) / group;
     long long ngroups = (long long)gridDim.x * RJ_BLOCK / group;
+    if (group == 1) {
+        // a thread per output; the next output's range is read before this
+        // one is folded, so the two round trips to memory overlap (short
+        // CSR rows waited for the offsets, then for the values)
+        long long lo[RJ_NRED + 1], sz[RJ_NRED + 1], lo2[RJ_NRED + 1], sz2[RJ_NRED + 1];
+        long long cnt = gid < nout ? out_range(P, gid, lo, sz) : 0;
+        for (long long o = gid; o < nout; o += ngroups) {
+            long long cn = o + ngroups < nout ? out_range(P, o + ngroups, lo2, sz2) : 0;
+            Acc a = rj_thread_run(P, o, lo, sz, 0, cnt, 1);
+            acc_write(P, o, a);
+#pragma unroll
+            for (int d = 0; d <= RJ_NRED; d++) {
+                lo[d] = lo2[d];
+                sz[d] = sz2[d];
+            }
+            cnt = cn;
+        }
+        return;
+    }
     int lane = threadIdx.x % group;
     // every lane of a warp runs the same number of iterations (shuffles)
     long long iters = (nout + ngroups - 1) / ngroups;
@@ -225,9 +244,7 @@ __device__ __forceinline__ void rj_segmented(const Params &P, int group)
         long long cnt = valid ? out_range(P, o, lo, sz) : 0;
         Acc a;
         acc_init(a);
-        if (group == 1) {
-            a = rj_thread_run(P, o, lo, sz, 0, cnt, 1);
-        } else {
+        {
 #if RJ_ORDERED
             // tiles of `group` elements, each reduced in order
             long long c2 = cnt;   // the warp's longest segment: shuffles stay uniform
@@ -295,6 +312,20 @@ __device__ __forceinline__ void rj_split_final(const Params &P)
 {
     long long nout = P.v[RJ_NOUT], nc = P.v[RJ_NBLK];
     const Acc *part = (const Acc *)P.v[RJ_PARTIALS];
+    if (P.v[RJ_PER]) {
+        // few outputs: a block folds each output's chunks (the first
+        // thread's run of chunks, then the next thread's, ... in order)
+        for (long long o = blockIdx.x; o < nout; o += gridDim.x) {
+            long long per = (nc + RJ_BLOCK - 1) / RJ_BLOCK;
+            long long b = threadIdx.x * per, e = b + per < nc ? b + per : nc;
+            Acc a;
+            acc_init(a);
+            for (long long c = b; c < e; c++) acc_combine(a, part[c * nout + o]);
+            a = rj_block_reduce(a);
+            if (threadIdx.x == 0) acc_write(P, o, a);
+        }
+        return;
+    }
     for (long long o = (long long)blockIdx.x * RJ_BLOCK + threadIdx.x; o < nout;
          o += (long long)gridDim.x * RJ_BLOCK) {
         Acc a;
@@ -304,16 +335,18 @@ __device__ __forceinline__ void rj_split_final(const Params &P)
     }
 }
 
-// The number of elements of all outputs' domains (ranges are read from the
-// data), added into P.v[RJ_KSTATS][0], which the host zeroes first: a full
-// reduction's domain size, or the average segment length auto needs.
+// The number of elements of the domains of outputs 0, step, 2 step, ...
+// (step = P.v[RJ_PER], at least 1; ranges are read from the data), added
+// into P.v[RJ_KSTATS][0], which the host zeroes first: with step 1 a full
+// reduction's domain size, with a larger one a sample for the average
+// segment length auto needs.
 __device__ __forceinline__ void rj_count_all(const Params &P)
 {
-    long long nout = P.v[RJ_NOUT], s = 0;
-    for (long long o = (long long)blockIdx.x * RJ_BLOCK + threadIdx.x; o < nout;
-         o += (long long)gridDim.x * RJ_BLOCK) {
+    long long nout = P.v[RJ_NOUT], step = P.v[RJ_PER] > 1 ? P.v[RJ_PER] : 1, s = 0;
+    for (long long j = (long long)blockIdx.x * RJ_BLOCK + threadIdx.x; j * step < nout;
+         j += (long long)gridDim.x * RJ_BLOCK) {
         long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
-        long long c = out_range(P, o, lo, sz);
+        long long c = out_range(P, j * step, lo, sz);
         s = s + c < (1ll << 62) ? s + c : (1ll << 62);   // c <= 2^40: no overflow
     }
     // one atomic a warp: a thread each made 2.2 million atomics on one
@@ -328,24 +361,81 @@ __device__ __forceinline__ void rj_count_all(const Params &P)
 // ---- keys -------------------------------------------------------------------
 #if RJ_KEYED
 
-// The keys of elements t0, t0 + stride, ... (RJ_UNROLL of them, t0 < n) and
-// of the element before each, all loaded before any is used.  Past the end
-// the last element stands in; element 0 is its own predecessor.
-__device__ __forceinline__ void rj_key_batch(rj_flt &F, const Params &P, const long long *lo, const long long *sz,
-                                             long long t0, long long stride, long long n, long long *k,
-                                             long long *kp)
+// Sorted keys are the common case and take two launches over the keys:
+// rj_key_ends reads the first and the last key (the host sizes the result
+// from them), rj_key_offsets writes the segment starts and checks on the way
+// that the keys really are sorted and within 0..nkeys-1.  Only when they are
+// not does the host fall back to rj_key_scan and private rows.
+
+// P.v[RJ_KSTATS][0..1] = first and last key; [2] = 0, the flag word
+// rj_key_offsets raises.  One thread.
+__device__ __forceinline__ void rj_key_ends(const Params &P)
 {
-#pragma unroll
-    for (int u = 0; u < RJ_UNROLL; u++) {
-        long long t = t0 + u * stride, tc = t < n ? t : n - 1;
-        k[u] = key_at(F, P, lo, sz, tc);
-        kp[u] = key_at(F, P, lo, sz, tc > 0 ? tc - 1 : 0);
-    }
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+    out_range(P, 0, lo, sz);
+    long long n = P.v[RJ_N];
+    rj_flt F;
+    rj_flt_init(F);
+    long long *st = (long long *)P.v[RJ_KSTATS];
+    st[0] = key_at(F, P, lo, sz, 0);
+    st[1] = key_at(F, P, lo, sz, n - 1);
+    st[2] = 0;
+    rj_flush(P, F);
 }
 
-// min and max key and whether keys never decrease (integers: atomics are exact)
+// offs[k] = first element whose key is >= k, offs[nkeys] = n, for keys that
+// never decrease.  Each warp takes RJ_KUNROLL runs of 32 consecutive
+// elements at a time, all loaded before any is used: a key's predecessor is
+// the lane before's key (a shuffle), lane 31's of the run before for lane 0,
+// and one extra load for the warp's first element, so each key is loaded
+// about once.  A decrease, or a key outside 0..nkeys-1, sets
+// P.v[RJ_KSTATS][2]; the offsets are then not used.
+#define RJ_KUNROLL 8
+__device__ __forceinline__ void rj_key_offsets(const Params &P)
+{
+    long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+    out_range(P, 0, lo, sz);
+    long long n = P.v[RJ_N], nk = P.v[RJ_NOUT];
+    long long *offs = (long long *)P.v[RJ_OFFS];
+    rj_flt F;
+    rj_flt_init(F);
+    int lane = threadIdx.x & 31, bad = 0;
+    long long warp = ((long long)blockIdx.x * RJ_BLOCK + threadIdx.x) >> 5;
+    long long span = 32 * RJ_KUNROLL, stride = (long long)gridDim.x * (RJ_BLOCK / 32) * span;
+    for (long long base = warp * span; base < n; base += stride) {   // uniform in the warp
+        long long k[RJ_KUNROLL];
+#pragma unroll
+        for (int u = 0; u < RJ_KUNROLL; u++) {   // past the end: the last element again
+            long long t = base + u * 32 + lane;
+            k[u] = key_at(F, P, lo, sz, t < n ? t : n - 1);
+        }
+        long long kfirst = lane == 0 && base > 0 ? key_at(F, P, lo, sz, base - 1) : -1;
+#pragma unroll
+        for (int u = 0; u < RJ_KUNROLL; u++) {
+            long long t = base + u * 32 + lane;
+            long long kp = __shfl_up_sync(0xffffffffu, k[u], 1);
+            long long kl = __shfl_sync(0xffffffffu, u > 0 ? k[u > 0 ? u - 1 : 0] : kfirst, 31);
+            if (lane == 0) kp = u > 0 ? kl : kfirst;
+            if (t >= n) continue;
+            if (k[u] != kp) {   // t == 0: kp is -1
+                bad |= k[u] < kp || k[u] >= nk;
+                long long q = kp + 1 > 0 ? kp + 1 : 0, qe = k[u] < nk - 1 ? k[u] : nk - 1;
+                for (; q <= qe; q++) offs[q] = t;
+            }
+            if (t == n - 1) offs[nk] = n;
+        }
+    }
+    rj_flush(P, F);
+    if (__syncthreads_or(bad) && threadIdx.x == 0) atomicOr((unsigned long long *)P.v[RJ_KSTATS] + 2, 1ull);
+}
+
+// Any keys: the smallest and the largest, and whether they never decrease
+// (integers: atomics are exact; one set a block).
 __device__ __forceinline__ void rj_key_scan(const Params &P)
 {
+    __shared__ long long smin[RJ_BLOCK / 32], smax[RJ_BLOCK / 32];
+    __shared__ unsigned ssorted[RJ_BLOCK / 32];
     long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
     out_range(P, 0, lo, sz);
     long long n = P.v[RJ_N];
@@ -356,50 +446,42 @@ __device__ __forceinline__ void rj_key_scan(const Params &P)
     long long stride = (long long)gridDim.x * RJ_BLOCK;
     for (long long t0 = (long long)blockIdx.x * RJ_BLOCK + threadIdx.x; t0 < n; t0 += RJ_UNROLL * stride) {
         long long k[RJ_UNROLL], kp[RJ_UNROLL];
-        rj_key_batch(F, P, lo, sz, t0, stride, n, k, kp);
 #pragma unroll
         for (int u = 0; u < RJ_UNROLL; u++) {   // past the end: the last element again, no change
+            long long t = t0 + u * stride, tc = t < n ? t : n - 1;
+            k[u] = key_at(F, P, lo, sz, tc);
+            kp[u] = key_at(F, P, lo, sz, tc > 0 ? tc - 1 : 0);
+        }
+#pragma unroll
+        for (int u = 0; u < RJ_UNROLL; u++) {
             kmin = min(kmin, k[u]);
             kmax = max(kmax, k[u]);
             if (kp[u] > k[u]) sorted = 0;
         }
     }
     rj_flush(P, F);
-    for (int d = 16; d > 0; d >>= 1) {   // one set of atomics a warp, not a thread
+    for (int d = 16; d > 0; d >>= 1) {
         kmin = min(kmin, __shfl_down_sync(0xffffffffu, kmin, d));
         kmax = max(kmax, __shfl_down_sync(0xffffffffu, kmax, d));
         sorted &= __shfl_down_sync(0xffffffffu, sorted, d);
     }
-    if (threadIdx.x & 31) return;
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) {
+        smin[warp] = kmin;
+        smax[warp] = kmax;
+        ssorted[warp] = sorted;
+    }
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    for (int w = 1; w < RJ_BLOCK / 32; w++) {
+        kmin = min(kmin, smin[w]);
+        kmax = max(kmax, smax[w]);
+        sorted &= ssorted[w];
+    }
     long long *st = (long long *)P.v[RJ_KSTATS];
     atomicMin(&st[0], kmin);
     atomicMax(&st[1], kmax);
     if (!sorted) atomicAnd((unsigned *)&st[2], 0u);
-}
-
-// sorted keys: offs[k] = first element whose key is >= k, offs[nkeys] = n
-__device__ __forceinline__ void rj_key_offsets(const Params &P)
-{
-    long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
-    out_range(P, 0, lo, sz);
-    long long n = P.v[RJ_N], nk = P.v[RJ_NOUT];
-    long long *offs = (long long *)P.v[RJ_OFFS];
-    rj_flt F;   // the scan has reported any fault: this pass runs only after a clean one
-    rj_flt_init(F);
-    long long stride = (long long)gridDim.x * RJ_BLOCK;
-    for (long long t0 = (long long)blockIdx.x * RJ_BLOCK + threadIdx.x; t0 < n; t0 += RJ_UNROLL * stride) {
-        long long k[RJ_UNROLL], kp[RJ_UNROLL];
-        rj_key_batch(F, P, lo, sz, t0, stride, n, k, kp);
-#pragma unroll
-        for (int u = 0; u < RJ_UNROLL; u++) {
-            long long t = t0 + u * stride;
-            if (t >= n) break;
-            long long kpu = t > 0 ? kp[u] : -1;
-            for (long long q = kpu + 1; q <= k[u] && q < nk; q++) offs[q] = t;
-            if (t == n - 1)
-                for (long long q = k[u] + 1; q <= nk; q++) offs[q] = n;
-        }
-    }
 }
 
 // keys in any order (commutative operators): partition p folds its
