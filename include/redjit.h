@@ -196,8 +196,14 @@ typedef enum red_option {
 
 /* RED_RESULTS_DEVICE: results of a GPU run stay in device memory;
  * red_result describes them with memory = RED_MEM_CUDA (the CPU backend
- * always gives host results). */
-enum { RED_RESULTS_HOST = 0, RED_RESULTS_DEVICE = 1 };
+ * always gives host results).  RED_RESULTS_DEVICE_ARRAYS: array results
+ * (ndim > 0) stay in device memory and scalar (0-d) results come to the
+ * host, in the copy that brings the run's fault status back anyway: what a
+ * binding that turns scalars into numbers of its language wants (a second
+ * copy for each scalar costs a round trip to the GPU).  With a stream, a run
+ * is left queued (see red_expr_set_stream) only when no result comes to the
+ * host. */
+enum { RED_RESULTS_HOST = 0, RED_RESULTS_DEVICE = 1, RED_RESULTS_DEVICE_ARRAYS = 2 };
 
 enum { RED_DEVICE_AUTO = 0, RED_DEVICE_CPU = 1, RED_DEVICE_GPU = 2 };
 enum {

@@ -8,7 +8,11 @@
  *   - a cached expression's run makes a fixed, small set of driver calls:
  *     no allocation, module load, function lookup, event or memset once warm,
  *     exactly the launches its strategy needs, one stream synchronisation
- *     for a result on the host and none for a queued run with device results;
+ *     for a result on the host and none for a queued run with device results,
+ *     and one copy back for the fault record and every small result (they
+ *     share the run's workspace), a second one for a larger result;
+ *   - RED_RESULTS_DEVICE_ARRAYS: scalars on the host, in that one copy,
+ *     arrays on the device;
  *   - a device fault (the stand-in writes the fault record a kernel's
  *     rj_fault would) is the record's status with a message, no results,
  *     and a fresh workspace for the next run; red_sync reports it for a
@@ -43,6 +47,7 @@ static const char *(*fc_name)(int);
 static long long (*fc_live)(int);
 static const char *(*fc_last_launch)(unsigned *, unsigned *);
 static void (*fc_fault)(unsigned long long, unsigned long long, unsigned long long, long long);
+static void (*fc_store)(size_t, const void *, size_t);
 
 enum { N = 4096, ROWS = 64, COLS = 64, RUNS = 20 };
 
@@ -57,7 +62,8 @@ static int find_fake(void)
     *(void **)&fc_live = dlsym(h, "fakecuda_live");
     *(void **)&fc_last_launch = dlsym(h, "fakecuda_last_launch");
     *(void **)&fc_fault = dlsym(h, "fakecuda_fault_next_launch");
-    return fc_count && fc_total && fc_reset && fc_name && fc_live && fc_last_launch && fc_fault;
+    *(void **)&fc_store = dlsym(h, "fakecuda_store_next_launch");
+    return fc_count && fc_total && fc_reset && fc_name && fc_live && fc_last_launch && fc_fault && fc_store;
 }
 
 /* Inputs, on the "device" and on the host. */
@@ -189,7 +195,7 @@ static void test_calls(red_ctx *ctx)
               get(per, "cuStreamSynchronize"));
         CHECK(get(per, "cuMemsetD8Async") == 0, "sum(x): the workspace is reused clean, no memset");
         CHECK(get(per, "cuMemcpyHtoDAsync") == 0, "sum(x) of a device array uploads nothing");
-        CHECK(get(per, "cuMemcpyDtoHAsync") <= 2, "sum(x): at most two copies back (result, fault record), not %.3g",
+        CHECK(get(per, "cuMemcpyDtoHAsync") == 1, "sum(x): one copy back (the result beside the fault record), not %.3g",
               get(per, "cuMemcpyDtoHAsync"));
     }
     if (!measure(ctx, "sum(x), host x", "sum(x)", host_binds, 1, per)) {
@@ -197,17 +203,26 @@ static void test_calls(red_ctx *ctx)
         CHECK(get(per, "cuMemcpyHtoDAsync") == 1, "sum(x) of a host array: one upload per run, not %.3g",
               get(per, "cuMemcpyHtoDAsync"));
         CHECK(get(per, "cuStreamSynchronize") == 1, "sum(x) host: one synchronisation per run");
+        CHECK(get(per, "cuMemcpyDtoHAsync") == 1, "sum(x) host: one copy back, not %.3g", get(per, "cuMemcpyDtoHAsync"));
     }
     if (!measure(ctx, "sum(x), sum(x*x), device x", "sum(x), sum(x*x)", dev_binds, 4, per)) {
         steady("sum(x), sum(x*x)", per);
         CHECK(get(per, "cuLaunchKernel") == 1, "sum(x), sum(x*x): fused, one launch per run, not %.3g",
               get(per, "cuLaunchKernel"));
-        CHECK(get(per, "cuMemcpyDtoHAsync") <= 3, "sum(x), sum(x*x): at most a copy per result and the fault record");
+        CHECK(get(per, "cuMemcpyDtoHAsync") == 1, "sum(x), sum(x*x): both results and the fault record in one copy, "
+              "not %.3g", get(per, "cuMemcpyDtoHAsync"));
     }
     if (!measure(ctx, "row sums, device A", "sum(A[i,j]) over j", dev_binds, 4, per)) {
         steady("row sums", per);
         CHECK(get(per, "cuStreamSynchronize") == 1, "row sums: one synchronisation per run");
-        CHECK(get(per, "cuMemcpyDtoHAsync") <= 2, "row sums: at most two copies back");
+        CHECK(get(per, "cuMemcpyDtoHAsync") == 1, "row sums (256 bytes): one copy back, not %.3g",
+              get(per, "cuMemcpyDtoHAsync"));
+    }
+    if (!measure(ctx, "x*2, device x (16 KiB result)", "x[i] * 2", dev_binds, 4, per)) {
+        steady("x*2", per);
+        CHECK(get(per, "cuMemcpyDtoHAsync") == 2, "x*2: a result too large for the workspace comes back in a "
+              "copy of its own, beside the fault record's: %.3g copies", get(per, "cuMemcpyDtoHAsync"));
+        CHECK(get(per, "cuStreamSynchronize") == 1, "x*2: one synchronisation per run");
     }
     if (!measure(ctx, "ranges, device ptr", "sum(x[k]) over k in ptr[r]..ptr[r+1]", dev_binds, 4, per))
         steady("ranges", per);
@@ -256,6 +271,87 @@ static void test_async(red_ctx *ctx)
     rc = red_result_detach(e, 1, &d);
     CHECK(rc == RED_OK && d.memory == RED_MEM_CUDA, "async: result 1 detached");
     if (rc == RED_OK) red_device_free(ctx, d.data);
+    red_finalize(e);
+}
+
+/* Small results lie in the run's workspace and reach the host in the copy
+ * that brings the fault record back: a "kernel" (the stand-in, at the next
+ * launch) writes them where the run put them, and the host reads exactly
+ * those values, run after run, the same under RED_RESULTS_DEVICE_ARRAYS;
+ * there an array result stays on the device, and a run on a stream whose
+ * results all stay there is left queued. */
+static void test_workspace_results(red_ctx *ctx)
+{
+    static char stream_stand_in;
+    for (int mode = RED_RESULTS_HOST; mode <= RED_RESULTS_DEVICE_ARRAYS; mode += 2) {
+        red_expr *e = NULL;
+        int rc = red_prepare(ctx, "sum(x), max(x)", &e);
+        CHECK(rc == RED_OK, "workspace results: prepare");
+        if (rc) return;
+        red_expr_set_option(e, RED_OPT_RESULTS, mode);
+        rc = bind(e, dev_binds, 4);
+        for (int w = 0; !rc && w < 2; w++) rc = run_once(e);
+        CHECK(rc == RED_OK, "workspace results (mode %d): warm-up: %s", mode, red_expr_errmsg(e));
+        for (int k = 0; !rc && k < 3; k++) {
+            /* f32 results, the second 16 bytes after the first */
+            float v[8] = {0};
+            v[0] = 1.5f + (float)k;
+            v[4] = -2.25f - (float)k;
+            fc_store(GPU_WS_HEAD, v, sizeof v);
+            fc_reset();
+            rc = red_run(e);
+            double a = 0, b = 0;
+            red_array ra;
+            int ok = rc == RED_OK && red_result(e, 0, &ra, NULL) == RED_OK && ra.memory == RED_MEM_HOST &&
+                     ra.dtype == RED_F32 && red_result_f64(e, 0, &a) == RED_OK && red_result_f64(e, 1, &b) == RED_OK;
+            CHECK(ok && a == v[0] && b == v[4], "workspace results (mode %d, run %d): %g and %g came back, "
+                  "%g and %g were written", mode, k, a, b, v[0], v[4]);
+            CHECK(fc_count("cuMemcpyDtoHAsync") == 1 && fc_count("cuStreamSynchronize") == 1,
+                  "workspace results (mode %d): one copy (%lld) and one synchronisation (%lld)", mode,
+                  fc_count("cuMemcpyDtoHAsync"), fc_count("cuStreamSynchronize"));
+        }
+        /* on a stream: scalars to the host still wait for the run */
+        red_expr_set_stream(e, &stream_stand_in);
+        fc_reset();
+        rc = red_run(e);
+        red_array ra;
+        CHECK(rc == RED_OK && fc_count("cuStreamSynchronize") == 1 && red_result(e, 0, &ra, NULL) == RED_OK &&
+              ra.memory == RED_MEM_HOST, "workspace results (mode %d) on a stream: scalars on the host after "
+              "red_run (%lld syncs)", mode, fc_count("cuStreamSynchronize"));
+        red_finalize(e);
+    }
+
+    /* an array result under RED_RESULTS_DEVICE_ARRAYS: on the device, in
+     * memory the driver gave out; queued on a stream */
+    red_expr *e = NULL;
+    int rc = red_prepare(ctx, "sum(A[i,j]) over j", &e);
+    CHECK(rc == RED_OK, "device arrays: prepare");
+    if (rc) return;
+    red_expr_set_option(e, RED_OPT_RESULTS, RED_RESULTS_DEVICE_ARRAYS);
+    rc = bind(e, dev_binds, 4);
+    for (int w = 0; !rc && w < 2; w++) rc = run_once(e);
+    CHECK(rc == RED_OK, "device arrays: warm-up: %s", red_expr_errmsg(e));
+    red_array a;
+    unsigned type = 0;
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    int (*pga)(void *, int, unsigned long long) = NULL;
+    if (h) *(void **)&pga = dlsym(h, "cuPointerGetAttribute");
+    fc_reset();
+    rc = red_run(e);
+    CHECK(rc == RED_OK && red_result(e, 0, &a, NULL) == RED_OK && a.memory == RED_MEM_CUDA && a.ndim == 1 && pga &&
+              pga(&type, 2, (unsigned long long)(uintptr_t)a.data) == 0 && type == 2,
+          "device arrays: an array result stays in device memory the driver gave out");
+    CHECK(fc_count("cuMemcpyDtoHAsync") == 1, "device arrays: the fault record alone comes back (%lld copies)",
+          fc_count("cuMemcpyDtoHAsync"));
+    static char stream_stand_in2;
+    red_expr_set_stream(e, &stream_stand_in2);
+    fc_reset();
+    rc = red_run(e);
+    CHECK(rc == RED_OK && fc_count("cuStreamSynchronize") == 0 && fc_count("cuMemcpyDtoHAsync") == 0,
+          "device arrays on a stream, no scalar result: red_run leaves the run queued (%lld syncs)",
+          fc_count("cuStreamSynchronize"));
+    CHECK(red_sync(e) == RED_OK && red_result(e, 0, &a, NULL) == RED_OK && a.memory == RED_MEM_CUDA,
+          "device arrays on a stream: red_sync, then the result on the device");
     red_finalize(e);
 }
 
@@ -415,6 +511,7 @@ int main(int argc, char **argv)
     }
     test_calls(ctx);
     test_async(ctx);
+    test_workspace_results(ctx);
     test_device_faults(ctx);
     test_faults(ctx);
 

@@ -286,7 +286,8 @@ struct red_expr {
     gpu_dev *gpu;           /* the backend of the last run, NULL: the CPU   */
     gpu_run run;            /* its queued work, stream, result placement    */
     void *stream;
-    int results_on_device;  /* temps.t[].data are device pointers           */
+    int results_on_device;  /* RED_RESULTS_* of the run: which temps.t[].data
+                               are device pointers (temp_on_device)          */
     /* the plan for the binding signature of the last run: rebinding the
      * same names with arrays of the same kinds, types and ranks reuses it */
     plan_entry *last_pe;
@@ -346,7 +347,7 @@ static int check_opt(red_option opt, int value)
     case RED_OPT_DEVICE: return value >= RED_DEVICE_AUTO && value <= RED_DEVICE_GPU;
     case RED_OPT_STRATEGY: return value >= RED_STRATEGY_AUTO && value <= RED_STRATEGY_SEGMENTED;
     case RED_OPT_THREADS: return value >= 0 && value <= 4096;
-    case RED_OPT_RESULTS: return value == RED_RESULTS_HOST || value == RED_RESULTS_DEVICE;
+    case RED_OPT_RESULTS: return value >= RED_RESULTS_HOST && value <= RED_RESULTS_DEVICE_ARRAYS;
     case RED_OPT_CACHE_MB: return value >= 0 && value <= 65536;
     case RED_OPT_TIMINGS: return value == 0 || value == 1;
     }
@@ -459,6 +460,13 @@ static int ctx_program(red_ctx *ctx, const char *text, program **out, util_diag 
 
 /* ---- expressions -------------------------------------------------------------------- */
 
+/* Whether the last run left temporary `t` in device memory. */
+static int temp_on_device(const red_expr *e, int t)
+{
+    return e->results_on_device == RED_RESULTS_DEVICE ||
+           (e->results_on_device == RED_RESULTS_DEVICE_ARRAYS && e->temps.t[t].ndim > 0);
+}
+
 static void expr_clear_results(red_expr *e)
 {
     if (e->gpu && (e->run.pending || e->run.ws)) {
@@ -466,10 +474,11 @@ static void expr_clear_results(red_expr *e)
         gpu_finish(e->gpu, &e->run, &ignore);
     }
     if (e->results_on_device && e->temps.t)
-        for (int i = 0; i < e->temps.n; i++) {
-            gpu_release(e->gpu, (void *)e->temps.t[i].data);
-            e->temps.t[i].data = NULL;
-        }
+        for (int i = 0; i < e->temps.n; i++)
+            if (temp_on_device(e, i)) {
+                gpu_release(e->gpu, (void *)e->temps.t[i].data);
+                e->temps.t[i].data = NULL;
+            }
     e->results_on_device = 0;
     cpu_temps_free(&e->temps);
     for (int i = 0; i < e->nresults; i++) free(e->result_name ? e->result_name[i] : NULL);
@@ -957,12 +966,12 @@ RED_API int red_run(red_expr *e)
         if (gpu) {
             memset(&e->run, 0, sizeof e->run);
             e->run.stream = e->stream;
-            e->run.device_results = expr_opt(e, RED_OPT_RESULTS) == RED_RESULTS_DEVICE;
+            e->run.device_results = expr_opt(e, RED_OPT_RESULTS);
             e->run.timings = expr_opt(e, RED_OPT_TIMINGS);
             e->run.cancel = &cancel;
             rc = gpu_execute(gpu, p, bufs, on_device, scalars, expr_opt(e, RED_OPT_STRATEGY), &e->run, &e->temps,
                              &e->diag);
-            e->results_on_device = !rc && e->run.device_results;
+            e->results_on_device = rc ? RED_RESULTS_HOST : e->run.device_results;
             e->timings.compile_ms = e->run.compile_ms;
         } else {
             double tc = now_ms();
@@ -1029,7 +1038,7 @@ RED_API int red_result(red_expr *e, int i, red_array *out, const char **name)
     out->data = (void *)t->data;
     out->dtype = t->dtype;
     out->ndim = t->ndim;
-    out->memory = e->results_on_device ? RED_MEM_CUDA : RED_MEM_HOST;
+    out->memory = temp_on_device(e, e->result_temp[i]) ? RED_MEM_CUDA : RED_MEM_HOST;
     for (int d = 0; d < t->ndim; d++) {
         out->shape[d] = t->shape[d];
         out->strides[d] = t->strides[d];

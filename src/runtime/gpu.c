@@ -401,8 +401,13 @@ static void pool_put(gpu_dev *g, CUdeviceptr p)
  * statistics at 64), which must start with the first 40 bytes zero.  A run
  * that ends without a fault leaves them so (the persistent kernel resets its
  * counter), and gives the buffer back marked clean; taking a clean one saves
- * a memset, a GPU operation of its own on every call. */
-#define WS_BYTES 128
+ * a memset, a GPU operation of its own on every call.  From WS_HEAD on it
+ * holds the run's small results bound for the host: written there by the
+ * kernels, they come back in the same copy as the fault record (one copy a
+ * run, not one per result and one for the record; each costs about 1.5 us
+ * of host time on an H200).  Nothing reads that part before it is written. */
+#define WS_HEAD GPU_WS_HEAD
+#define WS_BYTES 4096
 static int ws_get(gpu_dev *g, CUstream s, CUdeviceptr *out, util_diag *diag)
 {
     for (int i = 0; i < g->npool; i++)
@@ -413,7 +418,7 @@ static int ws_get(gpu_dev *g, CUstream s, CUdeviceptr *out, util_diag *diag)
             return 0;
         }
     int rc = pool_get(g, WS_BYTES, out, diag);
-    if (!rc && g->cu.MemsetD8Async(*out, 0, WS_BYTES, s)) {
+    if (!rc && g->cu.MemsetD8Async(*out, 0, WS_HEAD, s)) {
         pool_put(g, *out);
         rc = util_diag_set(diag, RED_ERR_DEVICE, "cuMemsetD8Async failed");
     }
@@ -547,14 +552,20 @@ typedef struct run_ctx {
 static int defer_release(run_ctx *r, CUdeviceptr p)
 {
     gpu_run *run = r->run;
+    if (!run->caprelease) {   /* the inline array first: most runs need no more */
+        run->release = run->release_inl;
+        run->caprelease = (int)(sizeof run->release_inl / sizeof run->release_inl[0]);
+    }
     if (run->nrelease == run->caprelease) {
-        int cap = run->caprelease ? 2 * run->caprelease : 16;
-        unsigned long long *n = realloc(run->release, (size_t)cap * sizeof *n);
+        int cap = 2 * run->caprelease;
+        unsigned long long *n = malloc((size_t)cap * sizeof *n);
         if (!n) {
             r->g->cu.StreamSynchronize(r->s);   /* cannot defer: wait instead */
             pool_put(r->g, p);
             return 0;
         }
+        memcpy(n, run->release, (size_t)run->nrelease * sizeof *n);
+        if (run->release != run->release_inl) free(run->release);
         run->release = n;
         run->caprelease = cap;
     }
@@ -981,6 +992,35 @@ static void events_give(gpu_dev *g, void *ev[4])
     memset(ev, 0, 4 * sizeof *ev);
 }
 
+/* The phases of a finished run, from its events (the stream is idle by now).
+ * Under g->lock. */
+static void read_timings(gpu_dev *g, gpu_run *run)
+{
+    if (run->ev[0] && run->ev[1] && run->ev[2] && run->ev[3] && !run->timing_failed &&
+        !g->cu.StreamSynchronize((CUstream)run->stream)) {
+        float a = 0, b = 0, c = 0;
+        if (!g->cu.EventElapsedTime(&a, run->ev[0], run->ev[1])) run->upload_ms = a;
+        if (!g->cu.EventElapsedTime(&b, run->ev[1], run->ev[2])) run->kernel_ms = b;
+        if (!g->cu.EventElapsedTime(&c, run->ev[2], run->ev[3])) run->download_ms = c;
+    }
+}
+
+/* Give a finished run's buffers and events back.  Under g->lock. */
+static void run_release(gpu_dev *g, gpu_run *run)
+{
+    events_give(g, run->ev);
+    for (int i = 0; i < run->nrelease; i++) pool_put(g, run->release[i]);
+    if (run->ws) pool_put(g, run->ws);
+    if (run->release != run->release_inl) free(run->release);
+    if (run->bufs_owned) free(run->bufs);
+    run->release = NULL;
+    run->bufs = NULL;
+    run->bufs_owned = 0;
+    run->nrelease = run->caprelease = 0;
+    run->ws = 0;
+    run->pending = 0;
+}
+
 /* Wait for the run's work, read its fault record, give its buffers back. */
 int gpu_finish(gpu_dev *g, gpu_run *run, util_diag *diag)
 {
@@ -999,24 +1039,8 @@ int gpu_finish(gpu_dev *g, gpu_run *run, util_diag *diag)
             run->ws = 0;
         }
     }
-    /* the phases, from the events (the stream is idle by now) */
-    if (run->ev[0] && run->ev[1] && run->ev[2] && run->ev[3] && !run->timing_failed &&
-        !g->cu.StreamSynchronize((CUstream)run->stream)) {
-        float a = 0, b = 0, c = 0;
-        if (!g->cu.EventElapsedTime(&a, run->ev[0], run->ev[1])) run->upload_ms = a;
-        if (!g->cu.EventElapsedTime(&b, run->ev[1], run->ev[2])) run->kernel_ms = b;
-        if (!g->cu.EventElapsedTime(&c, run->ev[2], run->ev[3])) run->download_ms = c;
-    }
-    events_give(g, run->ev);
-    for (int i = 0; i < run->nrelease; i++) pool_put(g, run->release[i]);
-    if (run->ws) pool_put(g, run->ws);
-    free(run->release);
-    free(run->bufs);
-    run->release = NULL;
-    run->bufs = NULL;
-    run->nrelease = run->caprelease = 0;
-    run->ws = 0;
-    run->pending = 0;
+    read_timings(g, run);
+    run_release(g, run);
     pthread_mutex_unlock(&g->lock);
     return rc;
 }
@@ -1174,18 +1198,44 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
     CUstream s = (CUstream)run->stream;
     run->p = p;
     run->pending = 0;
-    run->bufs = calloc((size_t)p->nbufs + 1, sizeof *run->bufs);
-    if (run->bufs) memcpy(run->bufs, bufs, (size_t)p->nbufs * sizeof *bufs);
-    CUdeviceptr *tptr = calloc((size_t)p->ntemps + 1, sizeof *tptr);
-    CUdeviceptr *in_adj = calloc((size_t)p->nbufs + 1, sizeof *in_adj);
-    vm_buf *tdesc = calloc((size_t)p->ntemps + 1, sizeof *tdesc);
-    int64_t *vlo = calloc((size_t)p->nvars + 1, sizeof *vlo), *vhi = calloc((size_t)p->nvars + 1, sizeof *vhi);
-    int *done = calloc((size_t)p->nvars + 1, sizeof *done);
-    int *keep = calloc((size_t)p->ntemps + 1, sizeof *keep);
-    long long *params = NULL;
+    /* the caller's arrays serve fault messages until the run returns; a run
+     * left pending gets a copy at the end */
+    run->bufs = (vm_buf *)bufs;
+    run->bufs_owned = 0;
+    /* the run's bookkeeping, zeroed: on the stack for any plan of a usual
+     * size (malloc and free were a third of a warm run's host time) */
+    int nt = p->ntemps + 1, nb = p->nbufs + 1, nv = p->nvars + 1;
+    size_t need = (size_t)nt * (sizeof(vm_buf) + sizeof(CUdeviceptr) + 3 * sizeof(int)) +
+                  (size_t)nb * sizeof(CUdeviceptr) + (size_t)nv * (2 * sizeof(int64_t) + sizeof(int));
+    union {
+        max_align_t align;
+        unsigned char bytes[4096];
+    } scratch_stack;
+    unsigned char *scratch = need <= sizeof scratch_stack ? scratch_stack.bytes : malloc(need);
+    if (scratch) memset(scratch, 0, need);
+    unsigned char *sp = scratch;
+#define SCRATCH(type, n) (sp += (size_t)(n) * sizeof(type), (type *)(void *)(sp - (size_t)(n) * sizeof(type)))
+    vm_buf *tdesc = scratch ? SCRATCH(vm_buf, nt) : NULL;
+    CUdeviceptr *tptr = scratch ? SCRATCH(CUdeviceptr, nt) : NULL;
+    CUdeviceptr *in_adj = scratch ? SCRATCH(CUdeviceptr, nb) : NULL;
+    int64_t *vlo = scratch ? SCRATCH(int64_t, nv) : NULL, *vhi = scratch ? SCRATCH(int64_t, nv) : NULL;
+    int *keep = scratch ? SCRATCH(int, nt) : NULL;
+    int *to_host = scratch ? SCRATCH(int, nt) : NULL;   /* a result the host receives          */
+    int *ws_off = scratch ? SCRATCH(int, nt) : NULL;    /* > 0: it lives in the workspace, there */
+    int *done = scratch ? SCRATCH(int, nv) : NULL;
+#undef SCRATCH
+    long long params_stack[256], *params = NULL;
+    size_t ws_used = 32;   /* of the workspace, what comes back: the fault record, then results */
     run_ctx r = {.g = g, .p = p, .diag = diag, .s = s, .run = run, .bufs = bufs};
-    if (!run->bufs || !in_adj || !tptr || !tdesc || !vlo || !vhi || !done || !keep)
-        rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+    if (!scratch) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+    for (int i = 0; !rc && i < p->nresults; i++) {
+        int t = p->results[i].temp;
+        to_host[t] = run->device_results == RED_RESULTS_HOST ||
+                     (run->device_results == RED_RESULTS_DEVICE_ARRAYS && p->temps[t].ndim == 0);
+    }
+    /* the host's staging area for the workspace and small results, before
+     * any pass: a run without it copies its results one by one */
+    if (!rc && !g->pinned && !g->cu.MemHostAlloc((void **)&g->pinned, PINNED_SIZE, 0)) g->pinned_size = PINNED_SIZE;
     /* this run's own fault record, persistent-grid counter and key stats, so
      * runs on different streams never share them */
     if (run->timings) events_take(g, run->ev);
@@ -1216,12 +1266,15 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
         rc = pass_kernels(g, p, pi, &e, diag);
         if (rc) break;
         const cg_layout *L = &e->k.lay;
-        free(params);
-        params = calloc((size_t)L->nparams, sizeof *params);
+        if (params != params_stack) free(params);
+        params = L->nparams <= (int)(sizeof params_stack / sizeof params_stack[0])
+                     ? params_stack
+                     : malloc((size_t)L->nparams * sizeof *params);
         if (!params) {
             rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
             break;
         }
+        memset(params, 0, (size_t)L->nparams * sizeof *params);
         r.params = params;
         r.nparams = L->nparams;
         params[4] = (long long)r.ws;
@@ -1318,6 +1371,14 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
                 n *= d->shape[q] > 0 ? d->shape[q] : 1;
             }
             size_t bytes = (size_t)n * (size_t)plan_ct_size(pt->type);
+            size_t at = (ws_used > WS_HEAD ? ws_used + 15 : WS_HEAD) & ~(size_t)15;
+            if (to_host[t] && g->pinned && bytes > 0 && at + bytes <= WS_BYTES) {
+                /* bound for the host and small: beside the fault record */
+                tptr[t] = r.ws + at;
+                ws_off[t] = (int)at;
+                ws_used = at + bytes;
+                continue;
+            }
             /* not cleared: every strategy's kernels write every output
              * element, the identity where a domain is empty */
             rc = pool_get(g, bytes, &tptr[t], diag);
@@ -1386,9 +1447,8 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
         void *dst;
         size_t off, bytes;
     } staged[64];
-    int nstaged = 0;
-    size_t used = 32;   /* the fault record first */
-    if (!rc && !g->pinned && !g->cu.MemHostAlloc((void **)&g->pinned, PINNED_SIZE, 0)) g->pinned_size = PINNED_SIZE;
+    int nstaged = 0, any_to_host = 0;
+    size_t used = ws_used;   /* of the pinned area: the workspace's image first */
     if (!rc) {
         out->n = p->ntemps;
         out->t = calloc((size_t)p->ntemps + 1, sizeof *out->t);
@@ -1397,11 +1457,12 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
             int t = p->results[i].temp;
             if (keep[t] || out->t[t].data) continue;
             out->t[t] = tdesc[t];
-            if (run->device_results) {
+            if (!to_host[t]) {
                 keep[t] = 1;
                 out->t[t].data = (void *)(uintptr_t)tptr[t];
                 continue;
             }
+            any_to_host = 1;
             int64_t n = 1;
             for (int d = 0; d < tdesc[t].ndim; d++) n *= tdesc[t].shape[d];
             size_t bytes = (size_t)n * red_dtype_size(tdesc[t].dtype);
@@ -1410,6 +1471,9 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
             size_t at = (used + 15) & ~(size_t)15;
             if (!h) {
                 rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+            } else if (ws_off[t] && nstaged < 64) {
+                /* in the workspace: comes back with the fault record */
+                staged[nstaged++] = (struct staged){h, (size_t)ws_off[t], bytes};
             } else if (bytes && g->pinned && at + bytes <= g->pinned_size && nstaged < 64) {
                 /* small: into the pinned staging area, asynchronously */
                 if (g->cu.MemcpyDtoHAsync(g->pinned + at, tptr[t], bytes, s))
@@ -1417,17 +1481,21 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
                 staged[nstaged++] = (struct staged){h, at, bytes};
                 used = at + bytes;
             } else if (bytes && g->cu.MemcpyDtoHAsync(h, tptr[t], bytes, s)) {
-                /* large, to pageable memory: returns when the copy is done */
+                /* large, or the workspace's (without staging room): to
+                 * pageable memory, the call returns when the copy is done */
                 rc = util_diag_set(diag, RED_ERR_DEVICE, "cuMemcpyDtoHAsync failed");
             }
         }
     }
-    if (run->ev[3] && g->cu.EventRecord(run->ev[3], s)) run->timing_failed = 1;
-    /* the fault record rides along, then one sync covers everything */
+    /* the fault record and the results beside it in one copy, then one sync
+     * covers everything; a run with a stream whose results all stay on the
+     * device is left queued (pending) instead */
+    int queued = run->stream && run->device_results != RED_RESULTS_HOST && !any_to_host;
     int have_err = 0;
     unsigned long long err[4] = {0};
-    if (!rc && !(run->stream && run->device_results) && g->pinned) {
-        CUresult cr = g->cu.MemcpyDtoHAsync(g->pinned, run->ws, 32, s);
+    if (!rc && !queued && g->pinned) {
+        CUresult cr = g->cu.MemcpyDtoHAsync(g->pinned, run->ws, ws_used, s);
+        if (!cr && run->ev[3] && g->cu.EventRecord(run->ev[3], s)) run->timing_failed = 1;
         if (!cr) cr = g->cu.StreamSynchronize(s);
         if (cr) rc = cu_fail(g, cr, "kernel execution (cuStreamSynchronize)", diag);
         else {
@@ -1435,56 +1503,58 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
             have_err = 1;
             for (int k = 0; k < nstaged; k++) memcpy(staged[k].dst, g->pinned + staged[k].off, staged[k].bytes);
         }
+    } else if (run->ev[3] && g->cu.EventRecord(run->ev[3], s)) {
+        run->timing_failed = 1;
     }
     for (int i = 0; i < p->ntemps; i++)
-        if (tptr && tptr[i] && !(keep && keep[i])) defer_release(&r, tptr[i]);
-    int pending = !rc && run->stream && run->device_results;
-    free(in_adj);
-    free(tptr);
-    free(tdesc);
-    free(vlo);
-    free(vhi);
-    free(done);
-    free(params);
-    if (rc && keep) {
+        if (tptr && tptr[i] && !(keep && keep[i]) && !ws_off[i]) defer_release(&r, tptr[i]);
+    int pending = !rc && queued;
+    if (params != params_stack) free(params);
+    if (rc && keep && out->t) {
         /* nothing is handed out after a failure */
         for (int i = 0; i < p->ntemps; i++)
-            if (keep[i] && out->t) {
+            if (keep[i]) {
                 defer_release(&r, (CUdeviceptr)(uintptr_t)out->t[i].data);
                 out->t[i].data = NULL;
             }
     }
-    free(keep);
-    pthread_mutex_unlock(&g->lock);
     if (pending) {
+        /* its fault message may come after the caller's arrays are gone */
+        vm_buf *copy = malloc(((size_t)p->nbufs + 1) * sizeof *copy);
+        if (copy) {
+            memcpy(copy, bufs, (size_t)p->nbufs * sizeof *bufs);
+            run->bufs = copy;
+            run->bufs_owned = 1;
+        } else {
+            run->bufs = NULL;   /* the message then names no array */
+        }
         run->pending = 1;
+        pthread_mutex_unlock(&g->lock);
+        if (scratch != scratch_stack.bytes) free(scratch);
         return 0;
     }
-    int frc;
+    int frc = 0;
     if (have_err) {
-        /* already synchronised and read: report, then release */
-        frc = 0;
-        if (err[0]) {
-            run_ctx rr = {.g = g, .p = p, .diag = diag, .s = s, .ws = run->ws, .run = run};
-            frc = report_device_fault(&rr, err, run->bufs);
-        }
-        util_diag ignore = {0};
-        run->pending = 0;
+        /* already synchronised and read: report, release, and give the
+         * workspace back clean unless the record was written */
+        if (err[0]) frc = report_device_fault(&r, err, bufs);
         unsigned long long ws = run->ws;
-        run->ws = 0;   /* nothing left to read */
-        gpu_finish(g, run, &ignore);
-        pthread_mutex_lock(&g->lock);
+        run->ws = 0;
+        read_timings(g, run);
+        run_release(g, run);
         if (err[0]) pool_put(g, ws);
         else ws_put_clean(g, ws);
         pthread_mutex_unlock(&g->lock);
     } else {
+        pthread_mutex_unlock(&g->lock);
         frc = gpu_finish(g, run, rc ? &(util_diag){0} : diag);
     }
     if (!rc && frc && out->t) {
         /* a fault found after the fact: the results are not valid */
-        if (run->device_results)
-            for (int i = 0; i < out->n; i++) gpu_release(g, (void *)out->t[i].data), out->t[i].data = NULL;
+        for (int i = 0; i < out->n; i++)
+            if (keep[i]) gpu_release(g, (void *)out->t[i].data), out->t[i].data = NULL;
         cpu_temps_free(out);
     }
+    if (scratch != scratch_stack.bytes) free(scratch);
     return rc ? rc : frc;
 }

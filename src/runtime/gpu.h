@@ -32,16 +32,19 @@ void gpu_close(gpu_dev *g);
  * releases the run's buffers. */
 typedef struct gpu_run {
     void *stream;           /* CUstream, or NULL: the default stream        */
-    int device_results;     /* results stay in device memory                */
+    int device_results;     /* RED_RESULTS_*: where results stay            */
     int timings;            /* record the events (RED_OPT_TIMINGS)          */
     const cpu_cancel *cancel;   /* checked between kernels                  */
     /* filled by gpu_execute */
     int pending;
     const plan *p;
-    vm_buf *bufs;           /* a copy, for fault messages                   */
+    vm_buf *bufs;           /* for fault messages: a copy (bufs_owned) once
+                               the run is pending, else the caller's        */
+    int bufs_owned;
     unsigned long long ws;  /* this run's fault record, counter, key stats  */
     unsigned long long *release;   /* buffers to give back at the end       */
     int nrelease, caprelease;
+    unsigned long long release_inl[16];   /* release's first home: no allocation */
     /* timings: events around uploads, kernels, downloads; host NVRTC time */
     void *ev[4];
     int timing_failed;      /* an event record failed: no device timings    */
@@ -49,9 +52,17 @@ typedef struct gpu_run {
     double upload_ms, kernel_ms, download_ms;   /* read by gpu_finish   */
 } gpu_run;
 
+/* Where a run's small host-bound results start in its workspace (after the
+ * fault record, the persistent grid's counter and the key statistics), each
+ * at a multiple of 16 bytes after the one before. */
+#define GPU_WS_HEAD 128
+
 /* Run every pass of `p`.  bufs[i].data are host pointers unless
  * on_device[i]; results come back to host temporaries in `out`, or stay on
- * the device (out->t[i].data are device pointers) with device_results. */
+ * the device (out->t[i].data are device pointers): all of them with
+ * RED_RESULTS_DEVICE, the arrays (ndim > 0) with RED_RESULTS_DEVICE_ARRAYS.
+ * Small results on their way to the host are written into the run's
+ * workspace beside its fault record, so that one copy brings both back. */
 int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_device,
                 const plan_value *scalars, int strategy, gpu_run *run, cpu_temps *out,
                 util_diag *diag);

@@ -82,6 +82,11 @@ static unsigned last_grid, last_block;
 /* A device fault to report at the next launch (fakecuda_fault_next_launch). */
 static int fault_armed;
 static unsigned long long fault_record[4];
+/* Bytes a "kernel" writes at an offset from the fault record at the next
+ * launch (fakecuda_store_next_launch). */
+static int store_armed;
+static size_t store_off, store_n;
+static unsigned char store_bytes[64];
 
 static void count(int c)
 {
@@ -308,6 +313,13 @@ EXPORT CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, u
             memcpy(rec, fault_record, sizeof fault_record);
         }
         fault_armed = 0;
+    }
+    if (!rc && store_armed) {
+        const long long *P = params[0];
+        unsigned char *at = (unsigned char *)(uintptr_t)P[4] + store_off;
+        if (find_block(at, store_n, 0) < 0) rc = ERR_INVALID_VALUE;
+        else memcpy(at, store_bytes, store_n);
+        store_armed = 0;
     }
     pthread_mutex_unlock(&lock);
     return rc;
@@ -599,6 +611,21 @@ EXPORT void fakecuda_fault_next_launch(unsigned long long code, unsigned long lo
     fault_record[2] = dim;
     fault_record[3] = (unsigned long long)value;
     fault_armed = 1;
+    pthread_mutex_unlock(&lock);
+}
+
+/* Make the next launch write `n` bytes (at most 64) at `offset` from its
+ * fault record's address, as a kernel writes a result that lies in the run's
+ * workspace: what comes back to the host can then be checked. */
+EXPORT void fakecuda_store_next_launch(size_t offset, const void *bytes, size_t n)
+{
+    pthread_mutex_lock(&lock);
+    if (n <= sizeof store_bytes) {
+        memcpy(store_bytes, bytes, n);
+        store_off = offset;
+        store_n = n;
+        store_armed = 1;
+    }
     pthread_mutex_unlock(&lock);
 }
 
