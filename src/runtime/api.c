@@ -270,14 +270,16 @@ struct red_expr {
     red_ctx *ctx;
     program *pg;
     int opt[8], opt_set[8];
-    binding *binds;
+    binding *binds;         /* binds_inl until more are needed              */
     int nbinds, capbinds;
-    /* results of the last run */
+    int borrow_names;       /* red_eval's: binding names are the caller's,
+                               valid for the call, not copies               */
+    binding binds_inl[4];
+    /* results of the last run (their temporaries and names: run_pe's plan) */
     cpu_temps temps;
     int nresults;
-    int *result_temp;
-    char **result_name;
-    int *detached;
+    unsigned char *detached;   /* detached_inl unless there are more results */
+    unsigned char detached_inl[16];
     util_buf explain;
     util_diag diag;
     red_expr *prev, *next;  /* in ctx->exprs (prepared ones only) */
@@ -358,7 +360,7 @@ RED_API int red_set_option(red_ctx *ctx, red_option opt, int value)
 {
     if (!ctx || !check_opt(opt, value)) return RED_ERR_ARG;
     pthread_mutex_lock(&ctx->lock);
-    ctx->opt[opt] = value;
+    __atomic_store_n(&ctx->opt[opt], value, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&ctx->lock);
     return RED_OK;
 }
@@ -481,12 +483,7 @@ static void expr_clear_results(red_expr *e)
             }
     e->results_on_device = 0;
     cpu_temps_free(&e->temps);
-    for (int i = 0; i < e->nresults; i++) free(e->result_name ? e->result_name[i] : NULL);
-    free(e->result_temp);
-    free(e->result_name);
-    free(e->detached);
-    e->result_temp = NULL;
-    e->result_name = NULL;
+    if (e->detached != e->detached_inl) free(e->detached);
     e->detached = NULL;
     e->nresults = 0;
     plan_entry_unref(e->run_pe);
@@ -498,14 +495,21 @@ static void expr_init(red_expr *e, red_ctx *ctx, program *pg)
     memset(e, 0, sizeof *e);
     e->ctx = ctx;
     e->pg = pg;
+    e->binds = e->binds_inl;
+    e->capbinds = (int)(sizeof e->binds_inl / sizeof e->binds_inl[0]);
     util_buf_init(&e->explain);
+}
+
+static void free_name(red_expr *e, char *name)
+{
+    if (!e->borrow_names) free(name);
 }
 
 static void expr_release(red_expr *e)
 {
     expr_clear_results(e);
-    for (int i = 0; i < e->nbinds; i++) free(e->binds[i].name);
-    free(e->binds);
+    for (int i = 0; i < e->nbinds; i++) free_name(e, e->binds[i].name);
+    if (e->binds != e->binds_inl) free(e->binds);
     util_buf_free(&e->explain);
     plan_entry_unref(e->last_pe);
     e->last_pe = NULL;
@@ -570,12 +574,12 @@ RED_API int red_expr_set_option(red_expr *e, red_option opt, int value)
     return RED_OK;
 }
 
+/* The context's options are read without its lock (a run reads several):
+ * each is one int, stored atomically under the lock by red_set_option. */
 static int expr_opt(red_expr *e, red_option opt)
 {
     if (e->opt_set[opt]) return e->opt[opt];
-    int v;
-    red_get_option(e->ctx, opt, &v);
-    return v;
+    return __atomic_load_n(&e->ctx->opt[opt], __ATOMIC_RELAXED);
 }
 
 RED_API const char *red_expr_errmsg(red_expr *e) { return e ? e->diag.msg : "no expression"; }
@@ -602,15 +606,17 @@ static binding *new_binding(red_expr *e, const char *name)
     binding *b = find_binding(e, name);
     if (b) return b;
     if (e->nbinds == e->capbinds) {
-        int cap = e->capbinds ? e->capbinds * 2 : 8;
-        binding *nb = realloc(e->binds, (size_t)cap * sizeof *nb);
+        int cap = e->capbinds * 2;
+        binding *nb = malloc((size_t)cap * sizeof *nb);
         if (!nb) return NULL;
+        memcpy(nb, e->binds, (size_t)e->nbinds * sizeof *nb);
+        if (e->binds != e->binds_inl) free(e->binds);
         e->binds = nb;
         e->capbinds = cap;
     }
     b = &e->binds[e->nbinds];
     memset(b, 0, sizeof *b);
-    b->name = strdup(name);
+    b->name = e->borrow_names ? (char *)name : strdup(name);
     if (!b->name) return NULL;
     e->nbinds++;
     return b;
@@ -676,7 +682,7 @@ RED_API int red_bind_array(red_expr *e, const char *name, const red_array *a)
             util_diag_set(&e->diag, RED_ERR_UNSUPPORTED,
                           "cannot bind '%s': a 0-d array in device memory is not supported yet", name);
             e->nbinds--;
-            free(b->name);
+            free_name(e, b->name);
             return fail(e, RED_ERR_UNSUPPORTED);
         }
         b->sdtype = a->dtype == RED_F16 || a->dtype == RED_BF16 ? RED_F32 : a->dtype;
@@ -719,7 +725,7 @@ RED_API void red_clear_bindings(red_expr *e)
 {
     if (!e) return;
     red_sync(e);   /* a queued run's fault message names these bindings */
-    for (int i = 0; i < e->nbinds; i++) free(e->binds[i].name);
+    for (int i = 0; i < e->nbinds; i++) free_name(e, e->binds[i].name);
     e->nbinds = 0;
     e->sig_dirty = 1;
 }
@@ -727,6 +733,36 @@ RED_API void red_clear_bindings(red_expr *e)
 static int cmp_binding(const void *x, const void *y)
 {
     return strcmp(((const binding *)x)->name, ((const binding *)y)->name);
+}
+
+/* Append `v` in decimal. */
+static void put_int(util_buf *b, int v)
+{
+    char d[16];
+    int n = 0;
+    unsigned u = v < 0 ? 0u - (unsigned)v : (unsigned)v;
+    do d[sizeof d - 1 - n++] = (char)('0' + u % 10);
+    while ((u /= 10) && n < 15);
+    if (v < 0) d[sizeof d - 1 - n++] = '-';
+    util_buf_putn(b, d + sizeof d - n, (size_t)n);
+}
+
+/* The canonical signature of the bindings (sorted by name): for each,
+ * "name:<a|s><dtype>:<ndim>:<weak>;".  Written without printf, which was a
+ * quarter of a red_eval call's host time. */
+static void expr_signature(const red_expr *e, util_buf *sig)
+{
+    for (int i = 0; i < e->nbinds; i++) {
+        const binding *b = &e->binds[i];
+        util_buf_puts(sig, b->name);
+        util_buf_puts(sig, b->is_array ? ":a" : ":s");
+        put_int(sig, b->is_array ? (int)b->arr.dtype : (int)b->sdtype);
+        util_buf_putn(sig, ":", 1);
+        put_int(sig, b->arr.ndim);
+        util_buf_putn(sig, ":", 1);
+        put_int(sig, b->weak);
+        util_buf_putn(sig, ";", 1);
+    }
 }
 
 /* The plan for the current bindings, from the program's cache or built. */
@@ -741,11 +777,7 @@ static int expr_plan(red_expr *e, plan **out)
     if (e->nbinds > 1) qsort(e->binds, (size_t)e->nbinds, sizeof *e->binds, cmp_binding);
     util_buf sig;
     util_buf_init(&sig);
-    for (int i = 0; i < e->nbinds; i++) {
-        const binding *b = &e->binds[i];
-        util_buf_printf(&sig, "%s:%c%d:%d:%d;", b->name, b->is_array ? 'a' : 's',
-                        b->is_array ? (int)b->arr.dtype : (int)b->sdtype, b->arr.ndim, b->weak);
-    }
+    expr_signature(e, &sig);
     if (sig.failed) {
         util_buf_free(&sig);
         return fail(e, RED_ERR_NOMEM);
@@ -871,10 +903,12 @@ static int expr_inputs(red_expr *e, const plan *p, vm_buf *bufs, plan_value *sca
 /* The GPU of the context, opened on first use (NULL with the reason kept). */
 static gpu_dev *ctx_gpu(red_ctx *ctx)
 {
+    /* once tried, ctx->gpu never changes until red_close: no lock */
+    if (__atomic_load_n(&ctx->gpu_tried, __ATOMIC_ACQUIRE)) return ctx->gpu;
     pthread_mutex_lock(&ctx->lock);
     if (!ctx->gpu_tried) {
-        ctx->gpu_tried = 1;
         if (gpu_open(&ctx->gpu, &ctx->gpu_err)) ctx->gpu = NULL;
+        __atomic_store_n(&ctx->gpu_tried, 1, __ATOMIC_RELEASE);
     }
     gpu_dev *g = ctx->gpu;
     pthread_mutex_unlock(&ctx->lock);
@@ -951,16 +985,16 @@ RED_API int red_run(red_expr *e)
     e->run_pe = e->last_pe;   /* expr_clear_results let go of the previous one */
     __atomic_add_fetch(&e->run_pe->refs, 1, __ATOMIC_ACQ_REL);
     if (!was_cached) e->timings.plan_ms = now_ms() - tp;
-    vm_buf *bufs = calloc((size_t)p->nbufs + 1, sizeof *bufs);
-    plan_value *scalars = calloc((size_t)p->nscalars + 1, sizeof *scalars);
-    if (!bufs || !scalars) {
-        free(bufs);
-        free(scalars);
-        return fail(e, RED_ERR_NOMEM);
-    }
+    /* the inputs' descriptors: on the stack for up to 8 arrays and scalars */
+    vm_buf bufs_stack[8];
+    plan_value scalars_stack[8];
+    int on_device_stack[8];
+    int small = p->nbufs <= 8 && p->nscalars <= 8;
+    vm_buf *bufs = small ? bufs_stack : calloc((size_t)p->nbufs + 1, sizeof *bufs);
+    plan_value *scalars = small ? scalars_stack : calloc((size_t)p->nscalars + 1, sizeof *scalars);
+    int *on_device = small ? on_device_stack : calloc((size_t)p->nbufs + 1, sizeof *on_device);
     cpu_cancel cancel = {&e->ctx->interrupts, __atomic_load_n(&e->ctx->interrupts, __ATOMIC_RELAXED)};
-    int *on_device = calloc((size_t)p->nbufs + 1, sizeof *on_device);
-    rc = on_device ? expr_inputs(e, p, bufs, scalars, on_device) : fail(e, RED_ERR_NOMEM);
+    rc = bufs && scalars && on_device ? expr_inputs(e, p, bufs, scalars, on_device) : fail(e, RED_ERR_NOMEM);
     if (!rc) {
         e->gpu = gpu;
         if (gpu) {
@@ -980,27 +1014,21 @@ RED_API int red_run(red_expr *e)
         }
         if (rc) fail(e, rc);
     }
-    free(on_device);
-    free(bufs);
-    free(scalars);
+    if (!small) {
+        free(on_device);
+        free(bufs);
+        free(scalars);
+    }
     e->timings.total_ms = now_ms() - t0;
     if (rc) return rc;
     e->nresults = p->nresults;
-    e->result_temp = calloc((size_t)p->nresults + 1, sizeof *e->result_temp);
-    e->result_name = calloc((size_t)p->nresults + 1, sizeof *e->result_name);
-    e->detached = calloc((size_t)p->nresults + 1, sizeof *e->detached);
-    if (!e->result_temp || !e->result_name || !e->detached) {
+    e->detached = p->nresults <= (int)sizeof e->detached_inl ? e->detached_inl
+                                                              : malloc((size_t)p->nresults);
+    if (!e->detached) {
         expr_clear_results(e);
         return fail(e, RED_ERR_NOMEM);
     }
-    for (int i = 0; i < p->nresults; i++) {
-        e->result_temp[i] = p->results[i].temp;
-        e->result_name[i] = strdup(p->results[i].name);
-        if (!e->result_name[i]) {
-            expr_clear_results(e);
-            return fail(e, RED_ERR_NOMEM);
-        }
-    }
+    memset(e->detached, 0, (size_t)p->nresults);
     return RED_OK;
 }
 
@@ -1033,17 +1061,18 @@ RED_API int red_result(red_expr *e, int i, red_array *out, const char **name)
     if (rc) return rc;
     if (i < 0 || i >= e->nresults) return RED_ERR_ARG;
     if (e->detached[i]) return RED_ERR_MISUSE;
-    const vm_buf *t = &e->temps.t[e->result_temp[i]];
+    const plan_result *pr = &e->run_pe->plan->results[i];
+    const vm_buf *t = &e->temps.t[pr->temp];
     memset(out, 0, sizeof *out);
     out->data = (void *)t->data;
     out->dtype = t->dtype;
     out->ndim = t->ndim;
-    out->memory = temp_on_device(e, e->result_temp[i]) ? RED_MEM_CUDA : RED_MEM_HOST;
+    out->memory = temp_on_device(e, pr->temp) ? RED_MEM_CUDA : RED_MEM_HOST;
     for (int d = 0; d < t->ndim; d++) {
         out->shape[d] = t->shape[d];
         out->strides[d] = t->strides[d];
     }
-    if (name) *name = e->result_name[i];
+    if (name) *name = pr->name;
     return RED_OK;
 }
 
@@ -1198,13 +1227,27 @@ RED_API int red_result_copy(red_expr *e, int i, const red_array *dst)
     return copy_array(&src, dst);
 }
 
-RED_API int red_result_detach(red_expr *e, int i, red_array *out)
+/* Result `i` in memory the caller owns: a copy, or with `take` the buffer
+ * itself when no other result shares its temporary (host memory from
+ * malloc, device memory from the pool: what red_free and red_device_free
+ * take), after which the result reads RED_ERR_MISUSE.  red_eval takes, as
+ * nothing reads its results again; red_result_detach copies, since a caller
+ * may still read the result (the REPL shows what it stored). */
+static int result_detach(red_expr *e, int i, red_array *out, int take)
 {
     red_array src;
     if (!e || !out) return RED_ERR_ARG;
     int rc = red_result(e, i, &src, NULL);
     if (rc) return rc;
-    /* a copy: results may share a temporary (`sum(x), sum(x)`) */
+    const plan *p = e->run_pe->plan;
+    int t = p->results[i].temp, shared = 0;
+    for (int j = 0; j < e->nresults; j++) shared |= j != i && p->results[j].temp == t;
+    if (take && !shared) {
+        *out = src;
+        e->temps.t[t].data = NULL;
+        e->detached[i] = 1;
+        return RED_OK;
+    }
     size_t bytes = (size_t)red_array_size(&src) * red_dtype_size(src.dtype);
     if (src.memory == RED_MEM_CUDA) {
         void *d = NULL;
@@ -1218,13 +1261,15 @@ RED_API int red_result_detach(red_expr *e, int i, red_array *out)
         out->data = d;
         return RED_OK;
     }
-    void *p = malloc(bytes ? bytes : 1);
-    if (!p) return fail(e, RED_ERR_NOMEM);
-    memcpy(p, src.data, bytes);
+    void *h = malloc(bytes ? bytes : 1);
+    if (!h) return fail(e, RED_ERR_NOMEM);
+    memcpy(h, src.data, bytes);
     *out = src;
-    out->data = p;
+    out->data = h;
     return RED_OK;
 }
+
+RED_API int red_result_detach(red_expr *e, int i, red_array *out) { return result_detach(e, i, out, 0); }
 
 RED_API int red_explain(red_expr *e, const char **text)
 {
@@ -1273,6 +1318,7 @@ RED_API int red_eval(red_ctx *ctx, const char *text, const red_binding *binds, i
     }
     red_expr e;
     expr_init(&e, ctx, pg);
+    e.borrow_names = 1;   /* the caller's names outlive this call's expression */
     for (int i = 0; i < nbinds && !rc; i++) rc = red_bind_array(&e, binds[i].name, &binds[i].array);
     if (!rc) rc = red_run(&e);
     if (!rc) {
@@ -1281,7 +1327,7 @@ RED_API int red_eval(red_ctx *ctx, const char *text, const red_binding *binds, i
             if (results[i].data) {
                 rc = red_result_copy(&e, i, &results[i]);
             } else {
-                rc = red_result_detach(&e, i, &results[i]);
+                rc = result_detach(&e, i, &results[i], 1);
             }
         }
     }
