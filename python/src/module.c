@@ -93,8 +93,9 @@ static PyObject *bind_run(rjp_context *owner, red_expr *e, PyObject *kwargs)
         rjp_holds_release(&H);
         return NULL;
     }
-    /* device inputs give device results (read in place by CuPy, PyTorch...) */
-    int rc = red_expr_set_option(e, RED_OPT_RESULTS, H.device ? RED_RESULTS_DEVICE : RED_RESULTS_HOST);
+    /* device inputs give device array results (read in place by CuPy, PyTorch...);
+     * scalars become Python numbers, so they come back with the run's own copy */
+    int rc = red_expr_set_option(e, RED_OPT_RESULTS, H.device ? RED_RESULTS_DEVICE_ARRAYS : RED_RESULTS_HOST);
     if (!rc) {
         Py_BEGIN_ALLOW_THREADS
         rc = red_run(e);

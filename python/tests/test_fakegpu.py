@@ -89,6 +89,22 @@ def test_device_input_is_read_in_place(cu, gpu):
     assert count(cu, "cuMemAlloc") == 0
 
 
+def test_scalar_result_comes_back_with_the_run(cu, gpu):
+    # a scalar of a device run reaches the host in the copy that brings the fault record
+    # back: one copy and one synchronisation a call, no blocking cuMemcpyDtoH of its own
+    d = DevArray(cu, (4096,))
+    e = gpu.prepare("sum(x), max(x)")
+    e(x=d)
+    cu.fakecuda_reset()
+    for _ in range(10):
+        s, m = e(x=d)
+        assert isinstance(s, float) and isinstance(m, float)
+    assert count(cu, "cuMemcpyDtoH") == 0
+    assert count(cu, "cuMemcpyDtoHAsync") == 10
+    assert count(cu, "cuStreamSynchronize") == 10
+    assert count(cu, "cuCtxSetCurrent") == 10
+
+
 def test_producer_stream_is_waited_for(cu, gpu):
     d = DevArray(cu, (4096,))
     e = gpu.prepare("sum(x)")
