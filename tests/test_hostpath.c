@@ -21,8 +21,9 @@
  *     memory, module, event or context reference is left with the driver,
  *     after faults injected at allocation, module load and launch included.
  * The table of calls per run is printed.  `--bench N` times N calls of
- * red_run + red_result_f64 (and red_eval_f64): redjit's own host time per
- * call when every driver call costs nothing.
+ * red_run + red_result_f64, red_eval_f64, and the paths that leave the
+ * result on the device: redjit's own host time per call when every driver
+ * call costs nothing.
  *
  * Exit 77 (skipped) when the library does not find the stand-in driver.
  */
@@ -256,8 +257,11 @@ static void test_async(red_ctx *ctx)
           fc_count("cuStreamSynchronize"));
     CHECK(fc_count("cuMemcpyDtoHAsync") == 0, "async: red_run copied something back");
     CHECK(fc_count("cuLaunchKernel") == 1, "async: one launch for the two fused sums");
+    fc_reset();
     CHECK(red_sync(e) == RED_OK, "async: red_sync");
-    CHECK(fc_count("cuStreamSynchronize") >= 1, "async: red_sync waits for the stream");
+    CHECK(fc_count("cuStreamSynchronize") == 1 && fc_count("cuMemcpyDtoHAsync") == 1,
+          "async: red_sync waits for the stream once, the fault record's copy queued before (%lld syncs, %lld copies)",
+          fc_count("cuStreamSynchronize"), fc_count("cuMemcpyDtoHAsync"));
     red_array a;
     rc = red_result(e, 0, &a, NULL);
     CHECK(rc == RED_OK && a.memory == RED_MEM_CUDA && a.ndim == 0, "async: result 0 is a 0-d device array");
@@ -479,6 +483,56 @@ static int bench(red_ctx *ctx, long calls)
            calls_per);
     printf("  red_eval_f64:             %.3f us per call\n", (t3 - t2) * 1e6 / (double)calls);
     red_finalize(e);
+
+    /* Results left on the device (RED_OPT_RESULTS = RED_RESULTS_DEVICE).
+     * red_eval takes no stream: it launches, waits and reads the fault
+     * record (one copy), and hands the result's device buffer over (freed
+     * here, back to the pool).  A prepared expression on a stream is
+     * queued by red_run; the next red_run first waits for it and reads its
+     * fault record, so a call here is one queued run and one finished one. */
+    red_set_option(ctx, RED_OPT_RESULTS, RED_RESULTS_DEVICE);
+    red_array out = {0};
+    int count = 0, rc = 0;
+    for (long k = 0; k < 1000 && !rc; k++) {
+        out.data = NULL;
+        rc = red_eval(ctx, "sum(x)", dev_binds, 1, &out, 1, &count);
+        red_device_free(ctx, out.data);
+    }
+    fc_reset();
+    double t4 = now_s();
+    for (long k = 0; k < calls && !rc; k++) {
+        out.data = NULL;
+        rc = red_eval(ctx, "sum(x)", dev_binds, 1, &out, 1, &count);
+        red_device_free(ctx, out.data);
+    }
+    double t5 = now_s();
+    double eval_calls = (double)fc_total() / (double)calls;
+    red_set_option(ctx, RED_OPT_RESULTS, RED_RESULTS_HOST);
+    static char stream_stand_in;
+    e = NULL;
+    if (!rc) rc = red_prepare(ctx, "sum(x)", &e);
+    if (!rc) {
+        red_expr_set_option(e, RED_OPT_RESULTS, RED_RESULTS_DEVICE);
+        red_expr_set_stream(e, &stream_stand_in);
+        rc = bind(e, dev_binds, 1);
+    }
+    for (long k = 0; k < 1000 && !rc; k++) rc = red_run(e);
+    fc_reset();
+    double t6 = now_s();
+    for (long k = 0; k < calls && !rc; k++) rc = red_run(e);
+    double t7 = now_s();
+    double queued_calls = (double)fc_total() / (double)calls;
+    if (!rc) rc = red_sync(e);
+    red_finalize(e);
+    if (rc) {
+        fprintf(stderr, "bench, device results: status %d: %s\n", rc, red_errmsg(ctx));
+        return 1;
+    }
+    printf("  results left on the device (RED_RESULTS_DEVICE):\n");
+    printf("  red_eval + red_device_free: %.3f us per call (%.1f driver calls)\n", (t5 - t4) * 1e6 / (double)calls,
+           eval_calls);
+    printf("  red_run on a stream:        %.3f us per call (%.1f driver calls)\n", (t7 - t6) * 1e6 / (double)calls,
+           queued_calls);
     return 0;
 }
 

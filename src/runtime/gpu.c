@@ -949,7 +949,7 @@ static int report_device_fault(run_ctx *r, const unsigned long long err[4], cons
     int dim = (int)err[2];
     long long shape = 0;
     const char *name = "(intermediate)";
-    if (node->slot >= 0) {
+    if (node->slot >= 0 && bufs) {
         name = bufs[node->slot].name;
         shape = bufs[node->slot].shape[dim];
     }
@@ -1030,9 +1030,12 @@ int gpu_finish(gpu_dev *g, gpu_run *run, util_diag *diag)
         run_ctx r = {.g = g, .p = run->p, .diag = diag, .s = (CUstream)run->stream, .ws = run->ws, .run = run};
         unsigned long long err[4] = {0};
         CUresult cr = g->cu.CtxSetCurrent(g->ctx);
+        /* the fault record's copy queued behind the work, then one wait
+         * for both (a failed kernel fails either call) */
         if (cr) rc = cu_fail(g, cr, "cuCtxSetCurrent", diag);
+        else if (run->ws && (cr = g->cu.MemcpyDtoHAsync(err, run->ws, 32, r.s)))
+            rc = cu_fail(g, cr, "kernel execution (cuMemcpyDtoHAsync)", diag);
         else if ((cr = g->cu.StreamSynchronize(r.s))) rc = cu_fail(g, cr, "kernel execution (cuStreamSynchronize)", diag);
-        if (!rc && run->ws) rc = read_errors(&r, err);
         if (!rc && err[0]) rc = report_device_fault(&r, err, run->bufs);
         if (!rc && run->ws) {   /* read, and zero: reusable without a memset */
             ws_put_clean(g, run->ws);
