@@ -889,15 +889,6 @@ static int run_segments(run_ctx *r, pass_entry *e, long long nout, long long tot
     return launch(r, e, k, grid);
 }
 
-static int read_errors(run_ctx *r, unsigned long long err[4])
-{
-    gpu_dev *g = r->g;
-    util_diag *diag = r->diag;
-    CU(g->cu.MemcpyDtoHAsync(err, r->ws, 32, r->s), "cuMemcpyDtoHAsync");
-    CU(g->cu.StreamSynchronize(r->s), "cuStreamSynchronize");
-    return 0;
-}
-
 static const ir *find_node(const ir *x, int id)
 {
     if (!x) return NULL;
