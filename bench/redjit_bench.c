@@ -603,6 +603,30 @@ static void call_overhead(red_ctx *ctx, CUdeviceptr x)
     if (rc) json_str("error", red_expr_errmsg(e));
     printf("}\n");
     red_finalize(e);
+
+    /* the asynchronous path: the result left on the device and every run
+     * queued on the caller's stream, with one red_sync after the last: the
+     * host time a call costs a program that keeps its data on the GPU */
+    e = NULL;
+    rc = red_prepare(ctx, "sum(x)", &e);
+    if (!rc) rc = red_bind_array(e, "x", &b.array);
+    if (!rc) rc = red_expr_set_option(e, RED_OPT_RESULTS, RED_RESULTS_DEVICE);
+    if (!rc) rc = red_expr_set_stream(e, (void *)stream);
+    for (int i = 0; i < 100 && !rc; i++) rc = red_run(e);
+    if (!rc) rc = red_sync(e);
+    t0 = now_ms();
+    for (long long i = 0; i < opt.calls && !rc; i++) rc = red_run(e);
+    if (!rc) rc = red_sync(e);
+    t1 = now_ms();
+    printf("{\"case\": \"overhead\", \"n\": %lld, \"system\": \"redjit_async\", "
+           "\"variant\": \"red_run, result on the device, caller's stream\", \"calls\": %lld, \"us\": %.3f",
+           (long long)n, opt.calls, (t1 - t0) * 1e3 / opt.calls);
+    if (rc) json_str("error", e ? red_expr_errmsg(e) : red_errmsg(ctx));
+    printf("}\n");
+    if (e) {
+        red_expr_set_stream(e, NULL);
+        red_finalize(e);
+    }
     fflush(stdout);
 }
 

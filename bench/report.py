@@ -251,7 +251,7 @@ def main():
     if overhead:
         body = [[r["system"], r.get("variant", ""), r.get("calls", ""), f"{r['us']:.2f}" if "us" in r else "err"]
                 for r in overhead]
-        jit_lines.append("\n" + md_table(["per call, sum over 1024 f32 on the device, result to host", "call",
+        jit_lines.append("\n" + md_table(["per call, sum over 1024 f32 on the device (result to host unless said)", "call",
                                           "calls", "host us per call"], body))
         for r in overhead:
             if "error" in r:
