@@ -574,12 +574,16 @@ static void emit_acc_elem(gen *g)
     for (int q = 0; q < ps->nreds; q++) {
         const plan_red *rd = &ps->reds[q];
         if (is_arg(rd->rop)) {
-            util_buf_printf(o, "    if (!a.h%d || rj_%s_better(", q, rd->rop == ROP_ARGMAX ? "argmax" : "argmin");
+            /* selects, not a branch: the loads of the elements a thread
+             * folds in a row can all be issued before the first compare */
+            util_buf_printf(o, "    { const bool tk = !a.h%d || rj_%s_better(", q,
+                            rd->rop == ROP_ARGMAX ? "argmax" : "argmin");
             ref(g, rd->map[0]);
-            util_buf_printf(o, ", a.r%d_0)) { a.r%d_0 = ", q, q);
+            util_buf_printf(o, ", a.r%d_0); a.r%d_0 = tk ? ", q, q);
             ref(g, rd->map[0]);
-            if (ps->nred == 1) util_buf_printf(o, "; a.x%d = i%d; a.h%d = true; }\n", q, ps->red[0], q);
-            else util_buf_printf(o, "; a.x%d = t; a.h%d = true; }\n", q, q);
+            util_buf_printf(o, " : a.r%d_0; ", q);
+            if (ps->nred == 1) util_buf_printf(o, "a.x%d = tk ? i%d : a.x%d; a.h%d = true; }\n", q, ps->red[0], q, q);
+            else util_buf_printf(o, "a.x%d = tk ? t : a.x%d; a.h%d = true; }\n", q, q, q);
         } else if (rd->rop == ROP_USER) {
             util_buf_printf(o, "    if (!a.h%d) { ", q);
             for (int c = 0; c < rd->ncomp; c++) {
@@ -818,6 +822,11 @@ int cg_generate(const plan *p, int pi, util_arena *a, cg_kernel *out, util_diag 
         if (ps->key) emit_key_at(&g);
         /* after acc_elem, which records the loads */
         util_buf_printf(o, "#define RJ_UNROLL %d\n", unroll(out));
+        /* argmin and argmax alone: elements folded straight into the
+         * running accumulator, in order (see rj_fold_batch) */
+        int direct = ps->nreds > 0;
+        for (int q = 0; q < ps->nreds; q++) direct &= is_arg(ps->reds[q].rop);
+        util_buf_printf(o, "#define RJ_FOLD_DIRECT %d\n", direct);
         util_buf_puts(o, rj_reduce_cuh);
         util_buf_puts(o, "#define RJ_ENTRY extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK)\n");
     }
