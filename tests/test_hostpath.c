@@ -225,8 +225,13 @@ static void test_calls(red_ctx *ctx)
               "copy of its own, beside the fault record's: %.3g copies", get(per, "cuMemcpyDtoHAsync"));
         CHECK(get(per, "cuStreamSynchronize") == 1, "x*2: one synchronisation per run");
     }
-    if (!measure(ctx, "ranges, device ptr", "sum(x[k]) over k in ptr[r]..ptr[r+1]", dev_binds, 4, per))
+    if (!measure(ctx, "ranges, device ptr", "sum(x[k]) over k in ptr[r]..ptr[r+1]", dev_binds, 4, per)) {
         steady("ranges", per);
+        /* the lengths that choose the kernel are counted once for these arrays */
+        CHECK(get(per, "cuLaunchKernel") == 1 && get(per, "cuStreamSynchronize") == 1,
+              "ranges: a warm run launches once and synchronises once (%.3g, %.3g): the segment count is kept",
+              get(per, "cuLaunchKernel"), get(per, "cuStreamSynchronize"));
+    }
     if (!measure(ctx, "keys, device seg", "sum(x[i]) by seg[i]", dev_binds, 4, per)) {
         steady("keys", per);
         /* the key scan's round trip, then the results */
@@ -234,6 +239,45 @@ static void test_calls(red_ctx *ctx)
               get(per, "cuStreamSynchronize"));
     }
     if (!measure(ctx, "argmax(x), device x", "argmax(x)", dev_binds, 4, per)) steady("argmax", per);
+}
+
+/* The segment count of a ranged pass under auto is taken again when the
+ * arrays change (another offsets array, another length), not otherwise. */
+static void test_count_key(red_ctx *ctx)
+{
+    red_expr *e = NULL;
+    int rc = red_prepare(ctx, "sum(x[k]) over k in ptr[r]..ptr[r+1]", &e);
+    CHECK(rc == RED_OK, "count key: prepare");
+    if (rc) return;
+    void *dptr2 = to_device(ctx, hptr, sizeof hptr);
+    red_array p2, p3;
+    int64_t np = ROWS + 1, np3 = ROWS;
+    red_array_init(&p2, dptr2, RED_I64, 1, &np, NULL);
+    red_array_init(&p3, dptr2, RED_I64, 1, &np3, NULL);
+    p2.memory = p3.memory = RED_MEM_CUDA;
+    struct {
+        const red_array *ptr;
+        long long launches;
+        const char *what;
+    } steps[] = {
+        {&dev_binds[2].array, 1, "counted by test_calls for the same plan and arrays: kept"},
+        {&dev_binds[2].array, 1, "the same arrays: no count"},
+        {&p2, 2, "another offsets array: counted again"},
+        {&p2, 1, "then kept"},
+        {&p3, 2, "a shorter offsets array (fewer outputs): counted again"},
+        {&dev_binds[2].array, 2, "back to the first: counted again (one count is kept)"},
+    };
+    CHECK(bind(e, dev_binds, 4) == RED_OK, "count key: bind");
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        CHECK(red_bind_array(e, "ptr", steps[i].ptr) == RED_OK, "count key: bind ptr");
+        fc_reset();
+        rc = run_once(e);
+        CHECK(rc == RED_OK, "count key, step %zu: %s", i, red_expr_errmsg(e));
+        CHECK(fc_count("cuLaunchKernel") == steps[i].launches, "count key, step %zu (%s): %lld launches, not %lld", i,
+              steps[i].what, fc_count("cuLaunchKernel"), steps[i].launches);
+    }
+    red_finalize(e);
+    red_device_free(ctx, dptr2);
 }
 
 /* A queued run: a stream and device results.  red_run must not wait;
@@ -564,6 +608,7 @@ int main(int argc, char **argv)
         return rc;
     }
     test_calls(ctx);
+    test_count_key(ctx);
     test_async(ctx);
     test_workspace_results(ctx);
     test_device_faults(ctx);

@@ -216,6 +216,8 @@ typedef struct pass_entry {        /* generated and loaded kernels of one plan p
                                       loaded the first time a run needs it */
     cg_kernel k;                   /* the body */
     util_arena arena;
+    uint64_t count_key;            /* the last ranged count under auto: a hash of the */
+    long long count_total;         /* kernel's parameters, and the total it gave (0 key: none) */
     struct pass_entry *next;
 } pass_entry;
 
@@ -823,6 +825,26 @@ gpu_seg_choice gpu_choose_segments(long long nout, long long total, int columns,
     return c;
 }
 
+/* What the segment lengths of a ranged pass depend on, hashed: the inputs'
+ * addresses, shapes and strides, the scalars and the number of outputs (not
+ * the data: an array changed in place keeps its key, which costs speed at
+ * most, since the count only chooses the kernel).  Never 0. */
+static uint64_t count_key(const run_ctx *r, const pass_entry *e, long long nout)
+{
+    const plan *p = r->p;
+    uint64_t h = kc_hash(&nout, sizeof nout, 0);
+    for (int i = 0; i < p->nbufs; i++) {
+        const vm_buf *b = &r->bufs[i];
+        h = kc_hash(&b->data, sizeof b->data, h);
+        h = kc_hash(&b->ndim, sizeof b->ndim, h);
+        int nd = b->ndim > 0 && b->ndim <= RED_MAX_DIMS ? b->ndim : 0;
+        h = kc_hash(b->shape, (size_t)nd * sizeof *b->shape, h);
+        h = kc_hash(b->strides, (size_t)nd * sizeof *b->strides, h);
+    }
+    for (int i = 0; i < p->nscalars; i++) h = kc_hash(&r->params[e->k.lay.scalar_slot[i]], sizeof *r->params, h);
+    return h | 1;
+}
+
 /* Segments: one reduction per output (partial reductions, sorted keys).
  * `total` is the elements of all outputs' domains, or -1 when ranges make
  * it unknown.  Forced strategies pick the kernel: tree a block per output,
@@ -848,8 +870,17 @@ static int run_segments(run_ctx *r, pass_entry *e, long long nout, long long tot
              * choice needs the average length only: a sample of about 16384
              * outputs (counting all 22 million CSR rows of length 3 took
              * 50 us, as long as a third of the reduction) */
-            rc = count_on_device(r, e, nout, nout > 32768 ? nout / 16384 : 1, &total);
-            if (rc) return rc;
+            uint64_t key = count_key(r, e, nout);
+            if (e->count_key == key) {
+                /* the same arrays and sizes as last time: the same choice
+                 * (it affects speed only; a stale one is still correct) */
+                total = e->count_total;
+            } else {
+                rc = count_on_device(r, e, nout, nout > 32768 ? nout / 16384 : 1, &total);
+                if (rc) return rc;
+                e->count_key = key;
+                e->count_total = total;
+            }
         }
         gpu_seg_choice c = gpu_choose_segments(nout, total, gpu_column_layout(&e->k, r->bufs), g->nsm);
         if (c.chunks) {
