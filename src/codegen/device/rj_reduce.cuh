@@ -277,6 +277,84 @@ __device__ __forceinline__ void rj_segmented(const Params &P, int group)
     }
 }
 
+// ---- short segments: a warp per 32 outputs, its lanes on their elements ----
+// Lane l owns output base + l.  The warp walks the concatenation of its 32
+// outputs' elements 32 at a time, one element a lane, so neighbouring lanes
+// load neighbouring elements (a CSR row of 3 no longer makes each lane read
+// 12 bytes of its own); RJ_SEGW_U such chunks are loaded before any is
+// folded.  In each chunk, lanes holding elements of the same output form a
+// run; an order-preserving segmented tree leaves each run's value in its
+// first lane, which the owning lane folds into its accumulator.  Chunks come
+// in order, so `ordered` operators stay ordered.
+#define RJ_SEGW_U 4
+__device__ __forceinline__ void rj_segmented_warp(const Params &P)
+{
+    const unsigned full = 0xffffffffu;
+    long long nout = P.v[RJ_NOUT];
+    int lane = threadIdx.x & 31;
+    long long warp = ((long long)blockIdx.x * RJ_BLOCK + threadIdx.x) >> 5;
+    long long nwarps = (long long)gridDim.x * (RJ_BLOCK / 32);
+    rj_flt F;
+    rj_flt_init(F);
+    for (long long base = warp * 32; base < nout; base += nwarps * 32) {   // uniform in the warp
+        long long o = base + lane;
+        long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+#pragma unroll
+        for (int d = 0; d <= RJ_NRED; d++) lo[d] = sz[d] = 0;
+        long long cnt = o < nout ? out_range(P, o, lo, sz) : 0;
+        long long incl = cnt;   // the outputs' elements before and up to this lane's
+#pragma unroll
+        for (int s = 1; s < 32; s <<= 1) {
+            long long v = __shfl_up_sync(full, incl, s);
+            if (lane >= s) incl += v;
+        }
+        long long excl = incl - cnt, total = __shfl_sync(full, incl, 31);
+        Acc mine;
+        acc_init(mine);
+        for (long long j0 = 0; j0 < total; j0 += 32 * RJ_SEGW_U) {
+            Acc x[RJ_SEGW_U];
+            int own[RJ_SEGW_U];
+#pragma unroll
+            for (int u = 0; u < RJ_SEGW_U; u++) {
+                long long j = j0 + u * 32 + lane;
+                int w = 0;   // the last lane whose elements start at or before j
+#pragma unroll
+                for (int s = 16; s > 0; s >>= 1)
+                    if (__shfl_sync(full, excl, w + s) <= j) w += s;
+                own[u] = w;
+                long long lw[RJ_NRED + 1], sw[RJ_NRED + 1];
+#pragma unroll
+                for (int d = 0; d <= RJ_NRED; d++) {
+                    lw[d] = __shfl_sync(full, lo[d], w);
+                    sw[d] = __shfl_sync(full, sz[d], w);
+                }
+                long long t = j - __shfl_sync(full, excl, w);
+                acc_init(x[u]);
+                if (j < total) acc_elem(x[u], F, P, base + w, lw, sw, t);
+            }
+#pragma unroll
+            for (int u = 0; u < RJ_SEGW_U; u++) {
+                long long c0 = j0 + u * 32;
+                if (c0 >= total) break;   // uniform
+                Acc a = x[u];
+                int w = own[u];
+#pragma unroll
+                for (int s = 1; s < 32; s <<= 1) {
+                    Acc y = acc_shfl_down(a, s);
+                    int wy = __shfl_down_sync(full, w, s);
+                    if (lane + s < 32 && wy == w) acc_combine(a, y);
+                }
+                // this lane's run in the chunk starts at lane h
+                int h = excl > c0 ? (excl - c0 < 32 ? (int)(excl - c0) : 31) : 0;
+                Acc y = acc_shfl_idx(a, h);
+                if (cnt > 0 && excl < c0 + 32 && incl > c0) acc_combine(mine, y);
+            }
+        }
+        if (o < nout) acc_write(P, o, mine);
+    }
+    rj_flush(P, F);
+}
+
 // ---- split: each output's domain cut into RJ_NBLK chunks ---------------------
 // For few long segments (a block per chunk: the whole GPU on one output) and
 // for columns (a thread per chunk, neighbouring threads on neighbouring
