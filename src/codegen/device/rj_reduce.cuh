@@ -23,8 +23,12 @@ __device__ __forceinline__ Acc rj_warp_reduce(Acc a, int width)
     return a;
 }
 
-// Block tree: warps first, then warp 0 over the warps' values in order.
-// The result is valid in thread 0.
+// Block tree: warps first, then a tree over the warps' values in order.
+// The result is valid in thread 0.  Every warp runs the second tree, though
+// only warp 0's is used: its shuffles under `if (warp == 0)` made NVVM add a
+// fallback for a diverged warp to each (BRA.DIV, WARPSYNC), a tenth of the
+// SASS of argmax's kernel.  It spans RJ_BLOCK / 32 lanes, the warps' values,
+// not 32: lanes past them hold the identity.
 __device__ __forceinline__ Acc rj_block_reduce(Acc a)
 {
     __shared__ Acc warp_vals[RJ_BLOCK / 32];
@@ -33,14 +37,10 @@ __device__ __forceinline__ Acc rj_block_reduce(Acc a)
     __syncthreads();   // warp_vals may still be read by a previous call
     if (lane == 0) warp_vals[warp] = a;
     __syncthreads();
-    if (warp == 0) {
-        Acc w;
-        if (lane < RJ_BLOCK / 32) w = warp_vals[lane];
-        else acc_init(w);
-        w = rj_warp_reduce(w, 32);
-        a = w;
-    }
-    return a;
+    Acc w;
+    if (lane < RJ_BLOCK / 32) w = warp_vals[lane];
+    else acc_init(w);
+    return rj_warp_reduce(w, RJ_BLOCK / 32);
 }
 
 // RJ_UNROLL elements t, t + step, ... folded into `in` in order.  Each is
