@@ -67,6 +67,10 @@ __device__ __forceinline__ void rj_flush(const Params &P, const rj_flt &F)
 typedef unsigned char rj_u8;
 typedef unsigned short rj_u16;
 
+// The groups below under RJ_HALF, RJ_SAT and RJ_MATH are compiled only when
+// the generated code calls them (cuda.c defines the macros): parsing them
+// all took 5 to 7 ms of every NVRTC compile.
+#if RJ_HALF
 __device__ __forceinline__ float rj_f16_to_f32(rj_u16 h)
 {
     unsigned sign = (unsigned)(h & 0x8000u) << 16, ex = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;
@@ -107,7 +111,9 @@ __device__ __forceinline__ float rj_round_bf16(float x)
     b = (b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u;
     return __uint_as_float(b);
 }
+#endif // RJ_HALF
 
+#if RJ_SAT
 // float -> integer: truncate, saturate, NaN -> 0
 template <class T> __device__ __forceinline__ T rj_sat(double f, double lo, double hi)
 {
@@ -125,6 +131,7 @@ __device__ __forceinline__ unsigned long long rj_to_u64(double f)
     return f != f || f <= 0.0 ? 0ull : f >= 18446744073709551615.0 ? 0xffffffffffffffffull
            : (unsigned long long)f;
 }
+#endif // RJ_SAT
 
 // ---- operators ------------------------------------------------------------------
 #define RJ_INT_OPS(T, U)                                                                      \
@@ -165,10 +172,17 @@ __device__ __forceinline__ bool rj_max(bool a, bool b) { return a || b; }
     __device__ __forceinline__ T rj_sub(T a, T b) { return a - b; }                           \
     __device__ __forceinline__ T rj_mul(T a, T b) { return a * b; }                           \
     __device__ __forceinline__ T rj_div(T a, T b) { return a / b; }                           \
-    __device__ __forceinline__ T rj_mod(T a, T b) { return fmod##S(a, b); }                   \
     __device__ __forceinline__ T rj_abs(T a) { return fabs##S(a); }                           \
     __device__ __forceinline__ T rj_min(T a, T b) { return (a != a || a < b) ? a : b; }        \
     __device__ __forceinline__ T rj_max(T a, T b) { return (a != a || a > b) ? a : b; }        \
+    __device__ __forceinline__ bool rj_isnan(T a) { return a != a; }                          \
+    __device__ __forceinline__ bool rj_isfinite(T a) { return a - a == 0; }
+RJ_FLT_OPS(float, f)
+RJ_FLT_OPS(double, )
+
+#if RJ_MATH
+#define RJ_MATH_OPS(T, S)                                                                    \
+    __device__ __forceinline__ T rj_mod(T a, T b) { return fmod##S(a, b); }                   \
     __device__ __forceinline__ T rj_sqrt(T a) { return sqrt##S(a); }                          \
     __device__ __forceinline__ T rj_exp(T a) { return exp##S(a); }                            \
     __device__ __forceinline__ T rj_log(T a) { return log##S(a); }                            \
@@ -181,13 +195,12 @@ __device__ __forceinline__ bool rj_max(bool a, bool b) { return a || b; }
     __device__ __forceinline__ T rj_floor(T a) { return floor##S(a); }                        \
     __device__ __forceinline__ T rj_ceil(T a) { return ceil##S(a); }                          \
     __device__ __forceinline__ T rj_round(T a) { return round##S(a); }                        \
-    __device__ __forceinline__ bool rj_isnan(T a) { return a != a; }                          \
-    __device__ __forceinline__ bool rj_isfinite(T a) { return a - a == 0; }                   \
     __device__ __forceinline__ T rj_pow(T a, T b) { return pow##S(a, b); }                    \
     __device__ __forceinline__ T rj_hypot(T a, T b) { return hypot##S(a, b); }                \
     __device__ __forceinline__ T rj_fma(T a, T b, T c) { return fma##S(a, b, c); }
-RJ_FLT_OPS(float, f)
-RJ_FLT_OPS(double, )
+RJ_MATH_OPS(float, f)
+RJ_MATH_OPS(double, )
+#endif // RJ_MATH
 
 // argmin / argmax: is `c` better than `b`?  NaN is the extreme value.
 template <class T> __device__ __forceinline__ bool rj_argmax_better(T c, T b) { return c != c ? b == b : c > b; }
