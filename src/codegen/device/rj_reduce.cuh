@@ -78,10 +78,14 @@ __device__ __forceinline__ void rj_fold_batch(Acc &in, rj_flt &F, const Params &
 // What a batch loop leaves: the at most RJ_UNROLL - 1 elements t, t + step,
 // ... < end, folded into `in` in order, four loads at a time.  Fixed loops
 // with guards, not `for (; t < end; t += step)`: NVVM could not tell that
-// loop was short and unrolled it 16, 8 and 4 times over, a third of sum(x)'s
-// SASS and a fifth of its NVRTC time.  The guards become predicates, so a
-// group's loads are all issued before the first is folded; groups of four,
-// not all seven, keep the registers of the kernels at what they were.
+// loop was short and unrolled it 16, 8 and 4 times over (this and the
+// partials' loop below took sum(x)'s SASS from 712 instructions to 496, its
+// NVRTC time by a fifth).  The guards become predicates, so a
+// group's loads are all issued before the first is folded.  Groups of four:
+// all seven at once took sum(x) in f64 from 32 registers to 36 and the row
+// sums' kernel to 40, a block an SM less; in fours no kernel of the JIT
+// benchmark falls in occupancy (CSR's thread-per-row kernel went from 34 to
+// 38, allocated as 40 either way; sum(x) in f32 from 38 to 31).
 __device__ __forceinline__ void rj_fold_tail(Acc &in, rj_flt &F, const Params &P, long long o, const long long *lo,
                                              const long long *sz, long long t, long long end, long long step)
 {
