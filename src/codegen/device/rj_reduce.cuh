@@ -363,21 +363,13 @@ __device__ __forceinline__ void rj_segmented_warp(const Params &P)
                 acc_init(x[u]);
                 if (j < total) acc_elem(x[u], F, P, base + w, lw, sw, t);
             }
-            // one chunk at a time, the next shifted down into x[0]: a loop
-            // with one copy of the tree (NVRTC's time and the kernel's size
-            // grew with each copy), its registers still registers
-#pragma unroll 1
+#pragma unroll
             for (int u = 0; u < RJ_SEGW_U; u++) {
                 long long c0 = j0 + u * 32;
                 if (c0 >= total) break;   // uniform
-                Acc a = x[0];
-                int w = own[0];
+                Acc a = x[u];
+                int w = own[u];
 #pragma unroll
-                for (int v = 0; v + 1 < RJ_SEGW_U; v++) {
-                    x[v] = x[v + 1];
-                    own[v] = own[v + 1];
-                }
-#pragma unroll 1
                 for (int s = 1; s < 32; s <<= 1) {
                     Acc y = acc_shfl_down(a, s);
                     int wy = __shfl_down_sync(full, w, s);
