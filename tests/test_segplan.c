@@ -26,9 +26,9 @@ static void choice(const char *what, long long nout, long long total, int column
 static void choices(void)
 {
     long long n26 = 1ll << 26, n28 = 1ll << 28;
-    choice("rows of 8", n28 / 8, n28, 0, "rj_segw", 0);
-    choice("CSR lengths 10..50", n26 / 30, n26, 0, "rj_segw", 0);
-    choice("CSR all length 3", n26 / 3, n26, 0, "rj_segw", 0);
+    choice("rows of 8", n28 / 8, n28, 0, "rj_seg1", 0);
+    choice("CSR lengths 10..50", n26 / 30, n26, 0, "rj_seg1", 0);
+    choice("CSR all length 3", n26 / 3, n26, 0, "rj_seg1", 0);
     choice("rows of 1024", n26 / 1024, n26, 0, "rj_seg32", 0);
     choice("row sums 16384 x 16384", 16384, n28, 0, "rj_seg32", 0);
     /* 2 x 132 x 2048 threads over 16384 columns: 33 chunks of 497 rows */

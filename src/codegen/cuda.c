@@ -508,15 +508,6 @@ static void emit_acc_funcs(gen *g)
         if (has_flag(rd->rop)) util_buf_printf(o, "    r.h%d = rj_shfl(a.h%d, s);\n", q, q);
     }
     util_buf_puts(o, "    return r;\n}\n");
-
-    util_buf_puts(o, "__device__ __forceinline__ Acc acc_shfl_idx(const Acc &a, int l)\n{\n    Acc r;\n");
-    for (int q = 0; q < ps->nreds; q++) {
-        const plan_red *rd = &ps->reds[q];
-        for (int c = 0; c < rd->ncomp; c++) util_buf_printf(o, "    r.r%d_%d = rj_shfl_idx(a.r%d_%d, l);\n", q, c, q, c);
-        if (is_arg(rd->rop)) util_buf_printf(o, "    r.x%d = rj_shfl_idx(a.x%d, l);\n", q, q);
-        if (has_flag(rd->rop)) util_buf_printf(o, "    r.h%d = rj_shfl_idx(a.h%d, l);\n", q, q);
-    }
-    util_buf_puts(o, "    return r;\n}\n");
 }
 
 /* out_range: the domain of output o; lo[d], sz[d] per reduced index, and for
@@ -719,7 +710,6 @@ static const struct {
     {"rj_seg1", "RJ_ENTRY rj_seg1(Params P) { rj_segmented(P, 1); }\n"},
     {"rj_seg32", "RJ_ENTRY rj_seg32(Params P) { rj_segmented(P, 32); }\n"},
     {"rj_segb", "RJ_ENTRY rj_segb(Params P) { rj_segmented(P, RJ_BLOCK); }\n"},
-    {"rj_segw", "RJ_ENTRY rj_segw(Params P) { rj_segmented_warp(P); }\n"},
     {"rj_count", "RJ_ENTRY rj_count(Params P) { rj_count_all(P); }\n"},
     {"rj_kends", "RJ_ENTRY rj_kends(Params P) { rj_key_ends(P); }\n"},
     {"rj_kscan", "RJ_ENTRY rj_kscan(Params P) { rj_key_scan(P); }\n"},
@@ -739,7 +729,6 @@ static const char *const group_entries[CG_NGROUPS] = {   /* names, each NUL-term
     [CG_G_SEG1] = "rj_seg1\0",
     [CG_G_SEG32] = "rj_seg32\0",
     [CG_G_SEGB] = "rj_segb\0",
-    [CG_G_SEGW] = "rj_segw\0",
     [CG_G_COUNT] = "rj_count\0",
     [CG_G_KSORTED] = "rj_kends\0rj_koffs\0",
     [CG_G_KPRIV] = "rj_kscan\0rj_kpriv\0rj_kcomb\0",
@@ -768,7 +757,7 @@ int cg_group_usable(int group, int kind)
     if (kind == CG_MAP) return group == CG_G_MAP;
     if (group == CG_G_MAP) return 0;
     if (group == CG_G_KSORTED || group == CG_G_KPRIV) return kind == CG_KEYED;
-    if (group == CG_G_SPLIT1 || group == CG_G_SPLITB || group == CG_G_SEGW) return kind == CG_PARTIAL || kind == CG_KEYED;
+    if (group == CG_G_SPLIT1 || group == CG_G_SPLITB) return kind == CG_PARTIAL || kind == CG_KEYED;
     return 1;
 }
 

@@ -797,8 +797,7 @@ int gpu_column_layout(const cg_kernel *k, const vm_buf *bufs)
 /* The kernel for segments (see gpu.h), from the average length, as the
  * benchmark's forced strategies showed (bench/RESULTS.md, 2026-11-22): a
  * thread per output up to 64 elements (rows of 8: 333 us against 5132 with a
- * warp; CSR lengths 10..50: 179 against 440), now a warp per 32 such outputs
- * (rj_segw: coalesced loads; a thread each for columns), else a warp on an
+ * warp; CSR lengths 10..50: 179 against 440), else a warp on an
  * occupancy-sized grid (rows of 16384: 279 us against 344 with a block; rows
  * of 1024: 142 against 161).  Few long segments, and columns, split each
  * output's domain into chunks. */
@@ -832,14 +831,8 @@ gpu_seg_choice gpu_choose_segments(long long nout, long long total, int columns,
             return c;
         }
     }
-    if (avg <= 64 && columns) {
-        /* neighbouring lanes on neighbouring columns: loads coalesce */
+    if (avg <= 64) {
         c.kernel = "rj_seg1";
-        c.group = 1;
-    } else if (avg <= 64) {
-        /* a warp per 32 outputs, its lanes on consecutive elements (grid
-         * sized as for a thread per output) */
-        c.kernel = "rj_segw";
         c.group = 1;
     } else {
         c.kernel = "rj_seg32";
