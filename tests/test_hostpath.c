@@ -29,6 +29,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -278,6 +279,38 @@ static void test_count_key(red_ctx *ctx)
     }
     red_finalize(e);
     red_device_free(ctx, dptr2);
+}
+
+/* A refused binding changes nothing: rebinding a bound name (not the last
+ * bound) to a 0-d array in device memory once dropped another binding and
+ * freed a name still in use (found in review; ASan saw it at the next run). */
+static void test_refused_rebind(void)
+{
+    red_ctx *cpu = NULL;
+    red_expr *e = NULL;
+    CHECK(red_open(&cpu) == RED_OK, "refused rebind: red_open");
+    red_set_option(cpu, RED_OPT_DEVICE, RED_DEVICE_CPU);
+    int rc = red_prepare(cpu, "sum(x) + y", &e);
+    CHECK(rc == RED_OK, "refused rebind: prepare");
+    if (!rc) {
+        float y = 2.0f, d = 0.0f;
+        int64_t n = N;
+        red_array xa, ya, dev0;
+        red_array_init(&xa, hx, RED_F32, 1, &n, NULL);
+        red_array_init(&ya, &y, RED_F32, 0, NULL, NULL);
+        red_array_init(&dev0, &d, RED_F32, 0, NULL, NULL);
+        dev0.memory = RED_MEM_CUDA;
+        CHECK(red_bind_array(e, "x", &xa) == RED_OK && red_bind_array(e, "y", &ya) == RED_OK, "refused rebind: bind");
+        CHECK(red_bind_array(e, "x", &dev0) == RED_ERR_UNSUPPORTED, "refused rebind: x as a 0-d device array");
+        CHECK(red_bind_array(e, "y", &dev0) == RED_ERR_UNSUPPORTED, "refused rebind: y as a 0-d device array");
+        double want = 2.0, got = 0;
+        for (int i = 0; i < N; i++) want += hx[i];
+        rc = red_run(e);
+        CHECK(rc == RED_OK && red_result_f64(e, 0, &got) == RED_OK && fabs(got - want) <= 1e-3 * (1 + fabs(want)),
+              "refused rebind: the old bindings still hold: %d %s, %g (want %g)", rc, red_expr_errmsg(e), got, want);
+        red_finalize(e);
+    }
+    red_close(cpu);
 }
 
 /* A queued run: a stream and device results.  red_run must not wait;
@@ -609,6 +642,7 @@ int main(int argc, char **argv)
     }
     test_calls(ctx);
     test_count_key(ctx);
+    test_refused_rebind();
     test_async(ctx);
     test_workspace_results(ctx);
     test_device_faults(ctx);

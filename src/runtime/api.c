@@ -666,6 +666,12 @@ RED_API int red_bind_array(red_expr *e, const char *name, const red_array *a)
         util_diag_set(&e->diag, RED_ERR_BIND, "cannot bind '%s': unknown memory kind %d", name, (int)a->memory);
         return fail(e, RED_ERR_BIND);
     }
+    if (a->ndim == 0 && a->memory == RED_MEM_CUDA) {
+        /* refused before anything changes: the name keeps its binding */
+        util_diag_set(&e->diag, RED_ERR_UNSUPPORTED,
+                      "cannot bind '%s': a 0-d array in device memory is not supported yet", name);
+        return fail(e, RED_ERR_UNSUPPORTED);
+    }
     int had = e->nbinds;
     binding *b = new_binding(e, name);
     if (!b) return fail(e, RED_ERR_NOMEM);
@@ -678,13 +684,6 @@ RED_API int red_bind_array(red_expr *e, const char *name, const red_array *a)
     b->weak = 0;
     if (!b->is_array) {
         /* a 0-d array is a scalar of its type, read now */
-        if (a->memory == RED_MEM_CUDA) {
-            util_diag_set(&e->diag, RED_ERR_UNSUPPORTED,
-                          "cannot bind '%s': a 0-d array in device memory is not supported yet", name);
-            e->nbinds--;
-            free_name(e, b->name);
-            return fail(e, RED_ERR_UNSUPPORTED);
-        }
         b->sdtype = a->dtype == RED_F16 || a->dtype == RED_BF16 ? RED_F32 : a->dtype;
         b->scalar = vm_read_dtype(a->dtype, a->data);
     }
