@@ -1178,9 +1178,11 @@ static int key_segments(run_ctx *r, pass_entry *e, const plan_pass *ps, long lon
     int rc = launch(r, e, "rj_kends", 1);
     if (!rc) rc = read_ws_stats(r, st);
     if (rc) return rc;
-    if (st[0] >= 0 && st[1] >= st[0] && st[1] < ((long long)1 << 40)) {
-        rc = pool_get(g, (size_t)(st[1] + 2) * 8, offs, diag);
-        if (rc) return rc;
+    util_diag spare = {0};
+    if (st[0] >= 0 && st[1] >= st[0] && st[1] < ((long long)1 << 40) &&
+        !pool_get(g, (size_t)(st[1] + 2) * 8, offs, &spare)) {
+        /* (no room for the offsets the last key asks for: the scan below
+         * says whether the keys are bad before a size is reported) */
         defer_release(r, *offs);
         params[8] = (long long)*offs;
         params[1] = st[1] + 1;
@@ -1213,12 +1215,13 @@ static int key_segments(run_ctx *r, pass_entry *e, const plan_pass *ps, long lon
         return util_diag_at(diag, p->src, ps->key_pos, RED_ERR_LIMIT, "key %lld is too large", st[1]);
     *nkeys = st[1] + 1;
     if (*sorted) {
-        /* sorted after all (not expected: rj_koffs found otherwise) */
+        /* sorted after all: the offsets did not fit above */
         rc = pool_get(g, (size_t)(*nkeys + 1) * 8, offs, diag);
         if (rc) return rc;
         defer_release(r, *offs);
         params[8] = (long long)*offs;
         params[1] = *nkeys;
+        CU(g->cu.MemsetD8Async(r->ws + 80, 0, 8, r->s), "cuMemsetD8Async");
         rc = key_offsets(r, e, N);
         if (!rc) rc = read_ws_stats(r, st);
         if (!rc && st[2]) rc = util_diag_set(diag, RED_ERR_INTERNAL, "key statistics disagree");
