@@ -15,6 +15,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include <redjit.h>
 
+#include "bench_time.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -48,12 +50,6 @@ static void die(const char *fmt, ...)
     exit(2);
 }
 
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
-}
 
 /* Read exactly `count` f32 values from DIR/NAME into fresh 64-byte-aligned memory. */
 static float *load(const char *dir, const char *name, size_t count)
@@ -73,11 +69,6 @@ static float *load(const char *dir, const char *name, size_t count)
     return p;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static int wanted(const char *list, const char *name)
 {
@@ -158,12 +149,11 @@ int main(int argc, char **argv)
                 die("red_run: %s\n%s", red_errstr(rc), red_expr_errmsg(e));
             times[r] = now_ms() - t;
         }
-        qsort(times, reps, sizeof *times, cmp_double);
-        double median = reps % 2 ? times[reps / 2] : 0.5 * (times[reps / 2 - 1] + times[reps / 2]);
+        double med = median(times, reps);
 
         printf("%s\n  {\"case\": \"%s\", \"expr\": \"%s\", \"first_ms\": %.4f, \"median_ms\": %.4f, "
                "\"min_ms\": %.4f, \"max_ms\": %.4f", first ? "" : ",", bc->name, bc->text, first_ms,
-               median, times[0], times[reps - 1]);
+               med, times[0], times[reps - 1]);
         first = 0;
         if (bc->uses_a) {
             /* An array result: convert to f64 and leave it in a file for the script. */

@@ -18,6 +18,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include <redjit.h>
 
+#include "bench_time.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,24 +64,8 @@ static const jcase cases[] = {
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 /* One fresh context: prepare, bind, run.  Fills NVRTC ms, compiles and wall ms. */
 static int run_new(const jcase *c, double *nvrtc_ms, long long *compiles, double *wall_ms)

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "bench_data.h"
+#include "bench_time.h"
 #include "runtime/cu_api.h"
 
 /* ---- the driver API: the library's own declarations (src/runtime/cu_api.h) ---------------- */
@@ -64,24 +65,8 @@ static void cu_load(void)
     if (r) die(r == -1 ? "libcuda.so.1: %s" : "the CUDA driver lacks a needed function%s", r == -1 ? dlerror() : "");
 }
 
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
-}
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 /* --cpu-check: host arrays and the CPU executor at whatever sizes are given, wall-clock times;
  * checks the cases, inputs and checksums against peers.py --numpy-check where there is no GPU. */
