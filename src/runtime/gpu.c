@@ -1165,7 +1165,7 @@ static int key_offsets(run_ctx *r, pass_entry *e, long long N)
  * rj_kends reads the first and the last key, which give the count if the
  * keys are sorted; rj_koffs writes the starts and raises a flag if they are
  * not.  Otherwise rj_kscan finds the smallest and the largest key, for the
- * error messages and the private rows. */
+ * error messages and the private rows (unsorted keys have no offsets). */
 static int key_segments(run_ctx *r, pass_entry *e, const plan_pass *ps, long long N, long long *nkeys, int *sorted,
                         CUdeviceptr *offs)
 {
@@ -1173,16 +1173,15 @@ static int key_segments(run_ctx *r, pass_entry *e, const plan_pass *ps, long lon
     util_diag *diag = r->diag;
     const plan *p = r->p;
     long long *params = r->params;
-    long long grid = cdiv(N, BLOCK) < 8 * g->nsm ? cdiv(N, BLOCK) : 8 * g->nsm;
     long long st[3] = {0, -1, 1};
     int rc = launch(r, e, "rj_kends", 1);
     if (!rc) rc = read_ws_stats(r, st);
     if (rc) return rc;
-    util_diag spare = {0};
+    /* the offsets' allocation failing is reported only once the scan below
+     * has found the keys good (bad keys get RED_ERR_KEYS, not a size) */
+    util_diag alloc = {0};
     if (st[0] >= 0 && st[1] >= st[0] && st[1] < ((long long)1 << 40) &&
-        !pool_get(g, (size_t)(st[1] + 2) * 8, offs, &spare)) {
-        /* (no room for the offsets the last key asks for: the scan below
-         * says whether the keys are bad before a size is reported) */
+        !pool_get(g, (size_t)(st[1] + 2) * 8, offs, &alloc)) {
         defer_release(r, *offs);
         params[8] = (long long)*offs;
         params[1] = st[1] + 1;
@@ -1199,7 +1198,7 @@ static int key_segments(run_ctx *r, pass_entry *e, const plan_pass *ps, long lon
     /* not sorted, or a key out of range: scan them all */
     long long init[3] = {0x7fffffffffffffffll, -1, 1};
     CU(g->cu.MemcpyHtoDAsync(r->ws + 64, init, 24, r->s), "cuMemcpyHtoDAsync");
-    rc = launch(r, e, "rj_kscan", grid);
+    rc = launch(r, e, "rj_kscan", cdiv(N, BLOCK) < 8 * g->nsm ? cdiv(N, BLOCK) : 8 * g->nsm);
     if (!rc) rc = read_ws_stats(r, st);
     if (rc) return rc;
     *sorted = (int)(st[2] & 0xffffffff) != 0;
@@ -1214,19 +1213,10 @@ static int key_segments(run_ctx *r, pass_entry *e, const plan_pass *ps, long lon
     if (st[1] >= ((long long)1 << 40))
         return util_diag_at(diag, p->src, ps->key_pos, RED_ERR_LIMIT, "key %lld is too large", st[1]);
     *nkeys = st[1] + 1;
-    if (*sorted) {
-        /* sorted after all: the offsets did not fit above */
-        rc = pool_get(g, (size_t)(*nkeys + 1) * 8, offs, diag);
-        if (rc) return rc;
-        defer_release(r, *offs);
-        params[8] = (long long)*offs;
-        params[1] = *nkeys;
-        CU(g->cu.MemsetD8Async(r->ws + 80, 0, 8, r->s), "cuMemsetD8Async");
-        rc = key_offsets(r, e, N);
-        if (!rc) rc = read_ws_stats(r, st);
-        if (!rc && st[2]) rc = util_diag_set(diag, RED_ERR_INTERNAL, "key statistics disagree");
-    }
-    return rc;
+    /* sorted keys come here only when their offsets did not fit */
+    if (*sorted && alloc.code) return util_diag_set(diag, alloc.code, "%s", alloc.msg);
+    if (*sorted) return util_diag_set(diag, RED_ERR_INTERNAL, "key statistics disagree");
+    return 0;
 }
 
 int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_device, const plan_value *scalars,
