@@ -355,6 +355,26 @@ static void test_async(red_ctx *ctx)
     red_finalize(e);
 }
 
+/* A prepared expression bound to the device arrays and run twice, so that
+ * what follows sees warm runs; `results` sets RED_OPT_RESULTS when >= 0.
+ * NULL, after a failed check, when either step fails. */
+static red_expr *warm_expr(red_ctx *ctx, const char *text, int results, const char *what)
+{
+    red_expr *e = NULL;
+    int rc = red_prepare(ctx, text, &e);
+    CHECK(rc == RED_OK, "%s: prepare", what);
+    if (rc) return NULL;
+    if (results >= 0) red_expr_set_option(e, RED_OPT_RESULTS, results);
+    rc = bind(e, dev_binds, 4);
+    for (int w = 0; !rc && w < 2; w++) rc = run_once(e);
+    CHECK(rc == RED_OK, "%s: warm-up: %s", what, red_expr_errmsg(e));
+    if (rc) {
+        red_finalize(e);
+        return NULL;
+    }
+    return e;
+}
+
 /* Small results lie in the run's workspace and reach the host in the copy
  * that brings the fault record back: a "kernel" (the stand-in, at the next
  * launch) writes them where the run put them, and the host reads exactly
@@ -365,14 +385,11 @@ static void test_workspace_results(red_ctx *ctx)
 {
     static char stream_stand_in;
     for (int mode = RED_RESULTS_HOST; mode <= RED_RESULTS_DEVICE_ARRAYS; mode += 2) {
-        red_expr *e = NULL;
-        int rc = red_prepare(ctx, "sum(x), max(x)", &e);
-        CHECK(rc == RED_OK, "workspace results: prepare");
-        if (rc) return;
-        red_expr_set_option(e, RED_OPT_RESULTS, mode);
-        rc = bind(e, dev_binds, 4);
-        for (int w = 0; !rc && w < 2; w++) rc = run_once(e);
-        CHECK(rc == RED_OK, "workspace results (mode %d): warm-up: %s", mode, red_expr_errmsg(e));
+        char what[64];
+        snprintf(what, sizeof what, "workspace results (mode %d)", mode);
+        red_expr *e = warm_expr(ctx, "sum(x), max(x)", mode, what);
+        if (!e) return;
+        int rc = RED_OK;
         for (int k = 0; !rc && k < 3; k++) {
             /* f32 results, the second 16 bytes after the first */
             float v[8] = {0};
@@ -404,14 +421,9 @@ static void test_workspace_results(red_ctx *ctx)
 
     /* an array result under RED_RESULTS_DEVICE_ARRAYS: on the device, in
      * memory the driver gave out; queued on a stream */
-    red_expr *e = NULL;
-    int rc = red_prepare(ctx, "sum(A[i,j]) over j", &e);
-    CHECK(rc == RED_OK, "device arrays: prepare");
-    if (rc) return;
-    red_expr_set_option(e, RED_OPT_RESULTS, RED_RESULTS_DEVICE_ARRAYS);
-    rc = bind(e, dev_binds, 4);
-    for (int w = 0; !rc && w < 2; w++) rc = run_once(e);
-    CHECK(rc == RED_OK, "device arrays: warm-up: %s", red_expr_errmsg(e));
+    red_expr *e = warm_expr(ctx, "sum(A[i,j]) over j", RED_RESULTS_DEVICE_ARRAYS, "device arrays");
+    if (!e) return;
+    int rc = RED_OK;
     red_array a;
     unsigned type = 0;
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -478,13 +490,9 @@ static void test_faults(red_ctx *ctx)
  * after that none.  Queued runs report it at red_sync. */
 static void test_device_faults(red_ctx *ctx)
 {
-    red_expr *e = NULL;
-    int rc = red_prepare(ctx, "sum(x[i] * 2)", &e);
-    CHECK(rc == RED_OK, "device faults: prepare");
-    if (rc) return;
-    rc = bind(e, dev_binds, 4);
-    for (int w = 0; !rc && w < 2; w++) rc = run_once(e);
-    CHECK(rc == RED_OK, "device faults: warm-up: %s", red_expr_errmsg(e));
+    red_expr *e = warm_expr(ctx, "sum(x[i] * 2)", -1, "device faults");
+    if (!e) return;
+    int rc = RED_OK;
     red_cache_info before, after;
     red_cache_stats(ctx, &before);
 
