@@ -465,8 +465,7 @@ static int ctx_program(red_ctx *ctx, const char *text, program **out, util_diag 
 /* Whether the last run left temporary `t` in device memory. */
 static int temp_on_device(const red_expr *e, int t)
 {
-    return e->results_on_device == RED_RESULTS_DEVICE ||
-           (e->results_on_device == RED_RESULTS_DEVICE_ARRAYS && e->temps.t[t].ndim > 0);
+    return gpu_result_on_device(e->results_on_device, e->temps.t[t].ndim);
 }
 
 static void expr_clear_results(red_expr *e)

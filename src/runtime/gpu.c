@@ -1265,8 +1265,7 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
     if (!scratch) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
     for (int i = 0; !rc && i < p->nresults; i++) {
         int t = p->results[i].temp;
-        to_host[t] = run->device_results == RED_RESULTS_HOST ||
-                     (run->device_results == RED_RESULTS_DEVICE_ARRAYS && p->temps[t].ndim == 0);
+        to_host[t] = !gpu_result_on_device(run->device_results, p->temps[t].ndim);
     }
     /* the host's staging area for the workspace and small results, before
      * any pass: a run without it copies its results one by one */

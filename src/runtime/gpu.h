@@ -52,6 +52,14 @@ typedef struct gpu_run {
     double upload_ms, kernel_ms, download_ms;   /* read by gpu_finish   */
 } gpu_run;
 
+/* Whether a result of `ndim` dimensions stays in device memory under
+ * RED_OPT_RESULTS = `mode` (RED_RESULTS_*): all with RED_RESULTS_DEVICE,
+ * the arrays with RED_RESULTS_DEVICE_ARRAYS, none with RED_RESULTS_HOST. */
+static inline int gpu_result_on_device(int mode, int ndim)
+{
+    return mode == RED_RESULTS_DEVICE || (mode == RED_RESULTS_DEVICE_ARRAYS && ndim > 0);
+}
+
 /* Where a run's small host-bound results start in its workspace (after the
  * fault record, the persistent grid's counter and the key statistics), each
  * at a multiple of 16 bytes after the one before. */
