@@ -714,6 +714,7 @@ static const struct {
     {"rj_kends", "RJ_ENTRY rj_kends(Params P) { rj_key_ends(P); }\n"},
     {"rj_kscan", "RJ_ENTRY rj_kscan(Params P) { rj_key_scan(P); }\n"},
     {"rj_koffs", "RJ_ENTRY rj_koffs(Params P) { rj_key_offsets(P); }\n"},
+    {"rj_kfused", "RJ_ENTRY rj_kfused(Params P) { rj_key_fused(P); }\n"},
     {"rj_kpriv", "RJ_ENTRY rj_kpriv(Params P) { rj_keyed_private(P); }\n"},
     {"rj_kcomb", "RJ_ENTRY rj_kcomb(Params P) { rj_keyed_combine(P); }\n"},
     {"rj_split1", "RJ_ENTRY rj_split1(Params P) { rj_split_threads(P); }\n"},
@@ -730,7 +731,8 @@ static const char *const group_entries[CG_NGROUPS] = {   /* names, each NUL-term
     [CG_G_SEG32] = "rj_seg32\0",
     [CG_G_SEGB] = "rj_segb\0",
     [CG_G_COUNT] = "rj_count\0",
-    [CG_G_KSORTED] = "rj_kends\0rj_koffs\0",
+    [CG_G_KSORTED] = "rj_kends\0rj_kfused\0",
+    [CG_G_KOFFS] = "rj_koffs\0",
     [CG_G_KPRIV] = "rj_kscan\0rj_kpriv\0rj_kcomb\0",
     [CG_G_SPLIT1] = "rj_split1\0rj_splitf\0",
     [CG_G_SPLITB] = "rj_splitb\0rj_splitf\0",
@@ -756,7 +758,7 @@ int cg_group_usable(int group, int kind)
     if (group < 0 || group >= CG_NGROUPS) return 0;
     if (kind == CG_MAP) return group == CG_G_MAP;
     if (group == CG_G_MAP) return 0;
-    if (group == CG_G_KSORTED || group == CG_G_KPRIV) return kind == CG_KEYED;
+    if (group == CG_G_KSORTED || group == CG_G_KOFFS || group == CG_G_KPRIV) return kind == CG_KEYED;
     if (group == CG_G_SPLIT1 || group == CG_G_SPLITB) return kind == CG_PARTIAL || kind == CG_KEYED;
     return 1;
 }

@@ -1161,27 +1161,39 @@ static int key_offsets(run_ctx *r, pass_entry *e, long long N)
 
 /* The keys of a keyed pass over N > 0 elements: their count, whether they
  * never decrease and, if so, the segment starts (*offs, nkeys + 1 of them).
- * Sorted keys, the common case, cost two launches and two round trips:
- * rj_kends reads the first and the last key, which give the count if the
- * keys are sorted; rj_koffs writes the starts and raises a flag if they are
- * not.  Otherwise rj_kscan finds the smallest and the largest key, for the
- * error messages and the private rows (unsorted keys have no offsets). */
-static int key_segments(run_ctx *r, pass_entry *e, const plan_pass *ps, long long N, long long *nkeys, int *sorted,
-                        CUdeviceptr *offs)
+ * mode KEYS_FUSED, the default: rj_kends reads the first and the last key,
+ * which give the count if the keys are sorted, and the pass then runs
+ * rj_kfused, which checks that they are (*offs stays 0).  KEYS_OFFSETS, for
+ * the forced strategies: rj_koffs writes the starts as well, and raises a
+ * flag if the keys are not sorted.  KEYS_SCAN, or either when the first and
+ * last key do not fit: rj_kscan finds the smallest and the largest key, for
+ * the error messages and the private rows (unsorted keys have no offsets). */
+enum { KEYS_FUSED, KEYS_OFFSETS, KEYS_SCAN };
+static int key_segments(run_ctx *r, pass_entry *e, const plan_pass *ps, long long N, int mode, long long *nkeys,
+                        int *sorted, CUdeviceptr *offs)
 {
     gpu_dev *g = r->g;
     util_diag *diag = r->diag;
     const plan *p = r->p;
     long long *params = r->params;
     long long st[3] = {0, -1, 1};
-    int rc = launch(r, e, "rj_kends", 1);
-    if (!rc) rc = read_ws_stats(r, st);
-    if (rc) return rc;
+    int rc;
+    *offs = 0;
+    util_diag alloc = {0};
+    if (mode != KEYS_SCAN) {
+        rc = launch(r, e, "rj_kends", 1);
+        if (!rc) rc = read_ws_stats(r, st);
+        if (rc) return rc;
+    }
+    int plausible = mode != KEYS_SCAN && st[0] >= 0 && st[1] >= st[0] && st[1] < ((long long)1 << 40);
+    if (plausible && mode == KEYS_FUSED) {
+        *nkeys = st[1] + 1;
+        *sorted = 1;
+        return 0;
+    }
     /* the offsets' allocation failing is reported only once the scan below
      * has found the keys good (bad keys get RED_ERR_KEYS, not a size) */
-    util_diag alloc = {0};
-    if (st[0] >= 0 && st[1] >= st[0] && st[1] < ((long long)1 << 40) &&
-        !pool_get(g, (size_t)(st[1] + 2) * 8, offs, &alloc)) {
+    if (plausible && !pool_get(g, (size_t)(st[1] + 2) * 8, offs, &alloc)) {
         defer_release(r, *offs);
         params[8] = (long long)*offs;
         params[1] = st[1] + 1;
@@ -1195,6 +1207,7 @@ static int key_segments(run_ctx *r, pass_entry *e, const plan_pass *ps, long lon
             return 0;
         }
     }
+    *offs = 0;
     /* not sorted, or a key out of range: scan them all */
     long long init[3] = {0x7fffffffffffffffll, -1, 1};
     CU(g->cu.MemcpyHtoDAsync(r->ws + 64, init, 24, r->s), "cuMemcpyHtoDAsync");
@@ -1213,10 +1226,43 @@ static int key_segments(run_ctx *r, pass_entry *e, const plan_pass *ps, long lon
     if (st[1] >= ((long long)1 << 40))
         return util_diag_at(diag, p->src, ps->key_pos, RED_ERR_LIMIT, "key %lld is too large", st[1]);
     *nkeys = st[1] + 1;
-    /* sorted keys come here only when their offsets did not fit */
+    /* sorted keys come here only when their offsets did not fit, or when
+     * rj_kfused saw a key outside the count its first and last key gave */
     if (*sorted && alloc.code) return util_diag_set(diag, alloc.code, "%s", alloc.msg);
     if (*sorted) return util_diag_set(diag, RED_ERR_INTERNAL, "key statistics disagree");
     return 0;
+}
+
+/* Sorted keys in one pass (rj_kfused): a grid that fills the GPU once, each
+ * warp on a contiguous range, two items a block for the last block to fold.
+ * *bad: the kernel found the keys unsorted, or one outside 0..nkeys-1. */
+static int key_fused(run_ctx *r, pass_entry *e, long long N, long long nkeys, int *bad)
+{
+    gpu_dev *g = r->g;
+    long long *P = r->params;
+    long long grid = 1;
+    int rc = occupancy_grid(r, e, "rj_kfused", &grid);
+    if (rc) return rc;
+    long long wpb = BLOCK / 32, nw = grid * wpb;
+    if (nw > cdiv(N, 256)) nw = cdiv(N, 256);   /* at least a warp's load (RJ_KU runs of 32) each */
+    long long per = cdiv(cdiv(N, nw), 32) * 32;
+    grid = cdiv(cdiv(N, per), wpb);
+    CUdeviceptr items;
+    size_t kbytes = (size_t)(2 * grid) * 8;
+    rc = pool_get(g, kbytes + (size_t)(2 * grid) * (size_t)e->k.acc_size, &items, r->diag);
+    if (rc) return rc;
+    defer_release(r, items);
+    P[0] = N;
+    P[1] = nkeys;
+    P[2] = (long long)(items + kbytes);
+    P[5] = per;
+    P[7] = 0;
+    P[8] = (long long)items;
+    rc = launch(r, e, "rj_kfused", grid);
+    long long chk[3] = {0, 0, 0};
+    if (!rc) rc = read_ws_stats(r, chk);
+    *bad = chk[2] != 0;
+    return rc;
 }
 
 int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_device, const plan_value *scalars,
@@ -1369,6 +1415,12 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
         for (int i = 0; i < p->ntemps; i++)
             if (tptr[i]) set_array(params, L->temp_base[i], tptr[i], &tdesc[i]);
 
+        /* keys: the fused pass unless a strategy is forced (those run over
+         * the segment starts); the scan when the fused pass found the keys
+         * not sorted, which comes back here with the pass's outputs freed */
+        int key_mode = strategy == RED_STRATEGY_AUTO || strategy == RED_STRATEGY_SEGMENTED ? KEYS_FUSED : KEYS_OFFSETS;
+        size_t ws_before = ws_used;
+    keys_again:;
         long long nkeys = 0;
         int sorted = 1;
         CUdeviceptr offs = 0;
@@ -1376,7 +1428,7 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
             long long N = L1;
             params[0] = N;
             params[7] = 0;
-            if (N > 0) rc = key_segments(&r, e, ps, N, &nkeys, &sorted, &offs);
+            if (N > 0) rc = key_segments(&r, e, ps, N, key_mode, &nkeys, &sorted, &offs);
             if (rc) break;
             vlo[ps->key_var] = 0;
             vhi[ps->key_var] = nkeys;
@@ -1431,6 +1483,23 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
             params[0] = N;
             if (nkeys == 0) {
                 /* nothing to reduce: the result is empty */
+            } else if (sorted && !offs) {
+                int bad = 0;
+                rc = key_fused(&r, e, N, nkeys, &bad);
+                if (!rc && bad) {
+                    /* not sorted after all (or a key past the last one): the
+                     * outputs, sized by the last key, go back, and the keys
+                     * are scanned */
+                    for (int k = 0; k < nouts; k++) {
+                        int t = outs[k];
+                        if (tptr[t] && !ws_off[t]) pool_put(g, tptr[t]);
+                        tptr[t] = 0;
+                        ws_off[t] = 0;
+                    }
+                    ws_used = ws_before;
+                    key_mode = KEYS_SCAN;
+                    goto keys_again;
+                }
             } else if (sorted) {
                 /* key_segments wrote the segment starts */
                 params[8] = (long long)offs;

@@ -524,6 +524,240 @@ __device__ __forceinline__ void rj_key_scan(const Params &P)
     if (!sorted) atomicAnd((unsigned *)&st[2], 0u);
 }
 
+// ---- sorted keys in one pass ---------------------------------------------------
+// rj_key_fused reads keys and values once and writes each key's result
+// directly: no offsets, no second read.  A warp walks its contiguous range
+// in steps of 32 consecutive elements, RJ_KU steps loaded before any is
+// folded.  In a step, a lane whose key differs from the lane before's heads
+// a run; a ballot of the heads gives each lane the end of its run, and a
+// suffix tree (shuffles down, at most log2 of the step's longest run) leaves
+// each run's fold, in order, in its first lane.  A run still open at lane 31
+// is the carry into the next step (lane 0 holds its fold).  A run is written
+// once it is complete, except the warp's first complete run and its last
+// run, which may continue across the warp's ends: those two go to shared
+// memory as the warp's items, a warp folds the block's items the same way
+// (items are sorted by key as well), and the last block to finish folds the
+// blocks' items, writing what is left.  Every fold takes (earlier, later), so
+// ordered operators keep their order.  A key that decreases or lies outside
+// 0..nkeys-1 raises P.v[RJ_KSTATS][2] and the host falls back to private
+// rows; such keys are never written.  Keys with no elements get the identity
+// from the element that follows them (as with the offsets).
+
+#define RJ_KU 8
+
+// Reduce by key the elements (Elems) or the items (ik, ia) begin..end-1, a
+// warp, every argument uniform.  Complete runs are written, except the
+// first when keep_first (it goes to hk/ha); the run open at the end is
+// returned in tk/ta.  hk, ha and ta are valid in lane 0; hk is -1 when no
+// run completed.  bad is raised in the lanes that saw a bad key.
+template <bool Elems>
+__device__ __forceinline__ void rj_key_runs(const Params &P, rj_flt &F, const long long *lo, const long long *sz,
+                                            const long long *ik, const Acc *ia, long long begin, long long end,
+                                            bool keep_first, long long &hk, Acc &ha, long long &tk, Acc &ta,
+                                            int &bad)
+{
+    const unsigned full = 0xffffffffu;
+    int lane = threadIdx.x & 31;
+    long long nk = P.v[RJ_NOUT];
+    // the carry: the run open before this step (lane 0 holds its fold);
+    // at the start, the key before the range, whose run is not ours
+    long long ck = -1;
+    if (Elems && begin > 0) ck = key_at(F, P, lo, sz, begin - 1);
+    Acc ca, lp;   // lp: this lane's share of the carry (commutative operators)
+    acc_init(ca);
+    acc_init(lp);
+    acc_init(ha);
+    hk = -1;
+    bool live = false, want = keep_first, shares = false;
+    for (long long base = begin; base < end; base += 32 * RJ_KU) {   // uniform in the warp
+        long long k[RJ_KU];
+        Acc x[RJ_KU];
+#pragma unroll
+        for (int u = 0; u < RJ_KU; u++) {   // past the end: the last key again, no value
+            long long t = base + u * 32 + lane, tc = t < end ? t : end - 1;
+            acc_init(x[u]);
+            if (Elems) {
+                k[u] = key_at(F, P, lo, sz, tc);
+                if (t < end) acc_elem(x[u], F, P, 0, lo, sz, t);
+            } else {
+                k[u] = ik[tc];
+                if (t < end) x[u] = ia[t];
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < RJ_KU; u++) {
+            if (base + u * 32 >= end) break;   // uniform
+            long long t = base + u * 32 + lane;
+            long long kp = __shfl_up_sync(full, k[u], 1);
+            if (lane == 0) kp = ck;
+            bool head = k[u] != kp;   // past the end: never
+            if (Elems && head && t < end) {
+                bad |= k[u] < kp || k[u] >= nk;
+                // keys kp+1 .. k-1 have no elements: the identity
+                long long q = kp + 1 > 0 ? kp + 1 : 0, qe = k[u] < nk ? k[u] : nk;
+                Acc id;
+                acc_init(id);
+                for (; q < qe; q++) acc_write(P, q, id);
+            }
+            unsigned heads = __ballot_sync(full, head);
+            ck = __shfl_sync(full, k[u], 31);
+#if !RJ_ORDERED
+            if (heads == 0) {   // one run goes on: each lane folds its share
+                acc_combine(lp, x[u]);
+                live = shares = true;
+                continue;
+            }
+            if (shares) {   // the shares join the carry, in lane 0
+                Acc w = rj_warp_reduce<1>(lp, 32);
+                if (lane == 0) acc_combine(ca, w);
+                acc_init(lp);
+                shares = false;
+            }
+#endif
+            unsigned starts = heads | 1u;
+            unsigned above = heads & ~((2u << lane) - 1u);   // lane 31: 2u << 31 is 0
+            int rend = above ? __ffs(above) - 2 : 31;
+            int rstart = 31 - __clz(starts & (full >> (31 - lane)));
+            int longest = __reduce_max_sync(full, (unsigned)(rend - rstart + 1));
+            Acc a = x[u];
+            for (int s = 1; s < longest; s <<= 1) {   // uniform
+                Acc o = acc_shfl_down(a, s);
+                if (lane + s <= rend) acc_combine(a, o);
+            }
+            bool c_done = live && (heads & 1u);   // the carry ended at the last step's lane 31
+            if (lane == 0 && !(heads & 1u)) {     // lane 0 goes on with the carry
+                Acc c = ca;
+                acc_combine(c, a);
+                a = c;
+            }
+            bool mine = ((starts >> lane) & 1u) && rend < 31;   // a run that ends in this step
+            unsigned comp = __ballot_sync(full, mine);
+            int first = -1;
+            if (want && !c_done && comp) first = __ffs(comp) - 1;   // uniform
+            if (first >= 0) {
+                Acc h = acc_shfl_down(a, first);
+                long long hkey = __shfl_sync(full, k[u], first);
+                if (lane == 0) {
+                    ha = h;
+                    hk = hkey;
+                }
+            }
+            if (lane == 0 && c_done) {
+                if (want) {
+                    ha = ca;
+                    hk = kp;   // lane 0's kp: the carry's key
+                } else if (kp >= 0 && kp < nk) {
+                    acc_write(P, kp, ca);
+                }
+            }
+            if (c_done || comp) want = false;
+            if (mine && lane != first) {
+                if (k[u] >= 0 && k[u] < nk) acc_write(P, k[u], a);
+                else bad = 1;
+            }
+            // the run open at lane 31 is the new carry
+            Acc nc = acc_shfl_down(a, 31 - __clz(starts));
+            if (lane == 0) ca = nc;
+            live = true;
+        }
+    }
+#if !RJ_ORDERED
+    if (shares) {
+        Acc w = rj_warp_reduce<1>(lp, 32);
+        if (lane == 0) acc_combine(ca, w);
+    }
+#endif
+    tk = ck;
+    ta = ca;
+}
+
+// The block's warps leave their items (first complete run, last run) in
+// shared memory in order; warp 0 folds them.  keep: the block's own first
+// and last runs are kept for the last block (hk/ha, tk/ta in thread 0);
+// otherwise everything is written.
+__device__ __forceinline__ void rj_key_block_items(const Params &P, long long *sk, Acc *sa, long long hk, const Acc &ha,
+                                                   long long tk, const Acc &ta, bool keep, long long &bhk, Acc &bha,
+                                                   long long &btk, Acc &bta, int &bad)
+{
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) {
+        // no complete run: an empty item with the last run's key folds into it
+        sk[2 * warp] = hk >= 0 ? hk : tk;
+        if (hk >= 0) sa[2 * warp] = ha;
+        else acc_init(sa[2 * warp]);
+        sk[2 * warp + 1] = tk;
+        sa[2 * warp + 1] = ta;
+    }
+    __syncthreads();
+    if (warp == 0) {
+        rj_flt F;
+        rj_flt_init(F);
+        rj_key_runs<false>(P, F, NULL, NULL, sk, sa, 0, 2 * (RJ_BLOCK / 32), keep, bhk, bha, btk, bta, bad);
+        if (!keep && lane == 0 && btk >= 0 && btk < P.v[RJ_NOUT]) acc_write(P, btk, bta);
+    }
+}
+
+// One pass over sorted keys: warp w takes elements [w per, (w+1) per).
+// Block b leaves two items at P.v[RJ_OFFS] (keys) and P.v[RJ_PARTIALS]
+// (folds), 2b and 2b+1; the last block folds them all.
+__device__ __forceinline__ void rj_key_fused(const Params &P)
+{
+    __shared__ long long sk[2 * (RJ_BLOCK / 32)];
+    __shared__ Acc sa[2 * (RJ_BLOCK / 32)];
+    __shared__ int last;
+    long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+    out_range(P, 0, lo, sz);
+    long long n = P.v[RJ_N], per = P.v[RJ_PER];
+    long long w = ((long long)blockIdx.x * RJ_BLOCK + threadIdx.x) >> 5;
+    long long b = w * per < n ? w * per : n, e = b + per < n ? b + per : n;
+    rj_flt F;
+    rj_flt_init(F);
+    int bad = 0;
+    long long hk = -1, tk = -1;
+    Acc ha, ta;
+    acc_init(ta);
+    if (b < e) rj_key_runs<true>(P, F, lo, sz, NULL, NULL, b, e, true, hk, ha, tk, ta, bad);
+    else {   // no elements: empty items with the last key
+        acc_init(ha);
+        tk = key_at(F, P, lo, sz, n - 1);
+    }
+    rj_flush(P, F);
+    long long bhk, btk;
+    Acc bha, bta;
+    rj_key_block_items(P, sk, sa, hk, ha, tk, ta, true, bhk, bha, btk, bta, bad);
+    long long *gk = (long long *)P.v[RJ_OFFS];
+    Acc *ga = (Acc *)P.v[RJ_PARTIALS];
+    if (threadIdx.x == 0) {
+        gk[2 * blockIdx.x] = bhk >= 0 ? bhk : btk;
+        if (bhk >= 0) ga[2 * blockIdx.x] = bha;
+        else acc_init(ga[2 * blockIdx.x]);
+        gk[2 * blockIdx.x + 1] = btk;
+        ga[2 * blockIdx.x + 1] = bta;
+    }
+    if (__syncthreads_or(bad) && threadIdx.x == 0) atomicOr((unsigned long long *)P.v[RJ_KSTATS] + 2, 1ull);
+    __threadfence();
+    if (threadIdx.x == 0) last = atomicAdd((unsigned *)P.v[RJ_COUNTER], 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    // the last block: each warp folds a contiguous share of the 2 gridDim.x
+    // items, then warp 0 folds the warps' items and writes the rest
+    long long ni = 2 * (long long)gridDim.x, wper = (ni + RJ_BLOCK / 32 - 1) / (RJ_BLOCK / 32);
+    int warp = threadIdx.x >> 5;
+    long long ib = warp * wper < ni ? warp * wper : ni, ie = ib + wper < ni ? ib + wper : ni;
+    bad = 0;
+    hk = -1;
+    if (ib < ie) rj_key_runs<false>(P, F, NULL, NULL, gk, ga, ib, ie, true, hk, ha, tk, ta, bad);
+    else {
+        acc_init(ha);
+        acc_init(ta);
+        tk = gk[ni - 1];
+    }
+    __syncthreads();   // sk and sa are free again
+    rj_key_block_items(P, sk, sa, hk, ha, tk, ta, false, bhk, bha, btk, bta, bad);
+    if (threadIdx.x == 0) *(unsigned *)P.v[RJ_COUNTER] = 0u;   // ready for the next launch
+}
+
 // keys in any order (commutative operators): partition p folds its
 // contiguous range in order into its own row of accumulators
 __device__ __forceinline__ void rj_keyed_private(const Params &P)
