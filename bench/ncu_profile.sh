@@ -22,12 +22,13 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DREDJIT_BUILD_TESTS=
 metrics=gpu__time_duration.sum,launch__grid_size,launch__registers_per_thread,dram__bytes_read.sum
 metrics=$metrics,dram__bytes_write.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed
 metrics=$metrics,sm__warps_active.avg.pct_of_peak_sustained_active,lts__t_bytes.sum
+metrics=$metrics${NCU_EXTRA:+,$NCU_EXTRA}   # NCU_EXTRA: more metrics, printed after the table
 ncu --clock-control none --print-summary none --kernel-name regex:'^rj_' --metrics "$metrics" --csv --page raw \
     "$build/bench/redjit_bench" ${BENCH_SIZES:---log2n 28 --log2s 26 --rows 16384 --cols 16384 \
     --short-rows 33554432 --short-cols 8} --reps 1 --warmup 1 --budget-ms 1 --calls 10 --no-jit \
     --cases "$cases" --strategies "$strategies" > "$out/ncu.csv" 2> "$out/ncu.err"
 echo "ncu exit $?"
-"$py" - "$out/ncu.csv" <<'PY'
+"$py" - "$out/ncu.csv" "${NCU_EXTRA:-}" <<'PY'
 import csv, sys
 lines = open(sys.argv[1]).read().splitlines()
 start = next((i for i, l in enumerate(lines) if l.startswith('"ID",')), None)
@@ -52,4 +53,6 @@ for r in rows[2:]:
     print("%-12s %10.1f %9s %5s %10.1f %10.1f %7s %7s" % (g(r, "Kernel Name")[:12], us, g(r, "launch__grid_size"),
           g(r, "launch__registers_per_thread"), mb("dram__bytes_read.sum"), mb("dram__bytes_write.sum"),
           g(r, "dram__throughput.avg.pct_of_peak_sustained_elapsed"), g(r, "sm__warps_active.avg.pct_of_peak_sustained_active")))
+    for k in filter(None, sys.argv[2].split(",")):
+        print("    %s = %s %s" % (k, g(r, k), rows[1][col[k]] if k in col else ""))
 PY

@@ -508,6 +508,15 @@ static void emit_acc_funcs(gen *g)
         if (has_flag(rd->rop)) util_buf_printf(o, "    r.h%d = rj_shfl(a.h%d, s);\n", q, q);
     }
     util_buf_puts(o, "    return r;\n}\n");
+
+    util_buf_puts(o, "__device__ __forceinline__ Acc acc_shfl_idx(const Acc &a, int l)\n{\n    Acc r;\n");
+    for (int q = 0; q < ps->nreds; q++) {
+        const plan_red *rd = &ps->reds[q];
+        for (int c = 0; c < rd->ncomp; c++) util_buf_printf(o, "    r.r%d_%d = rj_shfl_idx(a.r%d_%d, l);\n", q, c, q, c);
+        if (is_arg(rd->rop)) util_buf_printf(o, "    r.x%d = rj_shfl_idx(a.x%d, l);\n", q, q);
+        if (has_flag(rd->rop)) util_buf_printf(o, "    r.h%d = rj_shfl_idx(a.h%d, l);\n", q, q);
+    }
+    util_buf_puts(o, "    return r;\n}\n");
 }
 
 /* out_range: the domain of output o; lo[d], sz[d] per reduced index, and for

@@ -1233,7 +1233,8 @@ static int key_segments(run_ctx *r, pass_entry *e, const plan_pass *ps, long lon
     return 0;
 }
 
-/* Sorted keys in one pass (rj_kfused): a grid that fills the GPU once, each
+/* Sorted keys in one pass (rj_kfused, for accumulators of up to 32 bytes,
+ * whose tiles fit in shared memory): a grid that fills the GPU once, each
  * warp on a contiguous range, two items a block for the last block to fold.
  * *bad: the kernel found the keys unsorted, or one outside 0..nkeys-1. */
 static int key_fused(run_ctx *r, pass_entry *e, long long N, long long nkeys, int *bad)
@@ -1418,7 +1419,9 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
         /* keys: the fused pass unless a strategy is forced (those run over
          * the segment starts); the scan when the fused pass found the keys
          * not sorted, which comes back here with the pass's outputs freed */
-        int key_mode = strategy == RED_STRATEGY_AUTO || strategy == RED_STRATEGY_SEGMENTED ? KEYS_FUSED : KEYS_OFFSETS;
+        int key_mode = (strategy == RED_STRATEGY_AUTO || strategy == RED_STRATEGY_SEGMENTED) && e->k.acc_size <= 32
+                           ? KEYS_FUSED
+                           : KEYS_OFFSETS;
         size_t ws_before = ws_used;
     keys_again:;
         long long nkeys = 0;

@@ -208,3 +208,5 @@ template <class T> __device__ __forceinline__ bool rj_argmin_better(T c, T b) { 
 
 __device__ __forceinline__ bool rj_shfl(bool v, int s) { return __shfl_down_sync(0xffffffffu, (int)v, s) != 0; }
 template <class T> __device__ __forceinline__ T rj_shfl(T v, int s) { return __shfl_down_sync(0xffffffffu, v, s); }
+__device__ __forceinline__ bool rj_shfl_idx(bool v, int l) { return __shfl_sync(0xffffffffu, (int)v, l) != 0; }
+template <class T> __device__ __forceinline__ T rj_shfl_idx(T v, int l) { return __shfl_sync(0xffffffffu, v, l); }

@@ -526,140 +526,249 @@ __device__ __forceinline__ void rj_key_scan(const Params &P)
 
 // ---- sorted keys in one pass ---------------------------------------------------
 // rj_key_fused reads keys and values once and writes each key's result
-// directly: no offsets, no second read.  A warp walks its contiguous range
-// in steps of 32 consecutive elements, RJ_KU steps loaded before any is
-// folded.  In a step, a lane whose key differs from the lane before's heads
-// a run; a ballot of the heads gives each lane the end of its run, and a
-// suffix tree (shuffles down, at most log2 of the step's longest run) leaves
-// each run's fold, in order, in its first lane.  A run still open at lane 31
-// is the carry into the next step (lane 0 holds its fold).  A run is written
-// once it is complete, except the warp's first complete run and its last
-// run, which may continue across the warp's ends: those two go to shared
-// memory as the warp's items, a warp folds the block's items the same way
-// (items are sorted by key as well), and the last block to finish folds the
-// blocks' items, writing what is left.  Every fold takes (earlier, later), so
-// ordered operators keep their order.  A key that decreases or lies outside
-// 0..nkeys-1 raises P.v[RJ_KSTATS][2] and the host falls back to private
-// rows; such keys are never written.  Keys with no elements get the identity
-// from the element that follows them (as with the offsets).
+// directly: no segment starts, no second read.  A warp walks a contiguous
+// range in tiles of 32 RJ_KT elements: loaded in coalesced rows, passed
+// through shared memory, and folded by each lane over RJ_KT consecutive
+// elements, where a run of equal keys costs a compare and a combine an
+// element and a run that starts and ends in the lane is written at once.
+// What crosses lanes is settled once a tile: each lane's last run continues
+// in the next lane unless that lane starts a run, so an in-order fold over
+// lanes (shuffles, as many steps as the longest chain of lanes needs) gives
+// each lane the run coming into it.  The run open at the tile's end is the
+// carry into the next (lane 0 holds it).  Only the warp's first complete run
+// and its last run may continue across the warp's ends: they go to shared
+// memory as the warp's two items, warp 0 folds the block's items the same
+// way (rj_key_items: items are sorted by key too), and the last block to
+// finish folds the blocks' items, writing what is left.  Every fold takes
+// (earlier, later), so ordered operators keep their order, and every key's
+// result is written exactly once.  A key that decreases or lies outside
+// 0..nkeys-1 raises P.v[RJ_KSTATS][2] (the host then falls back to private
+// rows) and is never written.  Keys with no elements get the identity from
+// the element after them, as with the segment starts.
 
-#define RJ_KU 8
+// elements a lane folds in a row: the tile, keys and accumulators, sits in
+// shared memory (8 warps, each lane's row padded by one against bank
+// conflicts); the host uses this kernel for accumulators of up to 32 bytes
+#define RJ_KT (sizeof(Acc) <= 8 ? 8 : sizeof(Acc) <= 16 ? 4 : 2)
+#define RJ_KROW (RJ_KT + 1)
+#define RJ_KTILE (sizeof(Acc) <= 32 ? 32 * RJ_KROW : 1)
 
-// Reduce by key the elements (Elems) or the items (ik, ia) begin..end-1, a
-// warp, every argument uniform.  Complete runs are written, except the
-// first when keep_first (it goes to hk/ha); the run open at the end is
-// returned in tk/ta.  hk, ha and ta are valid in lane 0; hk is -1 when no
-// run completed.  bad is raised in the lanes that saw a bad key.
-template <bool Elems>
-__device__ __forceinline__ void rj_key_runs(const Params &P, rj_flt &F, const long long *lo, const long long *sz,
-                                            const long long *ik, const Acc *ia, long long begin, long long end,
-                                            bool keep_first, long long &hk, Acc &ha, long long &tk, Acc &ta,
-                                            int &bad)
+__device__ __forceinline__ void rj_key_put(const Params &P, long long k, const Acc &a, long long nk, int &bad)
+{
+    if (k >= 0 && k < nk) acc_write(P, k, a);
+    else bad = 1;
+}
+
+// keys kp+1 .. k-1 have no elements: the identity (callers test k > kp + 1
+// first, so the loop is off the common path)
+__device__ __forceinline__ void rj_key_gap(const Params &P, long long kp, long long k, long long nk)
+{
+    Acc id;
+    acc_init(id);
+    for (long long q = kp + 1 > 0 ? kp + 1 : 0; q < k && q < nk; q++) acc_write(P, q, id);
+}
+
+// Reduce by key the items (ik, ia) begin..end-1, sorted by key, a warp at a
+// time, 32 items a step.  Complete runs are written, except the first when
+// keep_first (it goes to hk/ha, -1 if none completed); the run open at the
+// end is returned in tk/ta.  ha and ta are valid in lane 0.
+__device__ __forceinline__ void rj_key_items(const Params &P, const long long *ik, const Acc *ia, long long begin,
+                                             long long end, bool keep_first, long long &hk, Acc &ha, long long &tk,
+                                             Acc &ta, int &bad)
 {
     const unsigned full = 0xffffffffu;
     int lane = threadIdx.x & 31;
     long long nk = P.v[RJ_NOUT];
-    // the carry: the run open before this step (lane 0 holds its fold);
-    // at the start, the key before the range, whose run is not ours
-    long long ck = -1;
-    if (Elems && begin > 0) ck = key_at(F, P, lo, sz, begin - 1);
+    long long ck = -1;   // the carry: the run open before this step, its fold in lane 0
+    Acc ca;
+    acc_init(ca);
+    acc_init(ha);
+    hk = -1;
+    bool live = false, want = keep_first;
+    for (long long base = begin; base < end; base += 32) {   // uniform in the warp
+        long long t = base + lane;
+        long long k = ik[t < end ? t : end - 1];   // past the end: the last key, no value
+        Acc a;
+        if (t < end) a = ia[t];
+        else acc_init(a);
+        long long kp = __shfl_up_sync(full, k, 1);
+        if (lane == 0) kp = ck;
+        bool head = k != kp;
+        unsigned heads = __ballot_sync(full, head), starts = heads | 1u;
+        unsigned above = heads & ~((2u << lane) - 1u);   // lane 31: 2u << 31 is 0
+        int rend = above ? __ffs(above) - 2 : 31;
+        // suffix fold within runs: each run's fold, in order, in its first lane
+        for (int s = 1; s < 32; s <<= 1) {
+            Acc o = acc_shfl_down(a, s);
+            if (lane + s <= rend) acc_combine(a, o);
+        }
+        bool c_done = live && (heads & 1u);   // the carry ended at the last step
+        if (lane == 0 && !(heads & 1u)) {     // lane 0's run goes on with it
+            Acc c = ca;
+            acc_combine(c, a);
+            a = c;
+        }
+        bool mine = ((starts >> lane) & 1u) && rend < 31;   // a run that ends in this step
+        unsigned comp = __ballot_sync(full, mine);
+        int first = want && !c_done && comp ? __ffs(comp) - 1 : -1;   // uniform
+        if (first >= 0) {
+            Acc h = acc_shfl_idx(a, first);
+            long long hkey = __shfl_sync(full, k, first);
+            if (lane == 0) {
+                ha = h;
+                hk = hkey;
+            }
+        }
+        if (lane == 0 && c_done) {
+            if (want) {
+                ha = ca;
+                hk = kp;   // lane 0's kp is the carry's key
+            } else {
+                rj_key_put(P, kp, ca, nk, bad);
+            }
+        }
+        if (c_done || comp) want = false;
+        if (mine && lane != first) rj_key_put(P, k, a, nk, bad);
+        Acc nc = acc_shfl_idx(a, 31 - __clz(starts));   // the run open at lane 31
+        if (lane == 0) ca = nc;
+        ck = __shfl_sync(full, k, 31);
+        live = true;
+    }
+    tk = ck;
+    ta = ca;
+}
+
+// A warp's elements begin..end-1 (see above); sk and sa: its tile in shared
+// memory.  Returns its first complete run in hk/ha (-1 if none) and its last
+// run in tk/ta (ha and ta valid in lane 0); writes every other run.
+__device__ __forceinline__ void rj_key_tiles(const Params &P, rj_flt &F, const long long *lo, const long long *sz,
+                                             long long *sk, Acc *sa, long long begin, long long end, long long &hk,
+                                             Acc &ha, long long &tk, Acc &ta, int &bad)
+{
+    const unsigned full = 0xffffffffu;
+    int lane = threadIdx.x & 31;
+    long long nk = P.v[RJ_NOUT];
+    // the carry: the run open before this tile, its fold in lane 0; at the
+    // start, the key before the range, whose run is not this warp's
+    long long ck = begin > 0 ? key_at(F, P, lo, sz, begin - 1) : -1;
     Acc ca, lp;   // lp: this lane's share of the carry (commutative operators)
     acc_init(ca);
     acc_init(lp);
     acc_init(ha);
     hk = -1;
-    bool live = false, want = keep_first, shares = false;
-    for (long long base = begin; base < end; base += 32 * RJ_KU) {   // uniform in the warp
-        long long k[RJ_KU];
-        Acc x[RJ_KU];
+    bool live = false, want = true, shares = false;
+    for (long long base = begin; base < end; base += 32 * RJ_KT) {   // uniform in the warp
+        {
+            long long k[RJ_KT];
+            Acc x[RJ_KT];
 #pragma unroll
-        for (int u = 0; u < RJ_KU; u++) {   // past the end: the last key again, no value
-            long long t = base + u * 32 + lane, tc = t < end ? t : end - 1;
-            acc_init(x[u]);
-            if (Elems) {
-                k[u] = key_at(F, P, lo, sz, tc);
-                if (t < end) acc_elem(x[u], F, P, 0, lo, sz, t);
-            } else {
-                k[u] = ik[tc];
-                if (t < end) x[u] = ia[t];
+            for (int j = 0; j < RJ_KT; j++) {   // past the end: the last key again, no value
+                long long t = base + j * 32 + lane, tc = t < end ? t : end - 1;
+                acc_init(x[j]);
+                k[j] = key_at(F, P, lo, sz, tc);
+                if (t < end) acc_elem(x[j], F, P, 0, lo, sz, t);
             }
+            __syncwarp();   // the last tile is read
+#pragma unroll
+            for (int j = 0; j < RJ_KT; j++) {
+                int e = j * 32 + lane, q = e / RJ_KT * RJ_KROW + e % RJ_KT;
+                sk[q] = k[j];
+                sa[q] = x[j];
+            }
+            __syncwarp();
         }
+        // this lane's elements, in order: its first run may come from the
+        // lane before; a run that starts and ends here is written now
+        const long long *rk = sk + lane * RJ_KROW;
+        const Acc *ra = sa + lane * RJ_KROW;
+        long long kprev = lane > 0 ? rk[-2] : ck;   // the row before ends with its pad
+        long long fk = rk[0], curk = fk;
+        bool head0 = fk != kprev;   // past the end: the same key, never
+        if (head0) {
+            bad |= fk < kprev || fk >= nk;
+            if (fk > kprev + 1) rj_key_gap(P, kprev, fk, nk);
+        }
+        Acc cur = ra[0], fa;
+        acc_init(fa);
+        bool closed = false;   // the first run ended in this lane
 #pragma unroll
-        for (int u = 0; u < RJ_KU; u++) {
-            if (base + u * 32 >= end) break;   // uniform
-            long long t = base + u * 32 + lane;
-            long long kp = __shfl_up_sync(full, k[u], 1);
-            if (lane == 0) kp = ck;
-            bool head = k[u] != kp;   // past the end: never
-            if (Elems && head && t < end) {
-                bad |= k[u] < kp || k[u] >= nk;
-                // keys kp+1 .. k-1 have no elements: the identity
-                long long q = kp + 1 > 0 ? kp + 1 : 0, qe = k[u] < nk ? k[u] : nk;
-                Acc id;
-                acc_init(id);
-                for (; q < qe; q++) acc_write(P, q, id);
-            }
-            unsigned heads = __ballot_sync(full, head);
-            ck = __shfl_sync(full, k[u], 31);
-#if !RJ_ORDERED
-            if (heads == 0) {   // one run goes on: each lane folds its share
-                acc_combine(lp, x[u]);
-                live = shares = true;
+        for (int j = 1; j < RJ_KT; j++) {
+            long long kj = rk[j];
+            if (kj == curk) {
+                acc_combine(cur, ra[j]);
                 continue;
             }
-            if (shares) {   // the shares join the carry, in lane 0
-                Acc w = rj_warp_reduce<1>(lp, 32);
-                if (lane == 0) acc_combine(ca, w);
-                acc_init(lp);
-                shares = false;
-            }
-#endif
-            unsigned starts = heads | 1u;
-            unsigned above = heads & ~((2u << lane) - 1u);   // lane 31: 2u << 31 is 0
-            int rend = above ? __ffs(above) - 2 : 31;
-            int rstart = 31 - __clz(starts & (full >> (31 - lane)));
-            int longest = __reduce_max_sync(full, (unsigned)(rend - rstart + 1));
-            Acc a = x[u];
-            for (int s = 1; s < longest; s <<= 1) {   // uniform
-                Acc o = acc_shfl_down(a, s);
-                if (lane + s <= rend) acc_combine(a, o);
-            }
-            bool c_done = live && (heads & 1u);   // the carry ended at the last step's lane 31
-            if (lane == 0 && !(heads & 1u)) {     // lane 0 goes on with the carry
-                Acc c = ca;
-                acc_combine(c, a);
-                a = c;
-            }
-            bool mine = ((starts >> lane) & 1u) && rend < 31;   // a run that ends in this step
-            unsigned comp = __ballot_sync(full, mine);
-            int first = -1;
-            if (want && !c_done && comp) first = __ffs(comp) - 1;   // uniform
-            if (first >= 0) {
-                Acc h = acc_shfl_down(a, first);
-                long long hkey = __shfl_sync(full, k[u], first);
-                if (lane == 0) {
-                    ha = h;
-                    hk = hkey;
-                }
-            }
-            if (lane == 0 && c_done) {
-                if (want) {
-                    ha = ca;
-                    hk = kp;   // lane 0's kp: the carry's key
-                } else if (kp >= 0 && kp < nk) {
-                    acc_write(P, kp, ca);
-                }
-            }
-            if (c_done || comp) want = false;
-            if (mine && lane != first) {
-                if (k[u] >= 0 && k[u] < nk) acc_write(P, k[u], a);
-                else bad = 1;
-            }
-            // the run open at lane 31 is the new carry
-            Acc nc = acc_shfl_down(a, 31 - __clz(starts));
-            if (lane == 0) ca = nc;
-            live = true;
+            bad |= kj < curk || kj >= nk;
+            if (kj > curk + 1) rj_key_gap(P, curk, kj, nk);
+            if (closed) rj_key_put(P, curk, cur, nk, bad);
+            else fa = cur;
+            closed = true;
+            curk = kj;
+            cur = ra[j];
         }
+        unsigned heads = __ballot_sync(full, head0), starts = heads | __ballot_sync(full, closed);
+#if !RJ_ORDERED
+        if (starts == 0) {   // one run through the tile: each lane folds its share
+            acc_combine(lp, cur);
+            shares = live = true;
+            continue;        // ck is every lane's key already
+        }
+        if (shares) {   // the shares join the carry, in lane 0
+            Acc w = rj_warp_reduce<1>(lp, 32);
+            if (lane == 0) acc_combine(ca, w);
+            acc_init(lp);
+            shares = false;
+        }
+#endif
+        if (lane == 0 && !head0) {   // lane 0's first run goes on with the carry
+            Acc c = ca;
+            acc_combine(c, closed ? fa : cur);
+            if (closed) fa = c;
+            else cur = c;
+        }
+        // v: the run open at the end of each lane, folded over the lanes it
+        // spans (from the last lane at or before this one that starts a run)
+        int m = 31 - __clz((starts | 1u) & (full >> (31 - lane)));
+        int longest = (int)__reduce_max_sync(full, (unsigned)(lane - m + 1));
+        Acc v = cur;
+        for (int s = 1; s < longest; s <<= 1) {   // uniform
+            Acc o = acc_shfl_idx(v, lane >= s ? lane - s : 0);
+            if (lane - s >= m) {
+                acc_combine(o, v);
+                v = o;
+            }
+        }
+        Acc before = acc_shfl_idx(v, lane > 0 ? lane - 1 : 0);   // the run coming into this lane
+        // what completes here: e1, the run coming in, ended before this lane;
+        // e2, this lane's first run, ended inside it
+        bool e1 = head0 && (lane > 0 || live), e2 = closed;
+        long long e1k = lane > 0 ? kprev : ck, e2k = fk;
+        Acc e1a = lane > 0 ? before : ca, e2a = fa;
+        if (closed && !head0 && lane > 0) {
+            e2a = before;
+            acc_combine(e2a, fa);
+        }
+        // the warp's first complete run is kept for the block: the lowest
+        int held = -1;
+        bool held1 = false;
+        unsigned any = __ballot_sync(full, e1 || e2);
+        if (want && any) {   // uniform
+            held = __ffs(any) - 1;
+            held1 = rj_shfl_idx(e1, held);
+            Acc h = acc_shfl_idx(held1 ? e1a : e2a, held);
+            long long hkey = __shfl_sync(full, held1 ? e1k : e2k, held);
+            if (lane == 0) {
+                ha = h;
+                hk = hkey;
+            }
+            want = false;
+        }
+        if (e1 && !(lane == held && held1)) rj_key_put(P, e1k, e1a, nk, bad);
+        if (e2 && !(lane == held && !held1)) rj_key_put(P, e2k, e2a, nk, bad);
+        Acc nc = acc_shfl_idx(v, 31);   // the run open at the tile's end
+        if (lane == 0) ca = nc;
+        ck = __shfl_sync(full, curk, 31);
+        live = true;
     }
 #if !RJ_ORDERED
     if (shares) {
@@ -667,19 +776,21 @@ __device__ __forceinline__ void rj_key_runs(const Params &P, rj_flt &F, const lo
         if (lane == 0) acc_combine(ca, w);
     }
 #endif
+    (void)shares;
     tk = ck;
     ta = ca;
 }
 
-// The block's warps leave their items (first complete run, last run) in
-// shared memory in order; warp 0 folds them.  keep: the block's own first
-// and last runs are kept for the last block (hk/ha, tk/ta in thread 0);
-// otherwise everything is written.
+// The block's warps leave their two items each (first complete run, last
+// run) in shared memory in order; warp 0 folds them.  keep: the block's own
+// first and last runs are kept (bhk/bha, btk/bta, in thread 0); otherwise
+// everything is written.
 __device__ __forceinline__ void rj_key_block_items(const Params &P, long long *sk, Acc *sa, long long hk, const Acc &ha,
                                                    long long tk, const Acc &ta, bool keep, long long &bhk, Acc &bha,
                                                    long long &btk, Acc &bta, int &bad)
 {
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    __syncthreads();   // the tiles in sk and sa are read
     if (lane == 0) {
         // no complete run: an empty item with the last run's key folds into it
         sk[2 * warp] = hk >= 0 ? hk : tk;
@@ -690,10 +801,8 @@ __device__ __forceinline__ void rj_key_block_items(const Params &P, long long *s
     }
     __syncthreads();
     if (warp == 0) {
-        rj_flt F;
-        rj_flt_init(F);
-        rj_key_runs<false>(P, F, NULL, NULL, sk, sa, 0, 2 * (RJ_BLOCK / 32), keep, bhk, bha, btk, bta, bad);
-        if (!keep && lane == 0 && btk >= 0 && btk < P.v[RJ_NOUT]) acc_write(P, btk, bta);
+        rj_key_items(P, sk, sa, 0, 2 * (RJ_BLOCK / 32), keep, bhk, bha, btk, bta, bad);
+        if (!keep && lane == 0) rj_key_put(P, btk, bta, P.v[RJ_NOUT], bad);
     }
 }
 
@@ -702,29 +811,32 @@ __device__ __forceinline__ void rj_key_block_items(const Params &P, long long *s
 // (folds), 2b and 2b+1; the last block folds them all.
 __device__ __forceinline__ void rj_key_fused(const Params &P)
 {
-    __shared__ long long sk[2 * (RJ_BLOCK / 32)];
-    __shared__ Acc sa[2 * (RJ_BLOCK / 32)];
+    __shared__ long long sk[RJ_BLOCK / 32][RJ_KTILE];
+    __shared__ Acc sa[RJ_BLOCK / 32][RJ_KTILE];
     __shared__ int last;
+    if (sizeof(Acc) > 32) return;   // the host does not use it then
     long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
     out_range(P, 0, lo, sz);
     long long n = P.v[RJ_N], per = P.v[RJ_PER];
-    long long w = ((long long)blockIdx.x * RJ_BLOCK + threadIdx.x) >> 5;
+    int warp = threadIdx.x >> 5;
+    long long w = (long long)blockIdx.x * (RJ_BLOCK / 32) + warp;
     long long b = w * per < n ? w * per : n, e = b + per < n ? b + per : n;
     rj_flt F;
     rj_flt_init(F);
     int bad = 0;
-    long long hk = -1, tk = -1;
+    long long hk = -1, tk;
     Acc ha, ta;
-    acc_init(ta);
-    if (b < e) rj_key_runs<true>(P, F, lo, sz, NULL, NULL, b, e, true, hk, ha, tk, ta, bad);
-    else {   // no elements: empty items with the last key
+    if (b < e) {
+        rj_key_tiles(P, F, lo, sz, sk[warp], sa[warp], b, e, hk, ha, tk, ta, bad);
+    } else {   // no elements: empty items with the last key
         acc_init(ha);
+        acc_init(ta);
         tk = key_at(F, P, lo, sz, n - 1);
     }
     rj_flush(P, F);
     long long bhk, btk;
     Acc bha, bta;
-    rj_key_block_items(P, sk, sa, hk, ha, tk, ta, true, bhk, bha, btk, bta, bad);
+    rj_key_block_items(P, sk[0], sa[0], hk, ha, tk, ta, true, bhk, bha, btk, bta, bad);
     long long *gk = (long long *)P.v[RJ_OFFS];
     Acc *ga = (Acc *)P.v[RJ_PARTIALS];
     if (threadIdx.x == 0) {
@@ -743,18 +855,17 @@ __device__ __forceinline__ void rj_key_fused(const Params &P)
     // the last block: each warp folds a contiguous share of the 2 gridDim.x
     // items, then warp 0 folds the warps' items and writes the rest
     long long ni = 2 * (long long)gridDim.x, wper = (ni + RJ_BLOCK / 32 - 1) / (RJ_BLOCK / 32);
-    int warp = threadIdx.x >> 5;
     long long ib = warp * wper < ni ? warp * wper : ni, ie = ib + wper < ni ? ib + wper : ni;
     bad = 0;
     hk = -1;
-    if (ib < ie) rj_key_runs<false>(P, F, NULL, NULL, gk, ga, ib, ie, true, hk, ha, tk, ta, bad);
-    else {
+    if (ib < ie) {
+        rj_key_items(P, gk, ga, ib, ie, true, hk, ha, tk, ta, bad);
+    } else {
         acc_init(ha);
         acc_init(ta);
         tk = gk[ni - 1];
     }
-    __syncthreads();   // sk and sa are free again
-    rj_key_block_items(P, sk, sa, hk, ha, tk, ta, false, bhk, bha, btk, bta, bad);
+    rj_key_block_items(P, sk[0], sa[0], hk, ha, tk, ta, false, bhk, bha, btk, bta, bad);
     if (threadIdx.x == 0) *(unsigned *)P.v[RJ_COUNTER] = 0u;   // ready for the next launch
 }
 
