@@ -723,7 +723,8 @@ static const struct {
     {"rj_kends", "RJ_ENTRY rj_kends(Params P) { rj_key_ends(P); }\n"},
     {"rj_kscan", "RJ_ENTRY rj_kscan(Params P) { rj_key_scan(P); }\n"},
     {"rj_koffs", "RJ_ENTRY rj_koffs(Params P) { rj_key_offsets(P); }\n"},
-    {"rj_kfused", "RJ_ENTRY rj_kfused(Params P) { rj_key_fused(P); }\n"},
+    /* at most 64 registers: four blocks an SM, as many as its shared memory holds */
+    {"rj_kfused", "extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK, 4) rj_kfused(Params P) { rj_key_fused(P); }\n"},
     {"rj_kpriv", "RJ_ENTRY rj_kpriv(Params P) { rj_keyed_private(P); }\n"},
     {"rj_kcomb", "RJ_ENTRY rj_kcomb(Params P) { rj_keyed_combine(P); }\n"},
     {"rj_split1", "RJ_ENTRY rj_split1(Params P) { rj_split_threads(P); }\n"},
@@ -854,6 +855,8 @@ int cg_generate(const plan *p, int pi, util_arena *a, cg_kernel *out, util_diag 
     util_buf_printf(o, "#define RJ_NPARAMS %d\n#define RJ_NRED %d\n#define RJ_ORDERED %d\n#define RJ_KEYED %d\n"
                        "#define RJ_BLOCK 256\n#define RJ_INNER 1024\n#define RJ_ERR_INDEX %d\n",
                     out->lay.nparams, ps->nred, out->ordered, ps->key != NULL, RED_ERR_INDEX);
+    /* int keys: 32-bit in rj_kfused's tiles */
+    util_buf_printf(o, "#define RJ_KEY32 %d\n", ps->key && (ps->key->type == CT_I32 || ps->key->type == CT_BOOL));
     util_buf_printf(o, "#define RJ_HALF %d\n#define RJ_SAT %d\n#define RJ_MATH %d\n", calls_any(b, half_fns),
                     calls_any(b, sat_fns), calls_any(b, math_fns));
     util_buf_puts(o, rj_prelude_cuh);

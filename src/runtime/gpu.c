@@ -1141,8 +1141,10 @@ static int read_ws_stats(run_ctx *r, long long st[3])
 {
     gpu_dev *g = r->g;
     util_diag *diag = r->diag;
-    unsigned long long w[11];
-    CU(g->cu.MemcpyDtoHAsync(w, r->ws, sizeof w, r->s), "cuMemcpyDtoHAsync");
+    /* into the pinned staging area when there is one (it is free until the
+     * run's end): a copy to pageable memory is staged by the driver */
+    unsigned long long w_stack[11], *w = g->pinned ? (unsigned long long *)(void *)g->pinned : w_stack;
+    CU(g->cu.MemcpyDtoHAsync(w, r->ws, sizeof w_stack, r->s), "cuMemcpyDtoHAsync");
     CU(g->cu.StreamSynchronize(r->s), "cuStreamSynchronize");
     memcpy(st, &w[8], 3 * sizeof *st);
     return w[0] ? report_device_fault(r, w, r->bufs) : 0;

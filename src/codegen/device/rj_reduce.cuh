@@ -553,9 +553,20 @@ __device__ __forceinline__ void rj_key_scan(const Params &P)
 #define RJ_KROW (RJ_KT + 1)
 #define RJ_KTILE (sizeof(Acc) <= 32 ? 32 * RJ_KROW : 1)
 
+// Keys in the tiles: 32-bit when the key expression is an int (half the
+// shared memory, the compares and the shuffles), else 64-bit.  As unsigned,
+// a negative key is out of range too.
+#if RJ_KEY32
+typedef int rj_key;
+typedef unsigned rj_ukey;
+#else
+typedef long long rj_key;
+typedef unsigned long long rj_ukey;
+#endif
+
 __device__ __forceinline__ void rj_key_put(const Params &P, long long k, const Acc &a, long long nk, int &bad)
 {
-    if (k >= 0 && k < nk) acc_write(P, k, a);
+    if ((unsigned long long)k < (unsigned long long)nk) acc_write(P, k, a);
     else bad = 1;
 }
 
@@ -642,15 +653,16 @@ __device__ __forceinline__ void rj_key_items(const Params &P, const long long *i
 // memory.  Returns its first complete run in hk/ha (-1 if none) and its last
 // run in tk/ta (ha and ta valid in lane 0); writes every other run.
 __device__ __forceinline__ void rj_key_tiles(const Params &P, rj_flt &F, const long long *lo, const long long *sz,
-                                             long long *sk, Acc *sa, long long begin, long long end, long long &hk,
+                                             rj_key *sk, Acc *sa, long long begin, long long end, long long &hk,
                                              Acc &ha, long long &tk, Acc &ta, int &bad)
 {
     const unsigned full = 0xffffffffu;
     int lane = threadIdx.x & 31;
     long long nk = P.v[RJ_NOUT];
+    rj_ukey unk = (rj_ukey)nk;   // int keys: nk is at most 2^31
     // the carry: the run open before this tile, its fold in lane 0; at the
     // start, the key before the range, whose run is not this warp's
-    long long ck = begin > 0 ? key_at(F, P, lo, sz, begin - 1) : -1;
+    rj_key ck = begin > 0 ? (rj_key)key_at(F, P, lo, sz, begin - 1) : (rj_key)-1;
     Acc ca, lp;   // lp: this lane's share of the carry (commutative operators)
     acc_init(ca);
     acc_init(lp);
@@ -659,15 +671,27 @@ __device__ __forceinline__ void rj_key_tiles(const Params &P, rj_flt &F, const l
     bool live = false, want = true, shares = false;
     for (long long base = begin; base < end; base += 32 * RJ_KT) {   // uniform in the warp
         {
-            long long k[RJ_KT];
+            rj_key k[RJ_KT];
             Acc x[RJ_KT];
 #pragma unroll
             for (int j = 0; j < RJ_KT; j++) {   // past the end: the last key again, no value
                 long long t = base + j * 32 + lane, tc = t < end ? t : end - 1;
                 acc_init(x[j]);
-                k[j] = key_at(F, P, lo, sz, tc);
+                k[j] = (rj_key)key_at(F, P, lo, sz, tc);
                 if (t < end) acc_elem(x[j], F, P, 0, lo, sz, t);
             }
+#if !RJ_ORDERED
+            // the carry's key all through the tile: each lane folds its share
+            bool same = true;
+#pragma unroll
+            for (int j = 0; j < RJ_KT; j++) same &= k[j] == ck;
+            if (__all_sync(full, same)) {
+#pragma unroll
+                for (int j = 0; j < RJ_KT; j++) acc_combine(lp, x[j]);
+                shares = live = true;
+                continue;
+            }
+#endif
             __syncwarp();   // the last tile is read
 #pragma unroll
             for (int j = 0; j < RJ_KT; j++) {
@@ -677,42 +701,7 @@ __device__ __forceinline__ void rj_key_tiles(const Params &P, rj_flt &F, const l
             }
             __syncwarp();
         }
-        // this lane's elements, in order: its first run may come from the
-        // lane before; a run that starts and ends here is written now
-        const long long *rk = sk + lane * RJ_KROW;
-        const Acc *ra = sa + lane * RJ_KROW;
-        long long kprev = lane > 0 ? rk[-2] : ck;   // the row before ends with its pad
-        long long fk = rk[0], curk = fk;
-        bool head0 = fk != kprev;   // past the end: the same key, never
-        if (head0) {
-            bad |= fk < kprev || fk >= nk;
-            if (fk > kprev + 1) rj_key_gap(P, kprev, fk, nk);
-        }
-        Acc cur = ra[0], fa;
-        acc_init(fa);
-        bool closed = false;   // the first run ended in this lane
-#pragma unroll
-        for (int j = 1; j < RJ_KT; j++) {
-            long long kj = rk[j];
-            if (kj == curk) {
-                acc_combine(cur, ra[j]);
-                continue;
-            }
-            bad |= kj < curk || kj >= nk;
-            if (kj > curk + 1) rj_key_gap(P, curk, kj, nk);
-            if (closed) rj_key_put(P, curk, cur, nk, bad);
-            else fa = cur;
-            closed = true;
-            curk = kj;
-            cur = ra[j];
-        }
-        unsigned heads = __ballot_sync(full, head0), starts = heads | __ballot_sync(full, closed);
 #if !RJ_ORDERED
-        if (starts == 0) {   // one run through the tile: each lane folds its share
-            acc_combine(lp, cur);
-            shares = live = true;
-            continue;        // ck is every lane's key already
-        }
         if (shares) {   // the shares join the carry, in lane 0
             Acc w = rj_warp_reduce<1>(lp, 32);
             if (lane == 0) acc_combine(ca, w);
@@ -720,6 +709,36 @@ __device__ __forceinline__ void rj_key_tiles(const Params &P, rj_flt &F, const l
             shares = false;
         }
 #endif
+        // this lane's elements, in order: its first run may come from the
+        // lane before; a run that starts and ends here is written now
+        const rj_key *rk = sk + lane * RJ_KROW;
+        const Acc *ra = sa + lane * RJ_KROW;
+        rj_key kprev = lane > 0 ? rk[-2] : ck;   // the row before ends with its pad
+        rj_key fk = rk[0], curk = fk;
+        bool head0 = fk != kprev;   // past the end: the same key, never
+        if (head0) {
+            bad |= fk < kprev || (rj_ukey)fk >= unk;
+            if ((long long)fk > (long long)kprev + 1) rj_key_gap(P, kprev, fk, nk);
+        }
+        Acc cur = ra[0], fa;
+        acc_init(fa);
+        bool closed = false;   // the first run ended in this lane
+#pragma unroll
+        for (int j = 1; j < RJ_KT; j++) {
+            rj_key kj = rk[j];
+            if (kj == curk) {
+                acc_combine(cur, ra[j]);
+                continue;
+            }
+            bad |= kj < curk || (rj_ukey)kj >= unk;
+            if ((long long)kj > (long long)curk + 1) rj_key_gap(P, curk, kj, nk);
+            if (closed) rj_key_put(P, curk, cur, nk, bad);
+            else fa = cur;
+            closed = true;
+            curk = kj;
+            cur = ra[j];
+        }
+        unsigned heads = __ballot_sync(full, head0), starts = heads | __ballot_sync(full, closed);
         if (lane == 0 && !head0) {   // lane 0's first run goes on with the carry
             Acc c = ca;
             acc_combine(c, closed ? fa : cur);
@@ -742,7 +761,7 @@ __device__ __forceinline__ void rj_key_tiles(const Params &P, rj_flt &F, const l
         // what completes here: e1, the run coming in, ended before this lane;
         // e2, this lane's first run, ended inside it
         bool e1 = head0 && (lane > 0 || live), e2 = closed;
-        long long e1k = lane > 0 ? kprev : ck, e2k = fk;
+        rj_key e1k = lane > 0 ? kprev : ck, e2k = fk;
         Acc e1a = lane > 0 ? before : ca, e2a = fa;
         if (closed && !head0 && lane > 0) {
             e2a = before;
@@ -756,7 +775,7 @@ __device__ __forceinline__ void rj_key_tiles(const Params &P, rj_flt &F, const l
             held = __ffs(any) - 1;
             held1 = rj_shfl_idx(e1, held);
             Acc h = acc_shfl_idx(held1 ? e1a : e2a, held);
-            long long hkey = __shfl_sync(full, held1 ? e1k : e2k, held);
+            rj_key hkey = __shfl_sync(full, held1 ? e1k : e2k, held);
             if (lane == 0) {
                 ha = h;
                 hk = hkey;
@@ -790,7 +809,7 @@ __device__ __forceinline__ void rj_key_block_items(const Params &P, long long *s
                                                    long long &btk, Acc &bta, int &bad)
 {
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    __syncthreads();   // the tiles in sk and sa are read
+    __syncthreads();   // the items of a previous call are read
     if (lane == 0) {
         // no complete run: an empty item with the last run's key folds into it
         sk[2 * warp] = hk >= 0 ? hk : tk;
@@ -811,8 +830,10 @@ __device__ __forceinline__ void rj_key_block_items(const Params &P, long long *s
 // (folds), 2b and 2b+1; the last block folds them all.
 __device__ __forceinline__ void rj_key_fused(const Params &P)
 {
-    __shared__ long long sk[RJ_BLOCK / 32][RJ_KTILE];
+    __shared__ rj_key sk[RJ_BLOCK / 32][RJ_KTILE];
     __shared__ Acc sa[RJ_BLOCK / 32][RJ_KTILE];
+    __shared__ long long ik[2 * (RJ_BLOCK / 32)];   // the warps' items
+    __shared__ Acc ia[2 * (RJ_BLOCK / 32)];
     __shared__ int last;
     if (sizeof(Acc) > 32) return;   // the host does not use it then
     long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
@@ -836,7 +857,7 @@ __device__ __forceinline__ void rj_key_fused(const Params &P)
     rj_flush(P, F);
     long long bhk, btk;
     Acc bha, bta;
-    rj_key_block_items(P, sk[0], sa[0], hk, ha, tk, ta, true, bhk, bha, btk, bta, bad);
+    rj_key_block_items(P, ik, ia, hk, ha, tk, ta, true, bhk, bha, btk, bta, bad);
     long long *gk = (long long *)P.v[RJ_OFFS];
     Acc *ga = (Acc *)P.v[RJ_PARTIALS];
     if (threadIdx.x == 0) {
@@ -865,7 +886,7 @@ __device__ __forceinline__ void rj_key_fused(const Params &P)
         acc_init(ta);
         tk = gk[ni - 1];
     }
-    rj_key_block_items(P, sk[0], sa[0], hk, ha, tk, ta, false, bhk, bha, btk, bta, bad);
+    rj_key_block_items(P, ik, ia, hk, ha, tk, ta, false, bhk, bha, btk, bta, bad);
     if (threadIdx.x == 0) *(unsigned *)P.v[RJ_COUNTER] = 0u;   // ready for the next launch
 }
 
