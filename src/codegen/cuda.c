@@ -633,6 +633,11 @@ static void emit_temp_offset(gen *g, int temp, const char *o_name)
     int nd = g->p->temps[temp].ndim;
     util_buf *o = g->o;
     util_buf_puts(o, "    long long off = 0;\n");
+    if (ps->key && nd == 1) {
+        /* a keyed pass's outputs are its own, contiguous: stride 1 */
+        util_buf_printf(o, "    off = %s;\n", o_name);
+        return;
+    }
     if (ps->key) {
         util_buf_printf(o, "    off = %s * P.v[%d];\n", o_name, base + 1 + nd);
         return;
@@ -856,7 +861,9 @@ int cg_generate(const plan *p, int pi, util_arena *a, cg_kernel *out, util_diag 
                        "#define RJ_BLOCK 256\n#define RJ_INNER 1024\n#define RJ_ERR_INDEX %d\n",
                     out->lay.nparams, ps->nred, out->ordered, ps->key != NULL, RED_ERR_INDEX);
     /* int keys: 32-bit in rj_kfused's tiles */
-    util_buf_printf(o, "#define RJ_KEY32 %d\n", ps->key && (ps->key->type == CT_I32 || ps->key->type == CT_BOOL));
+    const ir *kx = ps->key;
+    while (kx && kx->kind == IR_CAST && kx->type == CT_I64) kx = kx->args[0];   /* the checker widens keys */
+    util_buf_printf(o, "#define RJ_KEY32 %d\n", kx && (kx->type == CT_I32 || kx->type == CT_BOOL));
     util_buf_printf(o, "#define RJ_HALF %d\n#define RJ_SAT %d\n#define RJ_MATH %d\n", calls_any(b, half_fns),
                     calls_any(b, sat_fns), calls_any(b, math_fns));
     util_buf_puts(o, rj_prelude_cuh);

@@ -160,6 +160,18 @@ int gpu_compile_only(const plan *p, const char *arch, util_diag *diag)
             size_t n = 0;
             double ms;
             rc = nvrtc_compile(util_buf_str(&k.src), arch, &cubin, &n, &ms, diag);
+            /* REDJIT_DUMP_CUBIN=DIR keeps each pass's cubin (DIR/passN.cubin),
+             * for cuobjdump -sass when studying the code a strategy makes */
+            const char *dump = getenv("REDJIT_DUMP_CUBIN");
+            if (!rc && dump && cubin) {
+                char path[4096];
+                snprintf(path, sizeof path, "%s/pass%d.cubin", dump, pi);
+                FILE *f = fopen(path, "wb");
+                if (f) {
+                    fwrite(cubin, 1, n, f);
+                    fclose(f);
+                }
+            }
             free(cubin);
         }
         util_buf_free(&k.src);

@@ -720,23 +720,31 @@ __device__ __forceinline__ void rj_key_tiles(const Params &P, rj_flt &F, const l
             bad |= fk < kprev || (rj_ukey)fk >= unk;
             if ((long long)fk > (long long)kprev + 1) rj_key_gap(P, kprev, fk, nk);
         }
+        // without branches but for the rare gap: every element selects
+        // whether it starts a run, and the run it ends is stored under a
+        // predicate (a branch an element diverged for short runs)
         Acc cur = ra[0], fa;
         acc_init(fa);
-        bool closed = false;   // the first run ended in this lane
+        bool closed = false, gaps = false;   // the first run ended in this lane
 #pragma unroll
         for (int j = 1; j < RJ_KT; j++) {
             rj_key kj = rk[j];
-            if (kj == curk) {
-                acc_combine(cur, ra[j]);
-                continue;
-            }
-            bad |= kj < curk || (rj_ukey)kj >= unk;
-            if ((long long)kj > (long long)curk + 1) rj_key_gap(P, curk, kj, nk);
-            if (closed) rj_key_put(P, curk, cur, nk, bad);
-            else fa = cur;
-            closed = true;
+            Acc xj = ra[j];
+            bool nb = kj != curk;
+            bad |= nb && (kj < curk || (rj_ukey)kj >= unk);
+            gaps |= nb && (long long)kj > (long long)curk + 1;
+            if (nb && closed && (rj_ukey)curk < unk) acc_write(P, curk, cur);
+            if (nb && !closed) fa = cur;
+            closed |= nb;
+            Acc c = cur;
+            acc_combine(c, xj);
+            cur = nb ? xj : c;
             curk = kj;
-            cur = ra[j];
+        }
+        if (gaps) {   // keys with no elements between this lane's runs
+#pragma unroll 1
+            for (int j = 1; j < RJ_KT; j++)
+                if ((long long)rk[j] > (long long)rk[j - 1] + 1) rj_key_gap(P, rk[j - 1], rk[j], nk);
         }
         unsigned heads = __ballot_sync(full, head0), starts = heads | __ballot_sync(full, closed);
         if (lane == 0 && !head0) {   // lane 0's first run goes on with the carry
