@@ -1250,7 +1250,8 @@ static int key_segments(run_ctx *r, pass_entry *e, const plan_pass *ps, long lon
 /* Sorted keys in one pass (rj_kfused, for accumulators of up to 32 bytes,
  * whose tiles fit in shared memory): a grid that fills the GPU once, each
  * warp on a contiguous range, two items a block for the last block to fold.
- * *bad: the kernel found the keys unsorted, or one outside 0..nkeys-1. */
+ * *bad: the kernel found the keys unsorted, or one outside 0..nkeys-1; with
+ * bad NULL the flag (key statistics [2]) is left for the run's last read. */
 static int key_fused(run_ctx *r, pass_entry *e, long long N, long long nkeys, int *bad)
 {
     gpu_dev *g = r->g;
@@ -1274,14 +1275,20 @@ static int key_fused(run_ctx *r, pass_entry *e, long long N, long long nkeys, in
     P[7] = 0;
     P[8] = (long long)items;
     rc = launch(r, e, "rj_kfused", grid);
+    if (rc || !bad) return rc;   /* no bad: the caller reads the flag later */
     long long chk[3] = {0, 0, 0};
-    if (!rc) rc = read_ws_stats(r, chk);
+    rc = read_ws_stats(r, chk);
     *bad = chk[2] != 0;
     return rc;
 }
 
-int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_device, const plan_value *scalars,
-                int strategy, gpu_run *run, cpu_temps *out, util_diag *diag)
+/* execute's answer when the last pass's keys, assumed sorted, were not:
+ * everything is given back, and the caller runs the plan again without the
+ * assumption (never reaches the library's caller) */
+#define KEYS_RETRY (-1000)
+
+static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_device, const plan_value *scalars,
+                   int strategy, gpu_run *run, cpu_temps *out, util_diag *diag, int retry)
 {
     pthread_mutex_lock(&g->lock);
     int rc = 0;
@@ -1331,6 +1338,11 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
     /* the host's staging area for the workspace and small results, before
      * any pass: a run without it copies its results one by one */
     if (!rc && !g->pinned && !g->cu.MemHostAlloc((void **)&g->pinned, PINNED_SIZE, 0)) g->pinned_size = PINNED_SIZE;
+    /* a run that ends by reading its workspace back can leave the check of
+     * its last pass's sorted keys to that read (see key_fused) */
+    int ends_synced = 0, keys_deferred = 0;
+    for (int i = 0; !rc && i < p->nresults; i++) ends_synced |= to_host[p->results[i].temp];
+    ends_synced = (ends_synced || !run->stream || run->device_results == RED_RESULTS_HOST) && g->pinned;
     /* this run's own fault record, persistent-grid counter and key stats, so
      * runs on different streams never share them */
     if (run->timings) events_take(g, run->ev);
@@ -1436,6 +1448,8 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
         int key_mode = (strategy == RED_STRATEGY_AUTO || strategy == RED_STRATEGY_SEGMENTED) && e->k.acc_size <= 32
                            ? KEYS_FUSED
                            : KEYS_OFFSETS;
+        /* the second run after KEYS_RETRY: the last pass's keys are not sorted */
+        if (retry && pi == p->npasses - 1 && key_mode == KEYS_FUSED) key_mode = KEYS_SCAN;
         size_t ws_before = ws_used;
     keys_again:;
         long long nkeys = 0;
@@ -1501,8 +1515,13 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
             if (nkeys == 0) {
                 /* nothing to reduce: the result is empty */
             } else if (sorted && !offs) {
-                int bad = 0;
-                rc = key_fused(&r, e, N, nkeys, &bad);
+                int bad = 0, defer = !retry && ends_synced && pi == p->npasses - 1;
+                rc = key_fused(&r, e, N, nkeys, defer ? NULL : &bad);
+                if (defer) {
+                    /* the key statistics come back with the results */
+                    keys_deferred = 1;
+                    if (ws_used < 64 + 24) ws_used = 64 + 24;
+                }
                 if (!rc && bad) {
                     /* not sorted after all (or a key past the last one): the
                      * outputs, sized by the last key, go back, and the keys
@@ -1611,7 +1630,7 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
      * covers everything; a run with a stream whose results all stay on the
      * device is left queued (pending) instead */
     int queued = run->stream && run->device_results != RED_RESULTS_HOST && !any_to_host;
-    int have_err = 0;
+    int have_err = 0, ws_dirty = 0;
     unsigned long long err[4] = {0};
     if (!rc && !queued && g->pinned) {
         CUresult cr = g->cu.MemcpyDtoHAsync(g->pinned, run->ws, ws_used, s);
@@ -1622,6 +1641,15 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
             memcpy(err, g->pinned, 32);
             have_err = 1;
             for (int k = 0; k < nstaged; k++) memcpy(staged[k].dst, g->pinned + staged[k].off, staged[k].bytes);
+            unsigned long long flag;
+            memcpy(&flag, g->pinned + 64 + 16, sizeof flag);
+            if (keys_deferred && flag) {
+                /* unsorted keys after all: nothing of this run counts, not
+                 * even a fault (the results it came from are wrong) */
+                rc = KEYS_RETRY;
+                ws_dirty = err[0] != 0;
+                err[0] = 0;
+            }
         }
     } else if (run->ev[3] && g->cu.EventRecord(run->ev[3], s)) {
         run->timing_failed = 1;
@@ -1662,7 +1690,7 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
         run->ws = 0;
         read_timings(g, run);
         run_release(g, run);
-        if (err[0]) pool_put(g, ws);
+        if (err[0] || ws_dirty) pool_put(g, ws);
         else ws_put_clean(g, ws);
         pthread_mutex_unlock(&g->lock);
     } else {
@@ -1677,4 +1705,13 @@ int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_dev
     }
     if (scratch != scratch_stack.bytes) free(scratch);
     return rc ? rc : frc;
+}
+
+int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_device, const plan_value *scalars,
+                int strategy, gpu_run *run, cpu_temps *out, util_diag *diag)
+{
+    int rc = execute(g, p, bufs, on_device, scalars, strategy, run, out, diag, 0);
+    if (rc != KEYS_RETRY) return rc;
+    cpu_temps_free(out);
+    return execute(g, p, bufs, on_device, scalars, strategy, run, out, diag, 1);
 }
