@@ -862,6 +862,12 @@ __device__ __forceinline__ void rj_key_fused(const Params &P)
         acc_init(ta);
         tk = key_at(F, P, lo, sz, n - 1);
     }
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        // what rj_key_ends would have found: the host may have taken the
+        // count from an earlier run of the same arrays
+        long long k0 = key_at(F, P, lo, sz, 0), kl = key_at(F, P, lo, sz, n - 1);
+        bad |= k0 < 0 || kl != P.v[RJ_NOUT] - 1;
+    }
     rj_flush(P, F);
     long long bhk, btk;
     Acc bha, bta;
