@@ -1243,10 +1243,11 @@ static int key_segments(run_ctx *r, pass_entry *e, const plan_pass *ps, long lon
     if (st[1] >= ((long long)1 << 40))
         return util_diag_at(diag, p->src, ps->key_pos, RED_ERR_LIMIT, "key %lld is too large", st[1]);
     *nkeys = st[1] + 1;
-    /* sorted keys come here only when their offsets did not fit, or when
-     * rj_kfused saw a key outside the count its first and last key gave */
+    /* sorted keys come here when their offsets did not fit, or asked to
+     * (KEYS_SCAN: the rerun after a key count taken from an earlier run
+     * proved wrong); then rj_kfused runs with the count found here */
     if (*sorted && alloc.code) return util_diag_set(diag, alloc.code, "%s", alloc.msg);
-    if (*sorted) return util_diag_set(diag, RED_ERR_INTERNAL, "key statistics disagree");
+    if (*sorted && mode != KEYS_SCAN) return util_diag_set(diag, RED_ERR_INTERNAL, "key statistics disagree");
     return 0;
 }
 
@@ -1452,7 +1453,8 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
         int key_mode = (strategy == RED_STRATEGY_AUTO || strategy == RED_STRATEGY_SEGMENTED) && e->k.acc_size <= 32
                            ? KEYS_FUSED
                            : KEYS_OFFSETS;
-        /* the second run after KEYS_RETRY: the last pass's keys are not sorted */
+        /* the second run after KEYS_RETRY: the last pass's keys are not
+         * sorted, or their count was not the one taken from the run before */
         if (retry && pi == p->npasses - 1 && key_mode == KEYS_FUSED) key_mode = KEYS_SCAN;
         size_t ws_before = ws_used;
     keys_again:;
@@ -1541,7 +1543,10 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
                     keys_deferred = 1;
                     if (ws_used < 64 + 24) ws_used = 64 + 24;
                 }
-                if (!rc && bad) {
+                if (!rc && bad && key_mode == KEYS_SCAN) {
+                    /* the scan found them sorted, and rj_kfused did not */
+                    rc = util_diag_set(diag, RED_ERR_INTERNAL, "key statistics disagree");
+                } else if (!rc && bad) {
                     /* not sorted after all (or a key past the last one): the
                      * outputs, sized by the last key, go back, and the keys
                      * are scanned */
