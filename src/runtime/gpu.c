@@ -1256,10 +1256,15 @@ static int key_segments(run_ctx *r, pass_entry *e, const plan_pass *ps, long lon
  * warp on a contiguous range, two items a block for the last block to fold.
  * *bad: the kernel found the keys unsorted, or one outside 0..nkeys-1; with
  * bad NULL the flag (key statistics [2]) is left for the run's last read. */
-static int key_fused(run_ctx *r, pass_entry *e, long long N, long long nkeys, int *bad)
+static int key_fused(run_ctx *r, pass_entry *e, long long N, long long nkeys, int zero_flag, int *bad)
 {
     gpu_dev *g = r->g;
+    util_diag *diag = r->diag;
     long long *P = r->params;
+    /* the flag word is rj_kends's to clear; without it (a key count taken
+     * from the run before, or found by rj_kscan, which sets the word to 1
+     * for "sorted") it is cleared here */
+    if (zero_flag) CU(g->cu.MemsetD8Async(r->ws + 64 + 16, 0, 8, r->s), "cuMemsetD8Async");
     long long grid = 1;
     int rc = occupancy_grid(r, e, "rj_kfused", &grid);
     if (rc) return rc;
@@ -1537,7 +1542,7 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
                 /* nothing to reduce: the result is empty */
             } else if (sorted && !offs) {
                 int bad = 0, defer = !retry && ends_synced && pi == p->npasses - 1;
-                rc = key_fused(&r, e, N, nkeys, defer ? NULL : &bad);
+                rc = key_fused(&r, e, N, nkeys, spec_e == e || key_mode == KEYS_SCAN, defer ? NULL : &bad);
                 if (defer) {
                     /* the key statistics come back with the results */
                     keys_deferred = 1;
