@@ -401,14 +401,17 @@ __device__ __forceinline__ void rj_count_all(const Params &P)
 // ---- keys -------------------------------------------------------------------
 #if RJ_KEYED
 
-// Sorted keys are the common case and take two launches over the keys:
-// rj_key_ends reads the first and the last key (the host sizes the result
-// from them), rj_key_offsets writes the segment starts and checks on the way
-// that the keys really are sorted and within 0..nkeys-1.  Only when they are
-// not does the host fall back to rj_key_scan and private rows.
+// Sorted keys are the common case.  rj_key_ends reads the first and the
+// last key (the host sizes the result from them; a run may skip it and take
+// the count from the run before, which rj_key_fused then checks), and
+// rj_key_fused (below) reduces the keys in one pass, checking on the way that
+// they are sorted and within 0..nkeys-1.  Forced tree, sequential and
+// persistent strategies take rj_key_offsets instead, which writes the segment
+// starts (with the same checks) for the segment kernels.  Keys that fail the
+// checks take rj_key_scan and private rows.
 
 // P.v[RJ_KSTATS][0..1] = first and last key; [2] = 0, the flag word
-// rj_key_offsets raises.  One thread.
+// rj_key_offsets and rj_key_fused raise.  One thread.
 __device__ __forceinline__ void rj_key_ends(const Params &P)
 {
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
