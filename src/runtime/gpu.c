@@ -432,9 +432,10 @@ static void pool_put(gpu_dev *g, CUdeviceptr p)
 }
 
 /* A run's workspace (fault record at 0, persistent-grid counter at 32, key
- * statistics at 64), which must start with the first 40 bytes zero.  A run
- * that ends without a fault leaves them so (the persistent kernel resets its
- * counter), and gives the buffer back marked clean; taking a clean one saves
+ * statistics at 64), which must start with the first 40 bytes and the key
+ * flag word at 80 zero.  A run that ends without a fault and with that word
+ * zero leaves them so (the persistent kernel resets its counter), and gives
+ * the buffer back marked clean; taking a clean one saves
  * a memset, a GPU operation of its own on every call.  From WS_HEAD on it
  * holds the run's small results bound for the host: written there by the
  * kernels, they come back in the same copy as the fault record (one copy a
@@ -1187,7 +1188,7 @@ static int key_offsets(run_ctx *r, pass_entry *e, long long N)
  * the error messages and the private rows (unsorted keys have no offsets). */
 enum { KEYS_FUSED, KEYS_OFFSETS, KEYS_SCAN };
 static int key_segments(run_ctx *r, pass_entry *e, const plan_pass *ps, long long N, int mode, long long *nkeys,
-                        int *sorted, CUdeviceptr *offs)
+                        int *sorted, CUdeviceptr *offs, int *flag_dirty)
 {
     gpu_dev *g = r->g;
     util_diag *diag = r->diag;
@@ -1201,6 +1202,7 @@ static int key_segments(run_ctx *r, pass_entry *e, const plan_pass *ps, long lon
         rc = launch(r, e, "rj_kends", 1);
         if (!rc) rc = read_ws_stats(r, st);
         if (rc) return rc;
+        *flag_dirty = 0;   /* rj_kends cleared it */
     }
     int plausible = mode != KEYS_SCAN && st[0] >= 0 && st[1] >= st[0] && st[1] < ((long long)1 << 40);
     if (plausible && mode == KEYS_FUSED) {
@@ -1225,7 +1227,9 @@ static int key_segments(run_ctx *r, pass_entry *e, const plan_pass *ps, long lon
         }
     }
     *offs = 0;
-    /* not sorted, or a key out of range: scan them all */
+    /* not sorted, or a key out of range: scan them all (the flag word is
+     * rj_kscan's "sorted", 1 to start with) */
+    *flag_dirty = 1;
     long long init[3] = {0x7fffffffffffffffll, -1, 1};
     CU(g->cu.MemcpyHtoDAsync(r->ws + 64, init, 24, r->s), "cuMemcpyHtoDAsync");
     rc = launch(r, e, "rj_kscan", cdiv(N, BLOCK) < 8 * g->nsm ? cdiv(N, BLOCK) : 8 * g->nsm);
@@ -1261,9 +1265,9 @@ static int key_fused(run_ctx *r, pass_entry *e, long long N, long long nkeys, in
     gpu_dev *g = r->g;
     util_diag *diag = r->diag;
     long long *P = r->params;
-    /* the flag word is rj_kends's to clear; without it (a key count taken
-     * from the run before, or found by rj_kscan, which sets the word to 1
-     * for "sorted") it is cleared here */
+    /* the flag word is zero in a clean workspace and after rj_kends; after
+     * rj_kscan (which leaves its "sorted" there) or a raised flag it is
+     * cleared here */
     if (zero_flag) CU(g->cu.MemsetD8Async(r->ws + 64 + 16, 0, 8, r->s), "cuMemsetD8Async");
     long long grid = 1;
     int rc = occupancy_grid(r, e, "rj_kfused", &grid);
@@ -1348,11 +1352,17 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
      * any pass: a run without it copies its results one by one */
     if (!rc && !g->pinned && !g->cu.MemHostAlloc((void **)&g->pinned, PINNED_SIZE, 0)) g->pinned_size = PINNED_SIZE;
     /* a run that ends by reading its workspace back can leave the check of
-     * its last pass's sorted keys to that read (see key_fused) */
+     * its last pass's sorted keys to that read (see key_fused).  A run whose
+     * results stay on the device is left queued at its end, but one whose
+     * last pass is keyed waits for the keys anyway: it ends with that read
+     * too (one wait instead of two, or instead of rj_kends's and a second) */
     int ends_synced = 0, keys_deferred = 0;
+    int flag_dirty = 0;          /* the key flag word may be nonzero (see ws_get) */
     pass_entry *spec_e = NULL;   /* the pass whose key count was taken from last time */
     for (int i = 0; !rc && i < p->nresults; i++) ends_synced |= to_host[p->results[i].temp];
-    ends_synced = (ends_synced || !run->stream || run->device_results == RED_RESULTS_HOST) && g->pinned;
+    ends_synced |= !run->stream || run->device_results == RED_RESULTS_HOST ||
+                   (p->npasses > 0 && p->passes[p->npasses - 1].key && p->passes[p->npasses - 1].nreds);
+    ends_synced = ends_synced && g->pinned;
     /* this run's own fault record, persistent-grid counter and key stats, so
      * runs on different streams never share them */
     if (run->timings) events_take(g, run->ev);
@@ -1480,7 +1490,7 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
                 nkeys = e->nkeys;
                 spec_e = e;
             } else if (N > 0) {
-                rc = key_segments(&r, e, ps, N, key_mode, &nkeys, &sorted, &offs);
+                rc = key_segments(&r, e, ps, N, key_mode, &nkeys, &sorted, &offs, &flag_dirty);
                 if (!rc && kh && sorted && !offs) {
                     e->nkeys_key = kh;
                     e->nkeys = nkeys;
@@ -1542,7 +1552,8 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
                 /* nothing to reduce: the result is empty */
             } else if (sorted && !offs) {
                 int bad = 0, defer = !retry && ends_synced && pi == p->npasses - 1;
-                rc = key_fused(&r, e, N, nkeys, spec_e == e || key_mode == KEYS_SCAN, defer ? NULL : &bad);
+                rc = key_fused(&r, e, N, nkeys, flag_dirty, defer ? NULL : &bad);
+                flag_dirty = defer || bad;   /* deferred: known at the end */
                 if (defer) {
                     /* the key statistics come back with the results */
                     keys_deferred = 1;
@@ -1658,7 +1669,7 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
     /* the fault record and the results beside it in one copy, then one sync
      * covers everything; a run with a stream whose results all stay on the
      * device is left queued (pending) instead */
-    int queued = run->stream && run->device_results != RED_RESULTS_HOST && !any_to_host;
+    int queued = run->stream && run->device_results != RED_RESULTS_HOST && !any_to_host && !keys_deferred;
     int have_err = 0, ws_dirty = 0;
     unsigned long long err[4] = {0};
     if (!rc && !queued && g->pinned) {
@@ -1672,6 +1683,7 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
             for (int k = 0; k < nstaged; k++) memcpy(staged[k].dst, g->pinned + staged[k].off, staged[k].bytes);
             unsigned long long flag;
             memcpy(&flag, g->pinned + 64 + 16, sizeof flag);
+            if (keys_deferred) flag_dirty = flag != 0;
             if (keys_deferred && flag) {
                 /* unsorted keys after all: nothing of this run counts, not
                  * even a fault (the results it came from are wrong) */
@@ -1720,7 +1732,7 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
         run->ws = 0;
         read_timings(g, run);
         run_release(g, run);
-        if (err[0] || ws_dirty) pool_put(g, ws);
+        if (err[0] || ws_dirty || flag_dirty) pool_put(g, ws);
         else ws_put_clean(g, ws);
         pthread_mutex_unlock(&g->lock);
     } else {
