@@ -248,8 +248,9 @@ typedef struct pass_entry {        /* generated and loaded kernels of one plan p
     uint64_t count_key;            /* the last ranged count under auto: a hash of the */
     long long count_total;         /* kernel's parameters, and the total it gave (0 key: none) */
     uint64_t nkeys_key;            /* the last fused keyed pass: the same hash, the key */
-    long long nkeys;               /* count it found, and whether guessing it failed once */
-    int nkeys_nospec;
+    long long nkeys;               /* count rj_kfused confirmed, and whether guessing it */
+    int nkeys_nospec;              /* failed once */
+    uint64_t unsorted_key;         /* the same hash when the keys were last found unsorted */
     struct pass_entry *next;
 } pass_entry;
 
@@ -1093,7 +1094,8 @@ int gpu_finish(gpu_dev *g, gpu_run *run, util_diag *diag)
         else if ((cr = g->cu.StreamSynchronize(r.s))) rc = cu_fail(g, cr, "kernel execution (cuStreamSynchronize)", diag);
         if (!rc && err[0]) rc = report_device_fault(&r, err, run->bufs);
         if (!rc && run->ws) {   /* read, and zero: reusable without a memset */
-            ws_put_clean(g, run->ws);
+            if (run->ws_keys_dirty) pool_put(g, run->ws);
+            else ws_put_clean(g, run->ws);
             run->ws = 0;
         }
     }
@@ -1359,6 +1361,9 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
     int ends_synced = 0, keys_deferred = 0;
     int flag_dirty = 0;          /* the key flag word may be nonzero (see ws_get) */
     pass_entry *spec_e = NULL;   /* the pass whose key count was taken from last time */
+    pass_entry *conf_e = NULL;   /* the deferred pass whose key count the end confirms */
+    uint64_t conf_kh = 0;
+    long long conf_nkeys = 0;
     for (int i = 0; !rc && i < p->nresults; i++) ends_synced |= to_host[p->results[i].temp];
     ends_synced |= !run->stream || run->device_results == RED_RESULTS_HOST ||
                    (p->npasses > 0 && p->passes[p->npasses - 1].key && p->passes[p->npasses - 1].nreds);
@@ -1485,17 +1490,18 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
              * (the first key not negative, the last one nkeys - 1), and a
              * wrong one reruns the plan (KEYS_RETRY), after which this
              * pass asks again each time */
-            uint64_t kh = key_mode == KEYS_FUSED && N > 0 ? count_key(&r, e, N) : 0;
-            if (kh && !retry && ends_synced && pi == p->npasses - 1 && !e->nkeys_nospec && e->nkeys_key == kh) {
+            uint64_t kh = key_mode != KEYS_OFFSETS && N > 0 ? count_key(&r, e, N) : 0;
+            /* the same arrays had unsorted keys last time: scan them first */
+            if (kh && key_mode == KEYS_FUSED && e->unsorted_key == kh) key_mode = KEYS_SCAN;
+            if (kh && key_mode == KEYS_FUSED && !retry && ends_synced && pi == p->npasses - 1 &&
+                !e->nkeys_nospec && e->nkeys_key == kh) {
                 nkeys = e->nkeys;
                 spec_e = e;
             } else if (N > 0) {
                 rc = key_segments(&r, e, ps, N, key_mode, &nkeys, &sorted, &offs, &flag_dirty);
-                if (!rc && kh && sorted && !offs) {
-                    e->nkeys_key = kh;
-                    e->nkeys = nkeys;
-                }
+                if (!rc && kh) e->unsorted_key = sorted ? 0 : kh;
             }
+            conf_kh = kh;
             if (rc) break;
             vlo[ps->key_var] = 0;
             vhi[ps->key_var] = nkeys;
@@ -1554,6 +1560,14 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
                 int bad = 0, defer = !retry && ends_synced && pi == p->npasses - 1;
                 rc = key_fused(&r, e, N, nkeys, flag_dirty, defer ? NULL : &bad);
                 flag_dirty = defer || bad;   /* deferred: known at the end */
+                if (!rc && conf_kh && !defer && !bad) {   /* a count rj_kfused confirmed */
+                    e->nkeys_key = conf_kh;
+                    e->nkeys = nkeys;
+                }
+                if (!rc && conf_kh && defer) {
+                    conf_e = e;
+                    conf_nkeys = nkeys;
+                }
                 if (defer) {
                     /* the key statistics come back with the results */
                     keys_deferred = 1;
@@ -1684,6 +1698,10 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
             unsigned long long flag;
             memcpy(&flag, g->pinned + 64 + 16, sizeof flag);
             if (keys_deferred) flag_dirty = flag != 0;
+            if (keys_deferred && !flag && conf_e) {   /* the count is confirmed */
+                conf_e->nkeys_key = conf_kh;
+                conf_e->nkeys = conf_nkeys;
+            }
             if (keys_deferred && flag) {
                 /* unsorted keys after all: nothing of this run counts, not
                  * even a fault (the results it came from are wrong) */
@@ -1699,6 +1717,7 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
     for (int i = 0; i < p->ntemps; i++)
         if (tptr && tptr[i] && !(keep && keep[i]) && !ws_off[i]) defer_release(&r, tptr[i]);
     int pending = !rc && queued;
+    run->ws_keys_dirty = flag_dirty;   /* for gpu_finish, on the paths below that end there */
     if (params != params_stack) free(params);
     if (rc && keep && out->t) {
         /* nothing is handed out after a failure */

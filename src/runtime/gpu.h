@@ -42,6 +42,7 @@ typedef struct gpu_run {
                                the run is pending, else the caller's        */
     int bufs_owned;
     unsigned long long ws;  /* this run's fault record, counter, key stats  */
+    int ws_keys_dirty;      /* its key flag word may be nonzero: not clean  */
     unsigned long long *release;   /* buffers to give back at the end       */
     int nrelease, caprelease;
     unsigned long long release_inl[16];   /* release's first home: no allocation */

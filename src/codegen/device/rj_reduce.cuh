@@ -759,7 +759,12 @@ __device__ __forceinline__ void rj_key_tiles(const Params &P, rj_flt &F, const l
         // v: the run open at the end of each lane, folded over the lanes it
         // spans (from the last lane at or before this one that starts a run)
         int m = 31 - __clz((starts | 1u) & (full >> (31 - lane)));
+#if __CUDA_ARCH__ >= 800
         int longest = (int)__reduce_max_sync(full, (unsigned)(lane - m + 1));
+#else
+        int longest = lane - m + 1;
+        for (int d = 16; d > 0; d >>= 1) longest = max(longest, __shfl_xor_sync(full, longest, d));
+#endif
         Acc v = cur;
         for (int s = 1; s < longest; s <<= 1) {   // uniform
             Acc o = acc_shfl_idx(v, lane >= s ? lane - s : 0);
@@ -891,7 +896,8 @@ __device__ __forceinline__ void rj_key_fused(const Params &P)
     if (!last) return;
     __threadfence();
     // the last block: each warp folds a contiguous share of the 2 gridDim.x
-    // items, then warp 0 folds the warps' items and writes the rest
+    // items, then warp 0 folds the warps' items and writes the rest (bad
+    // keys were flagged by the tiles already: items carry no new key)
     long long ni = 2 * (long long)gridDim.x, wper = (ni + RJ_BLOCK / 32 - 1) / (RJ_BLOCK / 32);
     long long ib = warp * wper < ni ? warp * wper : ni, ie = ib + wper < ni ? ib + wper : ni;
     bad = 0;
