@@ -318,6 +318,47 @@ static void test_refused_rebind(void)
 
 /* A queued run: a stream and device results.  red_run must not wait;
  * red_sync does. */
+/* The last pass's keys, taken as sorted with the count of the run before,
+ * turn out not to be (the stand-in raises rj_kfused's flag word at byte 80
+ * of the workspace, as the kernel would): the run's first try is thrown
+ * away and the plan runs again, scanning the keys.  The call must succeed,
+ * keep nothing of the first try, and leave the expression working; the
+ * pass stops guessing the count afterwards (rj_kends and its wait again). */
+static void test_keys_retry(red_ctx *ctx)
+{
+    red_expr *e = NULL;
+    int rc = red_prepare(ctx, "sum(x[i]) by seg[i]", &e);
+    CHECK(rc == RED_OK, "keys retry: prepare");
+    if (rc) return;
+    rc = bind(e, dev_binds, 4);
+    for (int w = 0; !rc && w < 3; w++) rc = run_once(e);
+    CHECK(rc == RED_OK, "keys retry: warm-up: %s", red_expr_errmsg(e));
+    fc_reset();
+    unsigned long long raised = 1;
+    fc_store(64 + 16, &raised, sizeof raised);
+    rc = run_once(e);
+    /* rj_kfused (flag raised), then the rerun's rj_kscan; the stand-in's
+     * scan finds no keys, so the rerun's result is empty */
+    CHECK(rc == RED_OK && fc_count("cuLaunchKernel") == 2 && fc_count("cuStreamSynchronize") == 3,
+          "keys retry: the run is redone with the keys scanned (%lld launches, %lld waits): %s",
+          fc_count("cuLaunchKernel"), fc_count("cuStreamSynchronize"), red_expr_errmsg(e));
+    long long live = -1;
+    for (int k = 0; !rc && k < 4; k++) {
+        fc_reset();
+        rc = run_once(e);
+        red_array a;
+        CHECK(rc == RED_OK && red_result(e, 0, &a, NULL) == RED_OK && a.ndim == 1 && a.shape[0] == 1,
+              "keys retry: run %d after it: %s", k, red_expr_errmsg(e));
+        CHECK(fc_count("cuLaunchKernel") == 2 && fc_count("cuStreamSynchronize") == 2,
+              "keys retry: afterwards rj_kends and rj_kfused, two waits (%lld, %lld)", fc_count("cuLaunchKernel"),
+              fc_count("cuStreamSynchronize"));
+        if (k == 1) live = fc_live(0);
+        if (k == 3) CHECK(fc_live(0) == live, "keys retry: device allocations grow run by run (%lld, then %lld)",
+                          live, fc_live(0));
+    }
+    red_finalize(e);
+}
+
 /* A keyed last pass on a stream with its results on the device: the run
  * waits for its keys either way, so it ends with the read that checks them
  * and is not left queued; red_sync then has nothing to wait for. */
@@ -686,6 +727,7 @@ int main(int argc, char **argv)
     test_refused_rebind();
     test_async(ctx);
     test_async_keys(ctx);
+    test_keys_retry(ctx);
     test_workspace_results(ctx);
     test_device_faults(ctx);
     test_faults(ctx);
