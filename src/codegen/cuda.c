@@ -454,6 +454,22 @@ static void fold_builtin(util_buf *o, int rop, int ct, const char *dst, const ch
     }
 }
 
+/* An Acc moved across lanes field by field: acc_shfl_down (rj_shfl, by a
+ * distance s) and acc_shfl_idx (rj_shfl_idx, from lane l). */
+static void emit_acc_shfl(gen *g, const char *name, const char *fn, const char *arg)
+{
+    const plan_pass *ps = g->ps;
+    util_buf *o = g->o;
+    util_buf_printf(o, "__device__ __forceinline__ Acc %s(const Acc &a, int %s)\n{\n    Acc r;\n", name, arg);
+    for (int q = 0; q < ps->nreds; q++) {
+        const plan_red *rd = &ps->reds[q];
+        for (int c = 0; c < rd->ncomp; c++) util_buf_printf(o, "    r.r%d_%d = %s(a.r%d_%d, %s);\n", q, c, fn, q, c, arg);
+        if (is_arg(rd->rop)) util_buf_printf(o, "    r.x%d = %s(a.x%d, %s);\n", q, fn, q, arg);
+        if (has_flag(rd->rop)) util_buf_printf(o, "    r.h%d = %s(a.h%d, %s);\n", q, fn, q, arg);
+    }
+    util_buf_puts(o, "    return r;\n}\n");
+}
+
 static void emit_acc_funcs(gen *g)
 {
     const plan_pass *ps = g->ps;
@@ -500,23 +516,8 @@ static void emit_acc_funcs(gen *g)
     }
     util_buf_puts(o, "}\n");
 
-    util_buf_puts(o, "__device__ __forceinline__ Acc acc_shfl_down(const Acc &a, int s)\n{\n    Acc r;\n");
-    for (int q = 0; q < ps->nreds; q++) {
-        const plan_red *rd = &ps->reds[q];
-        for (int c = 0; c < rd->ncomp; c++) util_buf_printf(o, "    r.r%d_%d = rj_shfl(a.r%d_%d, s);\n", q, c, q, c);
-        if (is_arg(rd->rop)) util_buf_printf(o, "    r.x%d = rj_shfl(a.x%d, s);\n", q, q);
-        if (has_flag(rd->rop)) util_buf_printf(o, "    r.h%d = rj_shfl(a.h%d, s);\n", q, q);
-    }
-    util_buf_puts(o, "    return r;\n}\n");
-
-    util_buf_puts(o, "__device__ __forceinline__ Acc acc_shfl_idx(const Acc &a, int l)\n{\n    Acc r;\n");
-    for (int q = 0; q < ps->nreds; q++) {
-        const plan_red *rd = &ps->reds[q];
-        for (int c = 0; c < rd->ncomp; c++) util_buf_printf(o, "    r.r%d_%d = rj_shfl_idx(a.r%d_%d, l);\n", q, c, q, c);
-        if (is_arg(rd->rop)) util_buf_printf(o, "    r.x%d = rj_shfl_idx(a.x%d, l);\n", q, q);
-        if (has_flag(rd->rop)) util_buf_printf(o, "    r.h%d = rj_shfl_idx(a.h%d, l);\n", q, q);
-    }
-    util_buf_puts(o, "    return r;\n}\n");
+    emit_acc_shfl(g, "acc_shfl_down", "rj_shfl", "s");
+    emit_acc_shfl(g, "acc_shfl_idx", "rj_shfl_idx", "l");
 }
 
 /* out_range: the domain of output o; lo[d], sz[d] per reduced index, and for
