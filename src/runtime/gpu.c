@@ -1358,16 +1358,17 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
      * results stay on the device is left queued at its end, but one whose
      * last pass is keyed waits for the keys anyway: it ends with that read
      * too (one wait instead of two, or instead of rj_kends's and a second) */
-    int ends_synced = 0, keys_deferred = 0;
+    int host_bound = 0;          /* a result comes to the host */
+    for (int i = 0; !rc && i < p->nresults; i++) host_bound |= to_host[p->results[i].temp];
+    int ends_synced = g->pinned && (host_bound || !run->stream || run->device_results == RED_RESULTS_HOST ||
+                                    (p->npasses > 0 && p->passes[p->npasses - 1].key && p->passes[p->npasses - 1].nreds));
     int flag_dirty = 0;          /* the key flag word may be nonzero (see ws_get) */
-    pass_entry *spec_e = NULL;   /* the pass whose key count was taken from last time */
-    pass_entry *conf_e = NULL;   /* the deferred pass whose key count the end confirms */
-    uint64_t conf_kh = 0;
-    long long conf_nkeys = 0;
-    for (int i = 0; !rc && i < p->nresults; i++) ends_synced |= to_host[p->results[i].temp];
-    ends_synced |= !run->stream || run->device_results == RED_RESULTS_HOST ||
-                   (p->npasses > 0 && p->passes[p->npasses - 1].key && p->passes[p->npasses - 1].nreds);
-    ends_synced = ends_synced && g->pinned;
+    struct {                     /* the last pass's key check, left to the final read */
+        pass_entry *e;           /* NULL: none */
+        uint64_t kh;             /* count_key of its arrays */
+        long long nkeys;
+        int guessed;             /* nkeys taken from the run before */
+    } deferred = {0};
     /* this run's own fault record, persistent-grid counter and key stats, so
      * runs on different streams never share them */
     if (run->timings) events_take(g, run->ev);
@@ -1477,6 +1478,8 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
          * sorted, or their count was not the one taken from the run before */
         if (retry && pi == p->npasses - 1 && key_mode == KEYS_FUSED) key_mode = KEYS_SCAN;
         size_t ws_before = ws_used;
+        uint64_t kh = 0;   /* count_key of a keyed pass's arrays (0: not kept) */
+        int guessed = 0;
     keys_again:;
         long long nkeys = 0;
         int sorted = 1;
@@ -1490,18 +1493,17 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
              * (the first key not negative, the last one nkeys - 1), and a
              * wrong one reruns the plan (KEYS_RETRY), after which this
              * pass asks again each time */
-            uint64_t kh = key_mode != KEYS_OFFSETS && N > 0 ? count_key(&r, e, N) : 0;
+            kh = key_mode != KEYS_OFFSETS && N > 0 ? count_key(&r, e, N) : 0;
             /* the same arrays had unsorted keys last time: scan them first */
             if (kh && key_mode == KEYS_FUSED && e->unsorted_key == kh) key_mode = KEYS_SCAN;
-            if (kh && key_mode == KEYS_FUSED && !retry && ends_synced && pi == p->npasses - 1 &&
-                !e->nkeys_nospec && e->nkeys_key == kh) {
+            guessed = kh && key_mode == KEYS_FUSED && !retry && ends_synced && pi == p->npasses - 1 &&
+                      !e->nkeys_nospec && e->nkeys_key == kh;
+            if (guessed) {
                 nkeys = e->nkeys;
-                spec_e = e;
             } else if (N > 0) {
                 rc = key_segments(&r, e, ps, N, key_mode, &nkeys, &sorted, &offs, &flag_dirty);
                 if (!rc && kh) e->unsorted_key = sorted ? 0 : kh;
             }
-            conf_kh = kh;
             if (rc) break;
             vlo[ps->key_var] = 0;
             vhi[ps->key_var] = nkeys;
@@ -1560,18 +1562,16 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
                 int bad = 0, defer = !retry && ends_synced && pi == p->npasses - 1;
                 rc = key_fused(&r, e, N, nkeys, flag_dirty, defer ? NULL : &bad);
                 flag_dirty = defer || bad;   /* deferred: known at the end */
-                if (!rc && conf_kh && !defer && !bad) {   /* a count rj_kfused confirmed */
-                    e->nkeys_key = conf_kh;
-                    e->nkeys = nkeys;
-                }
-                if (!rc && conf_kh && defer) {
-                    conf_e = e;
-                    conf_nkeys = nkeys;
-                }
-                if (defer) {
+                if (!rc && defer) {
                     /* the key statistics come back with the results */
-                    keys_deferred = 1;
+                    deferred.e = e;
+                    deferred.kh = kh;
+                    deferred.nkeys = nkeys;
+                    deferred.guessed = guessed;
                     if (ws_used < 64 + 24) ws_used = 64 + 24;
+                } else if (!rc && kh && !bad) {   /* a count rj_kfused confirmed */
+                    e->nkeys_key = kh;
+                    e->nkeys = nkeys;
                 }
                 if (!rc && bad && key_mode == KEYS_SCAN) {
                     /* the scan found them sorted, and rj_kfused did not */
@@ -1640,7 +1640,7 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
         void *dst;
         size_t off, bytes;
     } staged[64];
-    int nstaged = 0, any_to_host = 0;
+    int nstaged = 0;
     size_t used = ws_used;   /* of the pinned area: the workspace's image first */
     if (!rc) {
         out->n = p->ntemps;
@@ -1655,7 +1655,6 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
                 out->t[t].data = (void *)(uintptr_t)tptr[t];
                 continue;
             }
-            any_to_host = 1;
             int64_t n = 1;
             for (int d = 0; d < tdesc[t].ndim; d++) n *= tdesc[t].shape[d];
             size_t bytes = (size_t)n * red_dtype_size(tdesc[t].dtype);
@@ -1683,7 +1682,7 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
     /* the fault record and the results beside it in one copy, then one sync
      * covers everything; a run with a stream whose results all stay on the
      * device is left queued (pending) instead */
-    int queued = run->stream && run->device_results != RED_RESULTS_HOST && !any_to_host && !keys_deferred;
+    int queued = run->stream && run->device_results != RED_RESULTS_HOST && !host_bound && !deferred.e;
     int have_err = 0, ws_dirty = 0;
     unsigned long long err[4] = {0};
     if (!rc && !queued && g->pinned) {
@@ -1697,16 +1696,17 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
             for (int k = 0; k < nstaged; k++) memcpy(staged[k].dst, g->pinned + staged[k].off, staged[k].bytes);
             unsigned long long flag;
             memcpy(&flag, g->pinned + 64 + 16, sizeof flag);
-            if (keys_deferred) flag_dirty = flag != 0;
-            if (keys_deferred && !flag && conf_e) {   /* the count is confirmed */
-                conf_e->nkeys_key = conf_kh;
-                conf_e->nkeys = conf_nkeys;
+            if (deferred.e) flag_dirty = flag != 0;
+            if (deferred.e && !flag) {   /* the count is confirmed */
+                deferred.e->nkeys_key = deferred.kh;
+                deferred.e->nkeys = deferred.nkeys;
             }
-            if (keys_deferred && flag) {
-                /* unsorted keys after all: nothing of this run counts, not
-                 * even a fault (the results it came from are wrong) */
+            if (deferred.e && flag) {
+                /* unsorted keys after all, or a wrong guess of their count:
+                 * nothing of this run counts, not even a fault (the results
+                 * it came from are wrong) */
                 rc = KEYS_RETRY;
-                if (spec_e) spec_e->nkeys_nospec = 1;
+                if (deferred.guessed) deferred.e->nkeys_nospec = 1;
                 ws_dirty = err[0] != 0;
                 err[0] = 0;
             }
