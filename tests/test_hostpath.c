@@ -318,6 +318,37 @@ static void test_refused_rebind(void)
 
 /* A queued run: a stream and device results.  red_run must not wait;
  * red_sync does. */
+/* A prepared expression bound to the device arrays and run twice, so that
+ * what follows sees warm runs; `results` sets RED_OPT_RESULTS when >= 0, and
+ * a non-NULL `stream` is the expression's stream.  NULL, after a failed
+ * check, when a step fails. */
+static red_expr *warm_expr(red_ctx *ctx, const char *text, int results, void *stream, const char *what)
+{
+    red_expr *e = NULL;
+    int rc = red_prepare(ctx, text, &e);
+    CHECK(rc == RED_OK, "%s: prepare", what);
+    if (rc) return NULL;
+    if (results >= 0) {
+        rc = red_expr_set_option(e, RED_OPT_RESULTS, results);
+        CHECK(rc == RED_OK, "%s: results option %d", what, results);
+    }
+    if (!rc && stream) {
+        rc = red_expr_set_stream(e, stream);
+        CHECK(rc == RED_OK, "%s: a stream", what);
+    }
+    if (!rc) rc = bind(e, dev_binds, 4);
+    for (int w = 0; !rc && w < 2; w++) {
+        rc = run_once(e);
+        if (!rc) rc = red_sync(e);
+    }
+    CHECK(rc == RED_OK, "%s: warm-up: %s", what, red_expr_errmsg(e));
+    if (rc) {
+        red_finalize(e);
+        return NULL;
+    }
+    return e;
+}
+
 /* The last pass's keys, taken as sorted with the count of the run before,
  * turn out not to be (the stand-in raises rj_kfused's flag word at byte 80
  * of the workspace, as the kernel would): the run's first try is thrown
@@ -326,17 +357,12 @@ static void test_refused_rebind(void)
  * pass stops guessing the count afterwards (rj_kends and its wait again). */
 static void test_keys_retry(red_ctx *ctx)
 {
-    red_expr *e = NULL;
-    int rc = red_prepare(ctx, "sum(x[i]) by seg[i]", &e);
-    CHECK(rc == RED_OK, "keys retry: prepare");
-    if (rc) return;
-    rc = bind(e, dev_binds, 4);
-    for (int w = 0; !rc && w < 3; w++) rc = run_once(e);
-    CHECK(rc == RED_OK, "keys retry: warm-up: %s", red_expr_errmsg(e));
+    red_expr *e = warm_expr(ctx, "sum(x[i]) by seg[i]", -1, NULL, "keys retry");
+    if (!e) return;
     fc_reset();
     unsigned long long raised = 1;
     fc_store(64 + 16, &raised, sizeof raised);
-    rc = run_once(e);
+    int rc = run_once(e);
     /* rj_kfused (flag raised), then the rerun's rj_kscan; the stand-in's
      * scan finds no keys, so the rerun's result is empty */
     CHECK(rc == RED_OK && fc_count("cuLaunchKernel") == 2 && fc_count("cuStreamSynchronize") == 3,
@@ -364,18 +390,11 @@ static void test_keys_retry(red_ctx *ctx)
  * and is not left queued; red_sync then has nothing to wait for. */
 static void test_async_keys(red_ctx *ctx)
 {
-    red_expr *e = NULL;
-    int rc = red_prepare(ctx, "sum(x[i]) by seg[i]", &e);
-    CHECK(rc == RED_OK, "async keys: prepare");
-    if (rc) return;
     static char stream_stand_in;
-    red_expr_set_option(e, RED_OPT_RESULTS, RED_RESULTS_DEVICE);
-    red_expr_set_stream(e, &stream_stand_in);
-    rc = bind(e, dev_binds, 4);
-    for (int w = 0; !rc && w < 3; w++) rc = red_run(e) || red_sync(e);
-    CHECK(rc == RED_OK, "async keys: warm-up: %s", red_expr_errmsg(e));
+    red_expr *e = warm_expr(ctx, "sum(x[i]) by seg[i]", RED_RESULTS_DEVICE, &stream_stand_in, "async keys");
+    if (!e) return;
     fc_reset();
-    rc = red_run(e);
+    int rc = red_run(e);
     CHECK(rc == RED_OK && fc_count("cuStreamSynchronize") == 1 && fc_count("cuLaunchKernel") == 1 &&
               fc_count("cuMemcpyDtoHAsync") == 1,
           "async keys: one launch, one copy and one wait a run (%lld, %lld, %lld): %s",
@@ -391,18 +410,11 @@ static void test_async_keys(red_ctx *ctx)
 
 static void test_async(red_ctx *ctx)
 {
-    red_expr *e = NULL;
-    int rc = red_prepare(ctx, "sum(x), max(x)", &e);
-    CHECK(rc == RED_OK, "async: prepare");
-    if (rc) return;
     static char stream_stand_in;
-    CHECK(red_expr_set_option(e, RED_OPT_RESULTS, RED_RESULTS_DEVICE) == RED_OK, "async: device results");
-    CHECK(red_expr_set_stream(e, &stream_stand_in) == RED_OK, "async: a stream");
-    rc = bind(e, dev_binds, 4);
-    for (int w = 0; !rc && w < 3; w++) rc = red_run(e) || red_sync(e);
-    CHECK(rc == RED_OK, "async: warm-up: %s", red_expr_errmsg(e));
+    red_expr *e = warm_expr(ctx, "sum(x), max(x)", RED_RESULTS_DEVICE, &stream_stand_in, "async");
+    if (!e) return;
     fc_reset();
-    rc = red_run(e);
+    int rc = red_run(e);
     CHECK(rc == RED_OK, "async: red_run: %s", red_expr_errmsg(e));
     CHECK(fc_count("cuStreamSynchronize") == 0, "async: red_run waited for the device (%lld syncs)",
           fc_count("cuStreamSynchronize"));
@@ -429,26 +441,6 @@ static void test_async(red_ctx *ctx)
     red_finalize(e);
 }
 
-/* A prepared expression bound to the device arrays and run twice, so that
- * what follows sees warm runs; `results` sets RED_OPT_RESULTS when >= 0.
- * NULL, after a failed check, when either step fails. */
-static red_expr *warm_expr(red_ctx *ctx, const char *text, int results, const char *what)
-{
-    red_expr *e = NULL;
-    int rc = red_prepare(ctx, text, &e);
-    CHECK(rc == RED_OK, "%s: prepare", what);
-    if (rc) return NULL;
-    if (results >= 0) red_expr_set_option(e, RED_OPT_RESULTS, results);
-    rc = bind(e, dev_binds, 4);
-    for (int w = 0; !rc && w < 2; w++) rc = run_once(e);
-    CHECK(rc == RED_OK, "%s: warm-up: %s", what, red_expr_errmsg(e));
-    if (rc) {
-        red_finalize(e);
-        return NULL;
-    }
-    return e;
-}
-
 /* Small results lie in the run's workspace and reach the host in the copy
  * that brings the fault record back: a "kernel" (the stand-in, at the next
  * launch) writes them where the run put them, and the host reads exactly
@@ -461,7 +453,7 @@ static void test_workspace_results(red_ctx *ctx)
     for (int mode = RED_RESULTS_HOST; mode <= RED_RESULTS_DEVICE_ARRAYS; mode += 2) {
         char what[64];
         snprintf(what, sizeof what, "workspace results (mode %d)", mode);
-        red_expr *e = warm_expr(ctx, "sum(x), max(x)", mode, what);
+        red_expr *e = warm_expr(ctx, "sum(x), max(x)", mode, NULL, what);
         if (!e) return;
         int rc = RED_OK;
         for (int k = 0; !rc && k < 3; k++) {
@@ -495,7 +487,7 @@ static void test_workspace_results(red_ctx *ctx)
 
     /* an array result under RED_RESULTS_DEVICE_ARRAYS: on the device, in
      * memory the driver gave out; queued on a stream */
-    red_expr *e = warm_expr(ctx, "sum(A[i,j]) over j", RED_RESULTS_DEVICE_ARRAYS, "device arrays");
+    red_expr *e = warm_expr(ctx, "sum(A[i,j]) over j", RED_RESULTS_DEVICE_ARRAYS, NULL, "device arrays");
     if (!e) return;
     int rc = RED_OK;
     red_array a;
@@ -564,7 +556,7 @@ static void test_faults(red_ctx *ctx)
  * after that none.  Queued runs report it at red_sync. */
 static void test_device_faults(red_ctx *ctx)
 {
-    red_expr *e = warm_expr(ctx, "sum(x[i] * 2)", -1, "device faults");
+    red_expr *e = warm_expr(ctx, "sum(x[i] * 2)", -1, NULL, "device faults");
     if (!e) return;
     int rc = RED_OK;
     red_cache_info before, after;
