@@ -1275,7 +1275,7 @@ static int key_fused(run_ctx *r, pass_entry *e, long long N, long long nkeys, in
     int rc = occupancy_grid(r, e, "rj_kfused", &grid);
     if (rc) return rc;
     long long wpb = BLOCK / 32, nw = grid * wpb;
-    if (nw > cdiv(N, 256)) nw = cdiv(N, 256);   /* at least a warp's load (RJ_KU runs of 32) each */
+    if (nw > cdiv(N, 256)) nw = cdiv(N, 256);   /* at least a tile (32 RJ_KT, at most 256 elements) each */
     long long per = cdiv(cdiv(N, nw), 32) * 32;
     grid = cdiv(cdiv(N, per), wpb);
     CUdeviceptr items;
