@@ -344,6 +344,91 @@ static void device_inputs(red_ctx *ctx)
     free(x);
 }
 
+/* Device arrays at each alignment and at a stride: full reductions take
+ * 16-byte loads (rj_persistv) where every array has stride 1 and its first
+ * element on 16 bytes, scalar loads otherwise.  Each result against the CPU
+ * on the same elements (host copies), under auto and persistent; x and y
+ * start at different offsets, so some runs mix an aligned array with one
+ * that is not. */
+static void device_offsets(red_ctx *ctx)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!h) return;
+    int (*memalloc)(unsigned long long *, size_t) = (int (*)(unsigned long long *, size_t))dlsym(h, "cuMemAlloc_v2");
+    int (*htod)(unsigned long long, const void *, size_t) =
+        (int (*)(unsigned long long, const void *, size_t))dlsym(h, "cuMemcpyHtoD_v2");
+    int (*memfree)(unsigned long long) = (int (*)(unsigned long long))dlsym(h, "cuMemFree_v2");
+    int64_t n = (1 << 20) + 37, m = n + 8;
+    float *x = malloc((size_t)m * 4);
+    double *z = malloc((size_t)m * 8);
+    for (int64_t i = 0; i < m; i++) {
+        x[i] = (float)(urand() * 2 - 1);
+        z[i] = urand() * 2 - 1;
+    }
+    unsigned long long dx = 0, dz = 0;
+    CHECK(memalloc && htod && memfree && memalloc(&dx, (size_t)m * 4) == 0 && memalloc(&dz, (size_t)m * 8) == 0 &&
+              htod(dx, x, (size_t)m * 4) == 0 && htod(dz, z, (size_t)m * 8) == 0,
+          "device allocations for the alignment test");
+    static const gcase cases[] = {
+        {"sum(x)", "sum(abs(x))"},
+        {"sum(x * y)", "sum(abs(x * y))"},
+        {"max(abs(x - y))", NULL},
+        {"argmax(x), argmin(y)", NULL},
+        {"sum(x), sum(x * x)", "sum(abs(x)), sum(x * x)"},
+        {"sum(z * f64(x))", "sum(abs(z * f64(x)))"},
+        {"sum(z)", "sum(abs(z))"},
+    };
+    /* offsets in elements of x and y (floats) and z (doubles); the last
+     * row reads every second element */
+    static const int offs[][4] = {{0, 0, 0, 1}, {1, 0, 1, 1}, {2, 4, 0, 1}, {3, 3, 1, 1}, {4, 1, 2, 1}, {4, 4, 2, 1},
+                                  {0, 0, 0, 2}};
+    for (size_t k = 0; dx && dz && k < sizeof offs / sizeof offs[0]; k++) {
+        int64_t st = offs[k][3], len = (n - 4) / st, strides[1] = {st};
+        red_binding hb[3] = {{"x", {0}}, {"y", {0}}, {"z", {0}}}, db[3] = {{"x", {0}}, {"y", {0}}, {"z", {0}}};
+        red_array_init(&hb[0].array, x + offs[k][0], RED_F32, 1, &len, strides);
+        red_array_init(&hb[1].array, x + offs[k][1], RED_F32, 1, &len, strides);
+        red_array_init(&hb[2].array, z + offs[k][2], RED_F64, 1, &len, strides);
+        red_array_init(&db[0].array, (void *)(uintptr_t)(dx + 4ull * offs[k][0]), RED_F32, 1, &len, strides);
+        red_array_init(&db[1].array, (void *)(uintptr_t)(dx + 4ull * offs[k][1]), RED_F32, 1, &len, strides);
+        red_array_init(&db[2].array, (void *)(uintptr_t)(dz + 8ull * offs[k][2]), RED_F64, 1, &len, strides);
+        for (int i = 0; i < 3; i++) db[i].array.memory = RED_MEM_CUDA;
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            double *ref[4], *mag[4], *got[4];
+            int64_t nref[4], nmag[4], ngot[4];
+            int nr = 0, nm = 0, ng = 0;
+            if (eval(ctx, RED_DEVICE_CPU, RED_STRATEGY_AUTO, cases[c].text, hb, 3, ref, nref, &nr)) {
+                CHECK(0, "offsets: %s on the CPU", cases[c].text);
+                continue;
+            }
+            if (cases[c].mag && eval(ctx, RED_DEVICE_CPU, RED_STRATEGY_AUTO, cases[c].mag, hb, 3, mag, nmag, &nm)) nm = 0;
+            static const int strat[2] = {RED_STRATEGY_AUTO, RED_STRATEGY_PERSISTENT};
+            for (int s = 0; s < 2; s++) {
+                if (eval(ctx, RED_DEVICE_GPU, strat[s], cases[c].text, db, 3, got, ngot, &ng)) {
+                    CHECK(0, "offsets %d/%d/%d stride %d: %s [%s] failed", offs[k][0], offs[k][1], offs[k][2],
+                          offs[k][3], cases[c].text, strategy_names[strat[s]]);
+                    continue;
+                }
+                int ok = ng == nr;
+                for (int r = 0; ok && r < nr; r++) {
+                    double tol = cases[c].mag && r < nm ? 2e-5 * fabs(mag[r][0]) + 1e-30 : 0;
+                    ok = ngot[r] == 1 && nref[r] == 1 && fabs(got[r][0] - ref[r][0]) <= tol;
+                    if (!ok) printf("  result %d: gpu %.17g cpu %.17g\n", r, got[r][0], ref[r][0]);
+                }
+                CHECK(ok, "offsets %d/%d/%d stride %d: %s [%s] equals the CPU's", offs[k][0], offs[k][1], offs[k][2],
+                      offs[k][3], cases[c].text, strategy_names[strat[s]]);
+                for (int r = 0; r < ng; r++) free(got[r]);
+            }
+            for (int r = 0; r < nr; r++) free(ref[r]);
+            for (int r = 0; r < nm; r++) free(mag[r]);
+        }
+    }
+    if (dx) memfree(dx);
+    if (dz) memfree(dz);
+    free(x);
+    free(z);
+    printf("device offsets done\n");
+}
+
 /* Keys whose count changes between runs on the same arrays: the last pass
  * of a keyed reduction may take the count from the run before and lets the
  * kernel check it (a wrong guess reruns the plan).  Each run's results must
@@ -560,6 +645,7 @@ int main(int argc, char **argv)
     sizes(ctx, max_log2);
     layouts(ctx, max_log2);
     device_inputs(ctx);
+    device_offsets(ctx);
     key_count_changes(ctx);
     timings(ctx);
     red_close(ctx);

@@ -565,6 +565,8 @@ static void emit_out_range(gen *g)
     g->k->ranged = ranged;
 }
 
+static void emit_fold(gen *g);
+
 static void emit_acc_elem(gen *g)
 {
     const plan_pass *ps = g->ps;
@@ -578,9 +580,19 @@ static void emit_acc_elem(gen *g)
     emit_red_vars(g, "t");
     util_buf_puts(o, "    (void)o;\n");
     g->in_elem = 1;
+    emit_fold(g);
+    g->in_elem = 0;
+    util_buf_puts(o, "}\n");
+    g->deferred = 0;
+}
+
+/* The element's values (emit), then each reduction's fold of them into `a`. */
+static void emit_fold(gen *g)
+{
+    const plan_pass *ps = g->ps;
+    util_buf *o = g->o;
     for (int q = 0; q < ps->nreds; q++)
         for (int c = 0; c < ps->reds[q].ncomp; c++) emit(g, ps->reds[q].map[c]);
-    g->in_elem = 0;
     for (int q = 0; q < ps->nreds; q++) {
         const plan_red *rd = &ps->reds[q];
         if (is_arg(rd->rop)) {
@@ -623,8 +635,90 @@ static void emit_acc_elem(gen *g)
             util_buf_free(&tmp);
         }
     }
+}
+
+/* The loads of a contiguous full reduction (see cg_kernel.vec): every load
+ * reached from x is a bound 1-D array subscripted by the pass's one reduced
+ * index alone, in range by construction (so no check), of a 4- or 8-byte
+ * type.  Collects the distinct ones into list; 0 where any load is not. */
+static int vec_loads(gen *g, const ir *x, const ir **list, int *n, int max)
+{
+    if (x->kind == IR_LOAD) {
+        if (x->slot < 0 || x->nargs != 1 || x->args[0]->kind != IR_INDEX || x->args[0]->slot != g->ps->red[0] ||
+            !proven_in_range(g, x, 0))
+            return 0;
+        switch (buf_dtype(g, x->slot)) {
+        case RED_I32: case RED_U32: case RED_F32: case RED_I64: case RED_U64: case RED_F64: break;
+        default: return 0;
+        }
+        for (int i = 0; i < *n; i++)
+            if (list[i] == x) return 1;
+        if (*n == max) return 0;
+        list[(*n)++] = x;
+        return 1;
+    }
+    for (int i = 0; i < x->nargs; i++)
+        if (!vec_loads(g, x->args[i], list, n, max)) return 0;
+    return 1;
+}
+
+/* acc_elem_v: the elements u*RJ_VEC .. u*RJ_VEC + RJ_VEC-1 of a contiguous
+ * full reduction, folded into `a` in order, from one 16-byte load of each
+ * array (rj_full_vec_stage).  Emitted only where the pass qualifies (one
+ * output, one reduced index, no ordered operator, loads as vec_loads takes
+ * them, all of one size); the runtime takes it only where every such array
+ * has stride 1 and its first element on 16 bytes (gpu.c, vec_ok). */
+static void emit_acc_elem_v(gen *g)
+{
+    const plan_pass *ps = g->ps;
+    cg_kernel *k = g->k;
+    util_buf *o = g->o;
+    if (k->kind != CG_FULL || k->ordered || ps->nred != 1 || ps->nfree || ps->key) return;
+    const ir *loads[8];
+    int n = 0;
+    for (int q = 0; q < ps->nreds; q++)
+        for (int c = 0; c < ps->reds[q].ncomp; c++)
+            if (!vec_loads(g, ps->reds[q].map[c], loads, &n, 8)) return;
+    if (n == 0) return;
+    size_t esz = red_dtype_size(buf_dtype(g, loads[0]->slot));
+    for (int i = 1; i < n; i++)
+        if (red_dtype_size(buf_dtype(g, loads[i]->slot)) != esz) return;
+    int vec = (int)(16 / esz);
+    k->vec = vec;
+    k->vec_esz = (int)esz;
+    k->vec_lo = k->lay.var_lo[ps->red[0]];
+    k->nvec = n;
+    /* the loads apart from the folds (Vld, acc_load_v), so that the
+     * stage issues every load of its batch before the first fold: with both
+     * in one function ptxas interleaved them, one load of each array in
+     * flight per thread */
+    util_buf_puts(o, "struct Vld {\n");
+    for (int i = 0; i < n; i++) {
+        const char *t = tname[loads[i]->type];
+        util_buf_printf(o, "    rj_vec<%s, %d> q%d;\n", t, vec, loads[i]->id);
+    }
+    util_buf_puts(o, "};\n__device__ __forceinline__ void acc_load_v(Vld &L, const Params &P, const long long *lo, "
+                     "long long u)\n{\n");
+    for (int i = 0; i < n; i++) {
+        int base = buf_base(g, loads[i]->slot);
+        const char *t = tname[loads[i]->type];
+        k->vec_base[i] = base;
+        util_buf_printf(o, "    L.q%d = ((const rj_vec<%s, %d> *)((const %s *)P.v[%d] + lo[0]))[u];\n", loads[i]->id, t,
+                        vec, t, base);
+    }
+    util_buf_puts(o, "}\n__device__ __forceinline__ void acc_elem_v(Acc &a, const Params &P, const Vld &L, "
+                     "const long long *lo, long long u)\n{\n    (void)P;\n");
+    for (int c = 0; c < vec; c++) {
+        begin_function(g);
+        util_buf_printf(o, "    {\n    const long long i%d = lo[0] + u * %d + %d;\n    (void)i%d;\n", ps->red[0], vec, c, ps->red[0]);
+        for (int i = 0; i < n; i++) {
+            g->done[loads[i]->id] = 1;
+            util_buf_printf(o, "    const %s v%d = L.q%d.c[%d];\n", tname[loads[i]->type], loads[i]->id, loads[i]->id, c);
+        }
+        emit_fold(g);
+        util_buf_puts(o, "    }\n");
+    }
     util_buf_puts(o, "}\n");
-    g->deferred = 0;
 }
 
 static void emit_temp_offset(gen *g, int temp, const char *o_name)
@@ -722,6 +816,7 @@ static const struct {
     {"rj_final", "RJ_ENTRY rj_final(Params P) { rj_full_final(P); }\n"},
     {"rj_seq", "RJ_ENTRY rj_seq(Params P) { rj_full_seq_stage(P); }\n"},
     {"rj_persist", "RJ_ENTRY rj_persist(Params P) { rj_full_persistent(P); }\n"},
+    {"rj_persistv", "RJ_ENTRY rj_persistv(Params P) { rj_full_persistent_vec(P); }\n"},
     {"rj_seg1", "RJ_ENTRY rj_seg1(Params P) { rj_segmented(P, 1); }\n"},
     {"rj_seg32", "RJ_ENTRY rj_seg32(Params P) { rj_segmented(P, 32); }\n"},
     {"rj_segb", "RJ_ENTRY rj_segb(Params P) { rj_segmented(P, RJ_BLOCK); }\n"},
@@ -743,6 +838,7 @@ static const char *const group_entries[CG_NGROUPS] = {   /* names, each NUL-term
     [CG_G_TREE] = "rj_block\0rj_final\0",
     [CG_G_SEQ] = "rj_seq\0rj_final\0",
     [CG_G_PERSIST] = "rj_persist\0",
+    [CG_G_PERSISTV] = "rj_persistv\0",
     [CG_G_SEG1] = "rj_seg1\0",
     [CG_G_SEG32] = "rj_seg32\0",
     [CG_G_SEGB] = "rj_segb\0",
@@ -769,23 +865,25 @@ int cg_group_of(const char *entry)
     return -1;
 }
 
-int cg_group_usable(int group, int kind)
+int cg_group_usable(int group, const cg_kernel *k)
 {
+    int kind = k->kind;
     if (group < 0 || group >= CG_NGROUPS) return 0;
     if (kind == CG_MAP) return group == CG_G_MAP;
     if (group == CG_G_MAP) return 0;
+    if (group == CG_G_PERSISTV) return k->vec > 0;
     if (group == CG_G_KSORTED || group == CG_G_KOFFS || group == CG_G_KPRIV) return kind == CG_KEYED;
     if (group == CG_G_SPLIT1 || group == CG_G_SPLITB) return kind == CG_PARTIAL || kind == CG_KEYED;
     return 1;
 }
 
-void cg_add_group(util_buf *o, int group, int kind)
+void cg_add_group(util_buf *o, int group, const cg_kernel *k)
 {
     for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
         int mine = 0;
         if (group == CG_ALL_GROUPS) {
-            mine = cg_group_usable(cg_group_of(entries[i].name), kind);
-        } else if (cg_group_usable(group, kind)) {
+            mine = cg_group_usable(cg_group_of(entries[i].name), k);
+        } else if (cg_group_usable(group, k)) {
             for (const char *n = group_entries[group]; *n && !mine; n += strlen(n) + 1)
                 mine = strcmp(n, entries[i].name) == 0;
         }
@@ -794,7 +892,7 @@ void cg_add_group(util_buf *o, int group, int kind)
 }
 
 /* Elements each thread loads before folding any (rj_fold_batch).  Tuned on
- * the H200 (bench/unroll_sweep.sh, 2026-11-22, 2^28 f32 unless noted; us at
+ * the H200 (bench/sweep.sh REDJIT_UNROLL, 2026-11-22, 2^28 f32 unless noted; us at
  * 2 / 4 / 8): one load an element and no ranged index gains from 8 (sum
  * 344 / 261 / 246, argmax 497 / 418 / 362, row sums 285 / 284 / 254, column
  * sums 254 / 289 / 252); two loads (a dot product: 491 / 485 / 505) and
@@ -807,6 +905,21 @@ static int unroll(const cg_kernel *k)
     int v = u ? atoi(u) : 0;
     if (v == 1 || v == 2 || v == 4 || v == 8 || v == 16) return v;
     return k->nloads == 1 && !k->loads_overflow && !k->ranged ? 8 : 4;
+}
+
+/* 16-byte loads of each array a thread has in flight in rj_full_vec_stage.
+ * Tuned on the H200 (bench/sweep.sh REDJIT_VUNROLL, 2026-11-23, 2^28 unless
+ * noted; us at 2 / 4 / 8): sum f32 242.4 / 241.3 / 240.5 (2^24: 25.3 / 26.1
+ * / 25.3), sum f64 470.9 / 470.2 / 472.9, argmax 258.7 / 256.0 / 266.4, a
+ * dot product (two arrays) 470.9 / 471.2 / 470.8: 4 for one array, 2 for
+ * more (as many bytes in flight, fewer registers).  REDJIT_VUNROLL (1, 2, 4
+ * or 8) overrides it for sweeps. */
+static int vunroll(const cg_kernel *k)
+{
+    const char *u = getenv("REDJIT_VUNROLL");
+    int v = u ? atoi(u) : 0;
+    if (v == 1 || v == 2 || v == 4 || v == 8) return v;
+    return k->nvec == 1 ? 4 : 2;
 }
 
 /* The prelude's optional groups (rj_prelude.cuh) and the names that need
@@ -852,6 +965,7 @@ int cg_generate(const plan *p, int pi, util_arena *a, cg_kernel *out, util_diag 
         emit_acc_funcs(&g);
         emit_out_range(&g);
         emit_acc_elem(&g);
+        emit_acc_elem_v(&g);
         emit_acc_write(&g);
         if (ps->key) emit_key_at(&g);
     }
@@ -879,6 +993,7 @@ int cg_generate(const plan *p, int pi, util_arena *a, cg_kernel *out, util_diag 
         int direct = ps->nreds > 0;
         for (int q = 0; q < ps->nreds; q++) direct &= is_arg(ps->reds[q].rop);
         util_buf_printf(o, "#define RJ_FOLD_DIRECT %d\n", direct);
+        util_buf_printf(o, "#define RJ_VEC %d\n#define RJ_VUNROLL %d\n", out->vec, vunroll(out));
         util_buf_puts(o, rj_reduce_cuh);
         util_buf_puts(o, "#define RJ_ENTRY extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK)\n");
     }

@@ -41,6 +41,12 @@ typedef struct cg_kernel {
         signed char dim[RED_MAX_DIMS];
     } loads[8];
     int loads_overflow; /* more loads than recorded                         */
+    /* Contiguous full reductions (acc_elem_v, rj_persistv): vec elements of
+     * vec_esz bytes a 16-byte load from each of nvec 1-D arrays, whose
+     * parameter blocks start at vec_base[]; the reduced index starts at
+     * parameter vec_lo.  vec is 0 where the pass does not qualify. */
+    int vec, vec_esz, vec_lo, nvec;
+    int vec_base[8];
 } cg_kernel;
 
 enum { CG_MAP, CG_FULL, CG_PARTIAL, CG_KEYED };
@@ -53,15 +59,15 @@ int cg_generate(const plan *p, int pi, util_arena *a, cg_kernel *out, util_diag 
  * ("rj_persist", ...; the first of them for rj_final, which closes both the
  * tree and the sequential groups), or -1; cg_group_has whether `group`
  * defines `entry`; cg_group_usable says whether a group belongs in
- * a module of a pass of `kind`; cg_add_group appends a group's kernels to a
+ * a module of the pass `k` (its kind, and for rj_persistv k->vec); cg_add_group appends a group's kernels to a
  * body made by cg_generate.  CG_ALL_GROUPS: every usable group at once (for
  * red_precompile and red_explain). */
-enum { CG_G_MAP, CG_G_TREE, CG_G_SEQ, CG_G_PERSIST, CG_G_SEG1, CG_G_SEG32, CG_G_SEGB, CG_G_COUNT,
+enum { CG_G_MAP, CG_G_TREE, CG_G_SEQ, CG_G_PERSIST, CG_G_PERSISTV, CG_G_SEG1, CG_G_SEG32, CG_G_SEGB, CG_G_COUNT,
        CG_G_KSORTED, CG_G_KOFFS, CG_G_KPRIV, CG_G_SPLIT1, CG_G_SPLITB, CG_NGROUPS, CG_ALL_GROUPS = -1 };
 int cg_group_of(const char *entry);
 int cg_group_has(int group, const char *entry);
-int cg_group_usable(int group, int kind);
-void cg_add_group(util_buf *o, int group, int kind);
+int cg_group_usable(int group, const cg_kernel *k);
+void cg_add_group(util_buf *o, int group, const cg_kernel *k);
 
 /* The embedded device helpers (generated at build time from .cuh files). */
 extern const char rj_prelude_cuh[];

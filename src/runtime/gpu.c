@@ -153,7 +153,7 @@ int gpu_compile_only(const plan *p, const char *arch, util_diag *diag)
     for (int pi = 0; pi < p->npasses && !rc; pi++) {
         cg_kernel k;
         rc = cg_generate(p, pi, &a, &k, diag);
-        cg_add_group(&k.src, CG_ALL_GROUPS, k.kind);
+        cg_add_group(&k.src, CG_ALL_GROUPS, &k);
         if (!rc && k.src.failed) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
         if (!rc) {
             void *cubin = NULL;
@@ -188,7 +188,7 @@ int gpu_explain(const plan *p, int strategy, util_buf *out, util_diag *diag)
     for (int pi = 0; pi < p->npasses && !rc; pi++) {
         cg_kernel k;
         rc = cg_generate(p, pi, &a, &k, diag);
-        cg_add_group(&k.src, CG_ALL_GROUPS, k.kind);
+        cg_add_group(&k.src, CG_ALL_GROUPS, &k);
         if (!rc && k.src.failed) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
         if (!rc) {
             static const char *const kinds[] = {"map", "full reduction", "partial reduction", "keyed reduction"};
@@ -279,6 +279,12 @@ struct gpu_dev {
      * back with one asynchronous copy each and a single stream sync */
     unsigned char *pinned;
     size_t pinned_size;
+    /* Persistent full reductions: grids of this many occupancy waves
+     * (REDJIT_WAVES, for bench/sweep.sh).  One: on the H200 (2026-11-23,
+     * scalar loads, us at 1 / 2 / 3 / 5 waves) sum f32 of 2^24 took 26.2 /
+     * 26.1 / 29.5 / 32.1, of 2^28 249.4 / 247.1 / 245.9 / 247.6, argmax 277 /
+     * 280 / 282 / 291, a dot product 492 / 488 / 483 / 481. */
+    int waves;
 };
 
 #define PINNED_SIZE (64 * 1024)
@@ -327,6 +333,8 @@ int gpu_open(gpu_dev **out, util_diag *diag)
         return rc;
     }
     snprintf(g->arch, sizeof g->arch, "sm_%d%d", g->sm_major, g->sm_minor);
+    const char *w = getenv("REDJIT_WAVES");   /* for bench/sweep.sh */
+    g->waves = w && atoi(w) >= 1 && atoi(w) <= 16 ? atoi(w) : 1;
     pthread_mutex_init(&g->lock, NULL);
     *out = g;
     return 0;
@@ -626,14 +634,14 @@ static int get_fn(run_ctx *r, pass_entry *e, const char *name, int *slot)
     for (int q = 0; q < CG_NGROUPS && grp < 0; q++)
         if (e->mods[q] && cg_group_has(q, name)) grp = q;
     if (grp < 0) grp = cg_group_of(name);
-    if (!cg_group_usable(grp, e->k.kind))
+    if (!cg_group_usable(grp, &e->k))
         return util_diag_set(diag, RED_ERR_INTERNAL, "no kernel %s in this pass", name);
     if (!e->mods[grp]) {
         /* the body and this group's entry kernels */
         util_buf src;
         util_buf_init(&src);
         util_buf_puts(&src, util_buf_str(&e->k.src));
-        cg_add_group(&src, grp, e->k.kind);
+        cg_add_group(&src, grp, &e->k);
         int rc = src.failed ? util_diag_set(diag, RED_ERR_NOMEM, "out of memory")
                             : load_module(g, util_buf_str(&src), &e->mods[grp], diag);
         util_buf_free(&src);
@@ -720,6 +728,20 @@ static void set_array(long long *P, int base, CUdeviceptr ptr, const vm_buf *b)
     }
 }
 
+/* Whether a full reduction can take rj_persistv (cuda.c, acc_elem_v): every
+ * array it loads has stride 1 and its first element on 16 bytes. */
+static int vec_ok(const run_ctx *r, const pass_entry *e)
+{
+    const cg_kernel *k = &e->k;
+    const long long *P = r->params;
+    if (!k->vec) return 0;
+    for (int l = 0; l < k->nvec; l++) {
+        const long long *a = P + k->vec_base[l];   /* pointer, extent, stride */
+        if (a[2] != 1 || ((unsigned long long)a[0] + (unsigned long long)P[k->vec_lo] * k->vec_esz) % 16) return 0;
+    }
+    return 1;
+}
+
 static int run_full(run_ctx *r, pass_entry *e, long long n, int strategy, int ordered)
 {
     gpu_dev *g = r->g;
@@ -728,9 +750,11 @@ static int run_full(run_ctx *r, pass_entry *e, long long n, int strategy, int or
     P[1] = 1;
     if (strategy == RED_STRATEGY_SEGMENTED) return launch(r, e, "rj_segb", 1);
     long long grid;
+    const char *persist = vec_ok(r, e) ? "rj_persistv" : "rj_persist";
     if (strategy == RED_STRATEGY_PERSISTENT || strategy == RED_STRATEGY_AUTO) {
-        int rc = occupancy_grid(r, e, "rj_persist", &grid);
+        int rc = occupancy_grid(r, e, persist, &grid);
         if (rc) return rc;
+        grid *= g->waves;
         /* small inputs: no more blocks than have 8 elements a thread (at 2^10
          * the full grid was 1056 blocks for 4 with work: 14.3 us, CUB 6.2) */
         if (grid > cdiv(n, (long long)BLOCK * 8)) grid = cdiv(n, (long long)BLOCK * 8);
@@ -751,10 +775,12 @@ static int run_full(run_ctx *r, pass_entry *e, long long n, int strategy, int or
         P[5] = cdiv(n, grid * BLOCK);
         rc = launch(r, e, "rj_seq", grid);
     } else {
-        /* contiguous ranges per block, a multiple of the block size */
-        long long per = cdiv(cdiv(n, grid), BLOCK) * BLOCK;
-        P[5] = per > 0 ? per : BLOCK;
-        rc = launch(r, e, strategy == RED_STRATEGY_TREE ? "rj_block" : "rj_persist", grid);
+        /* contiguous ranges per block, a multiple of the block size (and
+         * for rj_persistv of its vectors) */
+        long long step = BLOCK * (long long)(e->k.vec > 0 ? e->k.vec : 1);
+        long long per = cdiv(cdiv(n, grid), step) * step;
+        P[5] = per > 0 ? per : step;
+        rc = launch(r, e, strategy == RED_STRATEGY_TREE ? "rj_block" : persist, grid);
     }
     if (!rc && strategy != RED_STRATEGY_PERSISTENT && strategy != RED_STRATEGY_AUTO) {
         P[6] = grid;

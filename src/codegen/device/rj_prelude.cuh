@@ -210,3 +210,8 @@ __device__ __forceinline__ bool rj_shfl(bool v, int s) { return __shfl_down_sync
 template <class T> __device__ __forceinline__ T rj_shfl(T v, int s) { return __shfl_down_sync(0xffffffffu, v, s); }
 __device__ __forceinline__ bool rj_shfl_idx(bool v, int l) { return __shfl_sync(0xffffffffu, (int)v, l) != 0; }
 template <class T> __device__ __forceinline__ T rj_shfl_idx(T v, int l) { return __shfl_sync(0xffffffffu, v, l); }
+
+// V elements of T read as one 16-byte load (acc_elem_v).
+template <class T, int V> struct __align__(16) rj_vec {
+    T c[V];
+};
