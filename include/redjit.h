@@ -260,7 +260,12 @@ RED_API int red_run(red_expr *e);
  * cudaStream_t; NULL: the default stream).  With a stream and
  * RED_RESULTS_DEVICE, red_run returns once the work is queued: it is
  * asynchronous until red_sync, or any red_result* call, which waits for it
- * and reports a fault found on the device (an out-of-range subscript). */
+ * and reports a fault found on the device (an out-of-range subscript).
+ * Runs queued so one after another do not wait for each other: each new
+ * red_run replaces the last one's results (whose memory it may reuse, in
+ * stream order: work the caller queued on the same stream before the call
+ * still reads the old values), and red_sync reports a fault of any of
+ * them since the last wait, with no results. */
 RED_API int red_expr_set_stream(red_expr *e, void *cuda_stream);
 /* Wait for the expression's queued work; its status (RED_OK if none). */
 RED_API int red_sync(red_expr *e);

@@ -441,6 +441,51 @@ static void test_async(red_ctx *ctx)
     red_finalize(e);
 }
 
+/* Runs on a stream whose results stay on the device are queued one behind
+ * the other: no wait and no copy between them, and no new device memory
+ * after the first (each reuses the buffers of the one before, in stream
+ * order).  A fault in an earlier run of the chain (the stand-in writes the
+ * fault record at that run's launch) is reported by the red_sync after the
+ * last, and the expression works afterwards. */
+static void test_async_chain(red_ctx *ctx)
+{
+    static char stream_stand_in;
+    red_expr *e = warm_expr(ctx, "sum(x), max(x)", RED_RESULTS_DEVICE, &stream_stand_in, "async chain");
+    if (!e) return;
+    int rc = red_run(e);
+    long long live = fc_live(0);
+    fc_reset();
+    for (int k = 0; k < 100 && !rc; k++) rc = red_run(e);
+    CHECK(rc == RED_OK && fc_count("cuLaunchKernel") == 100 && fc_count("cuStreamSynchronize") == 0 &&
+              fc_count("cuMemcpyDtoHAsync") == 0 && fc_count("cuMemsetD8Async") == 0,
+          "async chain: 100 runs queued, one launch each and no wait, copy or memset (%lld launches, %lld waits, "
+          "%lld copies, %lld memsets): %s", fc_count("cuLaunchKernel"), fc_count("cuStreamSynchronize"),
+          fc_count("cuMemcpyDtoHAsync"), fc_count("cuMemsetD8Async"), red_expr_errmsg(e));
+    CHECK(fc_live(0) == live, "async chain: device allocations grow run by run (%lld, then %lld)", live, fc_live(0));
+    fc_reset();
+    CHECK(red_sync(e) == RED_OK && fc_count("cuStreamSynchronize") == 1, "async chain: red_sync waits once (%lld)",
+          fc_count("cuStreamSynchronize"));
+    red_array a;
+    CHECK(red_result(e, 0, &a, NULL) == RED_OK && a.memory == RED_MEM_CUDA, "async chain: result 0 on the device");
+
+    /* a fault in the first of three chained runs */
+    unsigned long long err[4] = {RED_ERR_INDEX, 99999, 0, 7};
+    fc_store(0, err, sizeof err);
+    rc = red_run(e);
+    if (!rc) rc = red_run(e);
+    if (!rc) rc = red_run(e);
+    CHECK(rc == RED_OK, "async chain: runs queued behind a faulting one return at once: %s", red_expr_errmsg(e));
+    rc = red_sync(e);
+    CHECK(rc == RED_ERR_INDEX && strstr(red_expr_errmsg(e), "out of range"),
+          "async chain: red_sync reports the earlier run's fault (%d: %s)", rc, red_expr_errmsg(e));
+    CHECK(red_result(e, 0, &a, NULL) != RED_OK, "async chain: no results after a fault");
+    rc = red_run(e);
+    if (!rc) rc = red_sync(e);
+    CHECK(rc == RED_OK && red_result(e, 0, &a, NULL) == RED_OK, "async chain: the next run after the fault works: %s",
+          red_expr_errmsg(e));
+    red_finalize(e);
+}
+
 /* Small results lie in the run's workspace and reach the host in the copy
  * that brings the fault record back: a "kernel" (the stand-in, at the next
  * launch) writes them where the run put them, and the host reads exactly
@@ -718,6 +763,7 @@ int main(int argc, char **argv)
     test_count_key(ctx);
     test_refused_rebind();
     test_async(ctx);
+    test_async_chain(ctx);
     test_async_keys(ctx);
     test_keys_retry(ctx);
     test_workspace_results(ctx);

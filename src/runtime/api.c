@@ -468,9 +468,23 @@ static int temp_on_device(const red_expr *e, int t)
     return gpu_result_on_device(e->results_on_device, e->temps.t[t].ndim);
 }
 
-static void expr_clear_results(red_expr *e)
+/* Drop the last run's results.  `chain`: the next run is about to be
+ * queued behind it (see expr_chains), which then keeps its workspace and
+ * may reuse its buffers and device results, all still queued. */
+static void expr_clear_results_chain(red_expr *e, int chain)
 {
-    if (e->gpu && (e->run.pending || e->run.ws)) {
+    unsigned long long extra[8];
+    int nextra = 0;
+    if (chain && e->results_on_device && e->temps.t)
+        for (int i = 0; i < e->temps.n && chain; i++)
+            if (temp_on_device(e, i) && e->temps.t[i].data) {
+                if (nextra == 8) chain = 0;
+                else extra[nextra++] = (unsigned long long)(uintptr_t)e->temps.t[i].data;
+            }
+    if (chain && gpu_rechain(e->gpu, &e->run, extra, nextra)) {
+        for (int i = 0; i < e->temps.n; i++)
+            if (temp_on_device(e, i)) e->temps.t[i].data = NULL;
+    } else if (e->gpu && (e->run.pending || e->run.ws)) {
         util_diag ignore = {0};
         gpu_finish(e->gpu, &e->run, &ignore);
     }
@@ -488,6 +502,9 @@ static void expr_clear_results(red_expr *e)
     plan_entry_unref(e->run_pe);
     e->run_pe = NULL;
 }
+
+static void expr_clear_results(red_expr *e) { expr_clear_results_chain(e, 0); }
+
 
 static void expr_init(red_expr *e, red_ctx *ctx, program *pg)
 {
@@ -964,6 +981,17 @@ RED_API int red_last_timings(red_expr *e, red_timings *t)
     return rc;
 }
 
+/* Whether the next run of `e`, on plan `p`, can be queued behind its last
+ * one without waiting for it: that run is still queued, on the same stream,
+ * with the same plan (its fault record's meaning), its results all left
+ * on the device, and no timings to read. */
+static int expr_chains(red_expr *e, const plan *p)
+{
+    return e->gpu && e->run.pending && e->run.stream && e->run.stream == e->stream && e->run.p == p &&
+           e->run.device_results == RED_RESULTS_DEVICE && expr_opt(e, RED_OPT_RESULTS) == RED_RESULTS_DEVICE &&
+           !e->run.timings && !expr_opt(e, RED_OPT_TIMINGS);
+}
+
 RED_API int red_run(red_expr *e)
 {
     if (!e) return RED_ERR_ARG;
@@ -971,14 +999,17 @@ RED_API int red_run(red_expr *e)
     memset(&e->timings, 0, sizeof e->timings);
     e->diag.code = 0;
     e->diag.msg[0] = 0;
-    expr_clear_results(e);
     gpu_dev *gpu;
     int rc = expr_backend(e, &gpu);
-    if (rc) return rc;
-    plan *p;
+    plan *p = NULL;
     double tp = now_ms();
     int was_cached = e->last_pe && !e->sig_dirty;
-    rc = expr_plan(e, &p);
+    if (!rc) rc = expr_plan(e, &p);
+    /* the last run's results go; its work is waited for unless this run
+     * can be queued behind it */
+    int chained = !rc && gpu && e->gpu == gpu && expr_chains(e, p);
+    expr_clear_results_chain(e, chained);
+    chained = chained && e->run.ws;   /* gpu_rechain may have declined */
     if (rc) return rc;
     e->run_pe = e->last_pe;   /* expr_clear_results let go of the previous one */
     __atomic_add_fetch(&e->run_pe->refs, 1, __ATOMIC_ACQ_REL);
@@ -996,7 +1027,12 @@ RED_API int red_run(red_expr *e)
     if (!rc) {
         e->gpu = gpu;
         if (gpu) {
-            memset(&e->run, 0, sizeof e->run);
+            if (!chained) {
+                memset(&e->run, 0, sizeof e->run);
+            } else {   /* keeps its workspace and the buffers it may reuse */
+                e->run.compile_ms = e->run.upload_ms = e->run.kernel_ms = e->run.download_ms = 0;
+                e->run.timing_failed = 0;
+            }
             e->run.stream = e->stream;
             e->run.device_results = expr_opt(e, RED_OPT_RESULTS);
             e->run.timings = expr_opt(e, RED_OPT_TIMINGS);

@@ -617,6 +617,27 @@ static int defer_release(run_ctx *r, CUdeviceptr p)
     return 0;
 }
 
+/* A buffer of at least `size` bytes for this run: one an earlier run on the
+ * same stream left to it (gpu_rechain), taken as pool_get would take it from
+ * the pool, else from the pool.  `release`: given back at the run's end
+ * (partials, uploads), else handed to the caller (results). */
+static int run_get(run_ctx *r, size_t size, CUdeviceptr *out, int release)
+{
+    gpu_run *run = r->run;
+    gpu_dev *g = r->g;
+    size_t want = ((size ? size : 1) + 255) & ~(size_t)255;
+    for (int i = 0; i < run->nreuse; i++)
+        for (int k = 0; k < g->npool; k++)
+            if (g->pool[k].ptr == run->reuse[i] && g->pool[k].size >= want && g->pool[k].size <= 2 * want + (1 << 20)) {
+                *out = run->reuse[i];
+                run->reuse[i] = run->reuse[--run->nreuse];
+                return release ? defer_release(r, *out) : 0;
+            }
+    int rc = pool_get(g, size, out, r->diag);
+    if (!rc && release) defer_release(r, *out);
+    return rc;
+}
+
 /* The entry `name` of a pass's module, looked up once. */
 static int get_fn(run_ctx *r, pass_entry *e, const char *name, int *slot)
 {
@@ -694,8 +715,12 @@ static long long cdiv(long long a, long long b) { return (a + b - 1) / b; }
 
 /* Host copy of a host array's touched span; device pointer adjusted so the
  * kernel's offsets (which may be negative with negative strides) work. */
-static int upload(gpu_dev *g, CUstream s, const vm_buf *b, CUdeviceptr *base, CUdeviceptr *adj, util_diag *diag)
+static int upload(run_ctx *r, const vm_buf *b, CUdeviceptr *adj)
 {
+    gpu_dev *g = r->g;
+    CUstream s = r->s;
+    util_diag *diag = r->diag;
+    CUdeviceptr base_, *base = &base_;
     int64_t lo = 0, hi = 0, esz = (int64_t)red_dtype_size(b->dtype);
     int empty = 0;
     for (int d = 0; d < b->ndim; d++) {
@@ -705,15 +730,12 @@ static int upload(gpu_dev *g, CUstream s, const vm_buf *b, CUdeviceptr *base, CU
         else hi += ext;
     }
     size_t bytes = empty ? 1 : (size_t)((hi - lo + 1) * esz);
-    int rc = pool_get(g, bytes, base, diag);
+    int rc = run_get(r, bytes, base, 1);   /* given back at the run's end */
     if (rc) return rc;
     if (!empty) {
         /* pageable host memory: the call returns once the data is staged */
-        CUresult r = g->cu.MemcpyHtoDAsync(*base, (const char *)b->data + lo * esz, bytes, s);
-        if (r) {
-            pool_put(g, *base);
-            return cu_fail(g, r, "cuMemcpyHtoD", diag);
-        }
+        CUresult cr = g->cu.MemcpyHtoDAsync(*base, (const char *)b->data + lo * esz, bytes, s);
+        if (cr) return cu_fail(g, cr, "cuMemcpyHtoD", diag);
     }
     *adj = *base - (CUdeviceptr)(lo * esz);
     return 0;
@@ -767,7 +789,7 @@ static int run_full(run_ctx *r, pass_entry *e, long long n, int strategy, int or
     }
     if (grid < 1) grid = 1;
     CUdeviceptr part;
-    int rc = pool_get(g, (size_t)grid * asz, &part, r->diag);
+    int rc = run_get(r, (size_t)grid * asz, &part, 1);
     if (rc) return rc;
     P[2] = (long long)part;
     P[0] = n;
@@ -787,7 +809,6 @@ static int run_full(run_ctx *r, pass_entry *e, long long n, int strategy, int or
         rc = launch(r, e, "rj_final", 1);
     }
     (void)ordered;
-    defer_release(r, part);
     return rc;
 }
 
@@ -946,9 +967,8 @@ static int run_segments(run_ctx *r, pass_entry *e, long long nout, long long tot
         if (c.chunks) {
             size_t bytes = (size_t)(c.chunks * nout) * (size_t)e->k.acc_size;
             CUdeviceptr part;
-            rc = pool_get(g, bytes, &part, r->diag);
+            rc = run_get(r, bytes, &part, 1);
             if (rc) return rc;
-            defer_release(r, part);
             P[2] = (long long)part;
             P[6] = c.chunks;
             P[1] = nout;
@@ -1092,8 +1112,12 @@ static void run_release(gpu_dev *g, gpu_run *run)
 {
     events_give(g, run->ev);
     for (int i = 0; i < run->nrelease; i++) pool_put(g, run->release[i]);
+    for (int i = 0; i < run->nreuse; i++) pool_put(g, run->reuse[i]);
     if (run->ws) pool_put(g, run->ws);
     if (run->release != run->release_inl) free(run->release);
+    if (run->reuse != run->reuse_inl) free(run->reuse);
+    run->reuse = NULL;
+    run->nreuse = run->capreuse = 0;
     if (run->bufs_owned) free(run->bufs);
     run->release = NULL;
     run->bufs = NULL;
@@ -1101,6 +1125,41 @@ static void run_release(gpu_dev *g, gpu_run *run)
     run->nrelease = run->caprelease = 0;
     run->ws = 0;
     run->pending = 0;
+}
+
+int gpu_rechain(gpu_dev *g, gpu_run *run, const unsigned long long *extra, int nextra)
+{
+    /* timed runs read their own events; a key flag word left set needs
+     * the workspace cleaned (see ws_get) */
+    if (!run->pending || !run->stream || !run->ws || run->ws_keys_dirty || run->ev[0]) return 0;
+    pthread_mutex_lock(&g->lock);
+    int need = run->nreuse + run->nrelease + nextra;
+    if (!run->reuse) {
+        run->reuse = run->reuse_inl;
+        run->capreuse = (int)(sizeof run->reuse_inl / sizeof run->reuse_inl[0]);
+    }
+    if (need > run->capreuse) {
+        unsigned long long *n = malloc((size_t)need * sizeof *n);
+        if (!n) {
+            pthread_mutex_unlock(&g->lock);
+            return 0;
+        }
+        memcpy(n, run->reuse, (size_t)run->nreuse * sizeof *n);
+        if (run->reuse != run->reuse_inl) free(run->reuse);
+        run->reuse = n;
+        run->capreuse = need;
+    }
+    for (int i = 0; i < run->nrelease; i++) run->reuse[run->nreuse++] = run->release[i];
+    for (int i = 0; i < nextra; i++) run->reuse[run->nreuse++] = extra[i];
+    if (run->release != run->release_inl) free(run->release);
+    run->release = NULL;
+    run->nrelease = run->caprelease = 0;
+    if (run->bufs_owned) free(run->bufs);
+    run->bufs = NULL;
+    run->bufs_owned = 0;
+    run->pending = 0;
+    pthread_mutex_unlock(&g->lock);
+    return 1;
 }
 
 /* Wait for the run's work, read its fault record, give its buffers back. */
@@ -1401,16 +1460,14 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
     else memset(run->ev, 0, sizeof run->ev);
     if (run->ev[0] && g->cu.EventRecord(run->ev[0], s)) run->timing_failed = 1;
     double nvrtc_before = g->stats.compile_ms;
-    if (!rc) rc = ws_get(g, s, &run->ws, diag);
+    if (!rc && !run->ws) rc = ws_get(g, s, &run->ws, diag);   /* a chained run has its own */
     r.ws = run->ws;
 
     for (int i = 0; !rc && i < p->nbufs; i++) {
         if (on_device && on_device[i]) {
             in_adj[i] = (CUdeviceptr)(uintptr_t)bufs[i].data;
         } else {
-            CUdeviceptr base;
-            rc = upload(g, s, &bufs[i], &base, &in_adj[i], diag);
-            if (!rc) defer_release(&r, base);
+            rc = upload(&r, &bufs[i], &in_adj[i]);
         }
     }
 
@@ -1568,7 +1625,7 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
             }
             /* not cleared: every strategy's kernels write every output
              * element, the identity where a domain is empty */
-            rc = pool_get(g, bytes, &tptr[t], diag);
+            rc = run_get(&r, bytes, &tptr[t], 0);
         }
         if (rc) break;
         for (int i = 0; i < p->ntemps; i++)

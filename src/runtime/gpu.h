@@ -46,6 +46,12 @@ typedef struct gpu_run {
     unsigned long long *release;   /* buffers to give back at the end       */
     int nrelease, caprelease;
     unsigned long long release_inl[16];   /* release's first home: no allocation */
+    /* buffers of the runs before this one on its stream, still queued ahead
+     * of it (gpu_rechain): it takes what it needs from them first, which
+     * stream order makes safe; the rest is given back at its end */
+    unsigned long long *reuse;
+    int nreuse, capreuse;
+    unsigned long long reuse_inl[16];
     /* timings: events around uploads, kernels, downloads; host NVRTC time */
     void *ev[4];
     int timing_failed;      /* an event record failed: no device timings    */
@@ -65,6 +71,15 @@ static inline int gpu_result_on_device(int mode, int ndim)
  * fault record, the persistent grid's counter and the key statistics), each
  * at a multiple of 16 bytes after the one before. */
 #define GPU_WS_HEAD 128
+
+/* Make a pending run ready to be followed by the next run of the same plan
+ * on the same stream, its results on the device, without waiting for it
+ * (red_run on a stream with RED_RESULTS_DEVICE): the next run keeps its
+ * workspace, so a fault of either is reported when the last is finished,
+ * and may reuse its buffers and the `nextra` buffers `extra` (the results
+ * the caller gives up), all of them still queued.  0 where the run cannot
+ * be followed so (it is then finished as before). */
+int gpu_rechain(gpu_dev *g, gpu_run *run, const unsigned long long *extra, int nextra);
 
 /* Run every pass of `p`.  bufs[i].data are host pointers unless
  * on_device[i]; results come back to host temporaries in `out`, or stay on
