@@ -637,16 +637,31 @@ static void emit_fold(gen *g)
     }
 }
 
-/* The loads of a contiguous full reduction (see cg_kernel.vec): every load
- * reached from x is a bound 1-D array subscripted by the pass's one reduced
- * index alone, in range by construction (so no check), of a 4- or 8-byte
- * type.  Collects the distinct ones into list; 0 where any load is not. */
+/* Is v one of the pass's free indices? */
+static int is_free(const plan_pass *ps, int v)
+{
+    for (int f = 0; f < ps->nfree; f++)
+        if (ps->free[f] == v) return 1;
+    return 0;
+}
+
+/* The loads of a contiguous reduction (see cg_kernel.vec): every load
+ * reached from x is a bound array whose subscripts are the pass's one
+ * reduced index, in exactly one dimension, and free indices, all plain and
+ * in range by construction (so no check), of a 4- or 8-byte type.  Collects
+ * the distinct ones into list; 0 where any load is not so. */
 static int vec_loads(gen *g, const ir *x, const ir **list, int *n, int max)
 {
     if (x->kind == IR_LOAD) {
-        if (x->slot < 0 || x->nargs != 1 || x->args[0]->kind != IR_INDEX || x->args[0]->slot != g->ps->red[0] ||
-            !proven_in_range(g, x, 0))
-            return 0;
+        int nred = 0;
+        if (x->slot < 0 || x->nargs > RED_MAX_DIMS) return 0;
+        for (int d = 0; d < x->nargs; d++) {
+            const ir *sub = x->args[d];
+            if (sub->kind != IR_INDEX || !proven_in_range(g, x, d)) return 0;
+            if (sub->slot == g->ps->red[0]) nred++;
+            else if (!is_free(g->ps, sub->slot)) return 0;
+        }
+        if (nred != 1) return 0;
         switch (buf_dtype(g, x->slot)) {
         case RED_I32: case RED_U32: case RED_F32: case RED_I64: case RED_U64: case RED_F64: break;
         default: return 0;
@@ -662,18 +677,23 @@ static int vec_loads(gen *g, const ir *x, const ir **list, int *n, int max)
     return 1;
 }
 
-/* acc_elem_v: the elements u*RJ_VEC .. u*RJ_VEC + RJ_VEC-1 of a contiguous
- * full reduction, folded into `a` in order, from one 16-byte load of each
- * array (rj_full_vec_stage).  Emitted only where the pass qualifies (one
- * output, one reduced index, no ordered operator, loads as vec_loads takes
- * them, all of one size); the runtime takes it only where every such array
- * has stride 1 and its first element on 16 bytes (gpu.c, vec_ok). */
+/* acc_load_v and acc_elem_v: the elements u*RJ_VEC .. u*RJ_VEC + RJ_VEC-1
+ * of output o's domain, from one 16-byte load of each array (acc_load_v),
+ * folded into `a` in order (acc_elem_v); for rj_full_vec_stage and
+ * rj_thread_run_v.  Emitted only where the pass qualifies (no ordered
+ * operator, one plain reduced index, loads as vec_loads takes them, all of
+ * one size); the runtime takes them only where, in every such array, the
+ * reduced index's dimension has stride 1, every other dimension a stride
+ * of a multiple of 16 bytes, and the domain's first element sits on 16
+ * bytes (gpu.c, vec_ok). */
 static void emit_acc_elem_v(gen *g)
 {
     const plan_pass *ps = g->ps;
     cg_kernel *k = g->k;
     util_buf *o = g->o;
-    if (k->kind != CG_FULL || k->ordered || ps->nred != 1 || ps->nfree || ps->key) return;
+    if ((k->kind != CG_FULL && k->kind != CG_PARTIAL) || k->ordered || ps->nred != 1 || ps->key ||
+        g->p->vars[ps->red[0]].lo)
+        return;
     const ir *loads[8];
     int n = 0;
     for (int q = 0; q < ps->nreds; q++)
@@ -688,29 +708,50 @@ static void emit_acc_elem_v(gen *g)
     k->vec_esz = (int)esz;
     k->vec_lo = k->lay.var_lo[ps->red[0]];
     k->nvec = n;
-    /* the loads apart from the folds (Vld, acc_load_v), so that the
-     * stage issues every load of its batch before the first fold: with both
-     * in one function ptxas interleaved them, one load of each array in
-     * flight per thread */
+    /* the loads apart from the folds (Vld, acc_load_v), so that a batch's
+     * loads are all issued before the first fold: with both in one function
+     * ptxas interleaved them, one load of each array in flight per thread */
     util_buf_puts(o, "struct Vld {\n");
-    for (int i = 0; i < n; i++) {
-        const char *t = tname[loads[i]->type];
-        util_buf_printf(o, "    rj_vec<%s, %d> q%d;\n", t, vec, loads[i]->id);
+    for (int i = 0; i < n; i++)
+        util_buf_printf(o, "    rj_vec<%s, %d> q%d;\n", tname[loads[i]->type], vec, loads[i]->id);
+    /* acc_load_v: vector u whole; acc_load_vt: its first nv < vec elements
+     * (the domain's end), one at a time */
+    for (int tail = 0; tail < 2; tail++) {
+        util_buf_printf(o, "%s__device__ __forceinline__ void acc_load_v%s(Vld &L, const Params &P, long long o, "
+                           "const long long *lo, long long u%s)\n{\n", tail ? "}\n" : "};\n", tail ? "t" : "",
+                        tail ? ", int nv" : "");
+        begin_function(g);
+        emit_free_vars(g, "o");
+        util_buf_puts(o, "    (void)o;\n");
+        for (int i = 0; i < n; i++) {
+            const ir *x = loads[i];
+            int base = buf_base(g, x->slot), nd = x->nargs;
+            const char *t = tname[x->type];
+            k->vec_base[i] = base;
+            k->vec_ndim[i] = nd;
+            util_buf_printf(o, "    { const %s *b = (const %s *)P.v[%d] + lo[0]", t, t, base);
+            for (int d = 0; d < nd; d++) {
+                if (x->args[d]->slot == ps->red[0]) k->vec_rdim[i] = d;
+                else util_buf_printf(o, " + i%d * P.v[%d]", x->args[d]->slot, base + 1 + nd + d);
+            }
+            if (!tail) {
+                util_buf_printf(o, "; L.q%d = ((const rj_vec<%s, %d> *)b)[u]; }\n", x->id, t, vec);
+            } else {
+                util_buf_printf(o, " + u * %d;", vec);
+                for (int c = 0; c < vec - 1; c++) util_buf_printf(o, " if (%d < nv) L.q%d.c[%d] = b[%d];", c, x->id, c, c);
+                util_buf_puts(o, " }\n");
+            }
+        }
     }
-    util_buf_puts(o, "};\n__device__ __forceinline__ void acc_load_v(Vld &L, const Params &P, const long long *lo, "
-                     "long long u)\n{\n");
-    for (int i = 0; i < n; i++) {
-        int base = buf_base(g, loads[i]->slot);
-        const char *t = tname[loads[i]->type];
-        k->vec_base[i] = base;
-        util_buf_printf(o, "    L.q%d = ((const rj_vec<%s, %d> *)((const %s *)P.v[%d] + lo[0]))[u];\n", loads[i]->id, t,
-                        vec, t, base);
-    }
-    util_buf_puts(o, "}\n__device__ __forceinline__ void acc_elem_v(Acc &a, const Params &P, const Vld &L, "
-                     "const long long *lo, long long u)\n{\n    (void)P;\n");
+    /* nv: the elements of the vector to fold (RJ_VEC but at the end) */
+    util_buf_puts(o, "}\n__device__ __forceinline__ void acc_elem_v(Acc &a, const Params &P, const Vld &L, long long o, "
+                     "const long long *lo, long long u, int nv)\n{\n    (void)P;\n    (void)o;\n");
     for (int c = 0; c < vec; c++) {
         begin_function(g);
-        util_buf_printf(o, "    {\n    const long long i%d = lo[0] + u * %d + %d;\n    (void)i%d;\n", ps->red[0], vec, c, ps->red[0]);
+        util_buf_printf(o, "    if (%d < nv) {\n", c);
+        emit_free_vars(g, "o");
+        util_buf_printf(o, "    const long long i%d = lo[0] + u * %d + %d;\n    (void)i%d;\n", ps->red[0], vec, c,
+                        ps->red[0]);
         for (int i = 0; i < n; i++) {
             g->done[loads[i]->id] = 1;
             util_buf_printf(o, "    const %s v%d = L.q%d.c[%d];\n", tname[loads[i]->type], loads[i]->id, loads[i]->id, c);
@@ -819,6 +860,8 @@ static const struct {
     {"rj_persistv", "RJ_ENTRY rj_persistv(Params P) { rj_full_persistent_vec(P); }\n"},
     {"rj_seg1", "RJ_ENTRY rj_seg1(Params P) { rj_segmented(P, 1); }\n"},
     {"rj_seg32", "RJ_ENTRY rj_seg32(Params P) { rj_segmented(P, 32); }\n"},
+    {"rj_seg1v", "RJ_ENTRY rj_seg1v(Params P) { rj_segmented_vec(P, 1); }\n"},
+    {"rj_seg32v", "RJ_ENTRY rj_seg32v(Params P) { rj_segmented_vec(P, 32); }\n"},
     {"rj_segb", "RJ_ENTRY rj_segb(Params P) { rj_segmented(P, RJ_BLOCK); }\n"},
     {"rj_count", "RJ_ENTRY rj_count(Params P) { rj_count_all(P); }\n"},
     {"rj_kends", "RJ_ENTRY rj_kends(Params P) { rj_key_ends(P); }\n"},
@@ -841,6 +884,8 @@ static const char *const group_entries[CG_NGROUPS] = {   /* names, each NUL-term
     [CG_G_PERSISTV] = "rj_persistv\0",
     [CG_G_SEG1] = "rj_seg1\0",
     [CG_G_SEG32] = "rj_seg32\0",
+    [CG_G_SEG1V] = "rj_seg1v\0",
+    [CG_G_SEG32V] = "rj_seg32v\0",
     [CG_G_SEGB] = "rj_segb\0",
     [CG_G_COUNT] = "rj_count\0",
     [CG_G_KSORTED] = "rj_kends\0rj_kfused\0",
@@ -871,7 +916,8 @@ int cg_group_usable(int group, const cg_kernel *k)
     if (group < 0 || group >= CG_NGROUPS) return 0;
     if (kind == CG_MAP) return group == CG_G_MAP;
     if (group == CG_G_MAP) return 0;
-    if (group == CG_G_PERSISTV) return k->vec > 0;
+    if (group == CG_G_PERSISTV) return k->vec > 0 && kind == CG_FULL;
+    if (group == CG_G_SEG1V || group == CG_G_SEG32V) return k->vec > 0 && kind == CG_PARTIAL;
     if (group == CG_G_KSORTED || group == CG_G_KOFFS || group == CG_G_KPRIV) return kind == CG_KEYED;
     if (group == CG_G_SPLIT1 || group == CG_G_SPLITB) return kind == CG_PARTIAL || kind == CG_KEYED;
     return 1;
@@ -907,19 +953,21 @@ static int unroll(const cg_kernel *k)
     return k->nloads == 1 && !k->loads_overflow && !k->ranged ? 8 : 4;
 }
 
-/* 16-byte loads of each array a thread has in flight in rj_full_vec_stage.
- * Tuned on the H200 (bench/sweep.sh REDJIT_VUNROLL, 2026-11-23, 2^28 unless
- * noted; us at 2 / 4 / 8): sum f32 242.4 / 241.3 / 240.5 (2^24: 25.3 / 26.1
- * / 25.3), sum f64 470.9 / 470.2 / 472.9, argmax 258.7 / 256.0 / 266.4, a
- * dot product (two arrays) 470.9 / 471.2 / 470.8: 4 for one array, 2 for
- * more (as many bytes in flight, fewer registers).  REDJIT_VUNROLL (1, 2, 4
- * or 8) overrides it for sweeps. */
+/* 16-byte loads of each array a thread has in flight in rj_run_v.  Tuned
+ * on the H200 (bench/sweep.sh REDJIT_VUNROLL, 2026-11-23, 2^28 unless noted;
+ * us at 2 / 4 / 8): sum f32 242.4 / 241.3 / 240.5 (2^24: 25.3 / 26.1 /
+ * 25.3), sum f64 470.9 / 470.2 / 472.9, argmax 258.7 / 256.0 / 266.4, a dot
+ * product (two arrays) 470.9 / 471.2 / 470.8: as fast at 2, which costs
+ * NVRTC least (sum(x)'s persistent kernel, CPU ms, least of 9 compiles: 174
+ * at 2, 196 at 4, 208 at 1, where NVVM unrolls the loop itself; the scalar
+ * kernel 166).  REDJIT_VUNROLL (1, 2, 4 or 8) overrides it for sweeps. */
 static int vunroll(const cg_kernel *k)
 {
     const char *u = getenv("REDJIT_VUNROLL");
     int v = u ? atoi(u) : 0;
     if (v == 1 || v == 2 || v == 4 || v == 8) return v;
-    return k->nvec == 1 ? 4 : 2;
+    (void)k;
+    return 2;
 }
 
 /* The prelude's optional groups (rj_prelude.cuh) and the names that need

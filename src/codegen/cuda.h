@@ -41,12 +41,14 @@ typedef struct cg_kernel {
         signed char dim[RED_MAX_DIMS];
     } loads[8];
     int loads_overflow; /* more loads than recorded                         */
-    /* Contiguous full reductions (acc_elem_v, rj_persistv): vec elements of
-     * vec_esz bytes a 16-byte load from each of nvec 1-D arrays, whose
-     * parameter blocks start at vec_base[]; the reduced index starts at
-     * parameter vec_lo.  vec is 0 where the pass does not qualify. */
+    /* Contiguous reductions (acc_elem_v; rj_persistv for full ones, rj_seg1v
+     * and rj_seg32v for the others): vec elements of vec_esz bytes a 16-byte
+     * load from each of nvec arrays, whose parameter blocks start at
+     * vec_base[], with vec_ndim[] dimensions, the reduced index in dimension
+     * vec_rdim[]; it starts at parameter vec_lo.  vec is 0 where the pass
+     * does not qualify. */
     int vec, vec_esz, vec_lo, nvec;
-    int vec_base[8];
+    int vec_base[8], vec_ndim[8], vec_rdim[8];
 } cg_kernel;
 
 enum { CG_MAP, CG_FULL, CG_PARTIAL, CG_KEYED };
@@ -62,7 +64,7 @@ int cg_generate(const plan *p, int pi, util_arena *a, cg_kernel *out, util_diag 
  * a module of the pass `k` (its kind, and for rj_persistv k->vec); cg_add_group appends a group's kernels to a
  * body made by cg_generate.  CG_ALL_GROUPS: every usable group at once (for
  * red_precompile and red_explain). */
-enum { CG_G_MAP, CG_G_TREE, CG_G_SEQ, CG_G_PERSIST, CG_G_PERSISTV, CG_G_SEG1, CG_G_SEG32, CG_G_SEGB, CG_G_COUNT,
+enum { CG_G_MAP, CG_G_TREE, CG_G_SEQ, CG_G_PERSIST, CG_G_PERSISTV, CG_G_SEG1, CG_G_SEG32, CG_G_SEG1V, CG_G_SEG32V, CG_G_SEGB, CG_G_COUNT,
        CG_G_KSORTED, CG_G_KOFFS, CG_G_KPRIV, CG_G_SPLIT1, CG_G_SPLITB, CG_NGROUPS, CG_ALL_GROUPS = -1 };
 int cg_group_of(const char *entry);
 int cg_group_has(int group, const char *entry);

@@ -160,15 +160,17 @@ int gpu_compile_only(const plan *p, const char *arch, util_diag *diag)
             size_t n = 0;
             double ms;
             rc = nvrtc_compile(util_buf_str(&k.src), arch, &cubin, &n, &ms, diag);
-            /* REDJIT_DUMP_CUBIN=DIR keeps each pass's cubin (DIR/passN.cubin),
-             * for cuobjdump -sass when studying the code a strategy makes */
+            /* REDJIT_DUMP_CUBIN=DIR keeps each pass's cubin and source
+             * (DIR/passN.cubin, DIR/passN.cu), for cuobjdump -sass when
+             * studying the code a strategy makes, and for timing NVRTC */
             const char *dump = getenv("REDJIT_DUMP_CUBIN");
-            if (!rc && dump && cubin) {
+            for (int w = 0; !rc && dump && cubin && w < 2; w++) {
                 char path[4096];
-                snprintf(path, sizeof path, "%s/pass%d.cubin", dump, pi);
+                snprintf(path, sizeof path, "%s/pass%d.%s", dump, pi, w ? "cu" : "cubin");
                 FILE *f = fopen(path, "wb");
                 if (f) {
-                    fwrite(cubin, 1, n, f);
+                    if (w) fputs(util_buf_str(&k.src), f);
+                    else fwrite(cubin, 1, n, f);
                     fclose(f);
                 }
             }
@@ -750,16 +752,24 @@ static void set_array(long long *P, int base, CUdeviceptr ptr, const vm_buf *b)
     }
 }
 
-/* Whether a full reduction can take rj_persistv (cuda.c, acc_elem_v): every
- * array it loads has stride 1 and its first element on 16 bytes. */
+/* Whether a pass can take its 16-byte-load kernels (cuda.c, acc_elem_v:
+ * rj_persistv, rj_seg1v, rj_seg32v): in every array it loads, the reduced
+ * index's dimension has stride 1, every other dimension a stride of a
+ * multiple of 16 bytes (or one element), and the first element of the
+ * domain sits on 16 bytes, so that every vector of every output does. */
 static int vec_ok(const run_ctx *r, const pass_entry *e)
 {
     const cg_kernel *k = &e->k;
     const long long *P = r->params;
     if (!k->vec) return 0;
     for (int l = 0; l < k->nvec; l++) {
-        const long long *a = P + k->vec_base[l];   /* pointer, extent, stride */
-        if (a[2] != 1 || ((unsigned long long)a[0] + (unsigned long long)P[k->vec_lo] * k->vec_esz) % 16) return 0;
+        const long long *a = P + k->vec_base[l];   /* pointer, extents, strides */
+        int nd = k->vec_ndim[l];
+        if (a[1 + nd + k->vec_rdim[l]] != 1 ||
+            ((unsigned long long)a[0] + (unsigned long long)P[k->vec_lo] * k->vec_esz) % 16)
+            return 0;
+        for (int d = 0; d < nd; d++)
+            if (d != k->vec_rdim[l] && a[1 + d] > 1 && (a[1 + nd + d] * k->vec_esz) % 16) return 0;
     }
     return 1;
 }
@@ -988,6 +998,9 @@ static int run_segments(run_ctx *r, pass_entry *e, long long nout, long long tot
         k = c.kernel;
         group = c.group;
         if (c.occupancy_grid) strategy = RED_STRATEGY_PERSISTENT;
+        /* contiguous rows: the same with 16-byte loads (auto only: the
+         * forced strategies keep the scalar kernels to compare against) */
+        if ((group == 1 || group == 32) && vec_ok(r, e)) k = group == 1 ? "rj_seg1v" : "rj_seg32v";
     }
     }
     if (strategy == RED_STRATEGY_PERSISTENT) {

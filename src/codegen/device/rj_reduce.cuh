@@ -246,42 +246,49 @@ __device__ __forceinline__ void rj_full_persistent(const Params &P)
 }
 
 #if RJ_VEC
-// Contiguous full reductions (the runtime's vec_ok): block b's range of
-// elements, RJ_VEC of them a 16-byte load of each array (acc_load_v, then
-// acc_elem_v folds them),
-// RJ_VUNROLL such loads in flight per thread.  Scalar loads at a stride the
-// kernel reads from its parameters, 8 in flight, left sum(x) of 2^28 floats
-// at 91.6% of DRAM bandwidth with 57.4 M warp instructions, against CUB's
-// 95.2% with 24.6 M (ncu, H200).  The block's start is a multiple of RJ_VEC
-// (RJ_PER is); the elements past the last whole vector (fewer than RJ_VEC,
-// in the last block) are folded one a thread.
-__device__ __forceinline__ void rj_full_vec_stage(const Params &P, long long b)
+// Contiguous reductions (the runtime's vec_ok): output o's elements begin
+// .. end-1 (begin a multiple of RJ_VEC), RJ_VEC of them a 16-byte load of
+// each array (acc_load_v, then acc_elem_v folds them), RJ_VUNROLL such loads
+// in flight per thread; this thread takes the vectors first, first + step,
+// ..., the last of them cut short where the domain ends inside it.
+// Commutative operators only; no subscript to check.  Scalar loads at a
+// stride the kernel reads from its parameters, 8 in flight, left sum(x) of
+// 2^28 floats at 91.6% of DRAM bandwidth with 57.4 M warp instructions,
+// against CUB's 95.2% with 24.6 M (ncu, H200); these reach CUB's time.
+__device__ __forceinline__ Acc rj_run_v(const Params &P, long long o, const long long *lo, long long begin,
+                                        long long end, int first, int step)
 {
-    long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
-    out_range(P, 0, lo, sz);
-    long long n = P.v[RJ_N], per = P.v[RJ_PER];
-    long long begin = b * per, end = begin + per < n ? begin + per : n;
-    long long vend = end / RJ_VEC;
     Acc a, in;
     acc_init(a);
     acc_init(in);
-    rj_flt F;
-    rj_flt_init(F);
     int k = 0;
-    long long u = begin / RJ_VEC + threadIdx.x;
-    for (; u + (RJ_VUNROLL - 1) * RJ_BLOCK < vend; u += RJ_VUNROLL * RJ_BLOCK) {
+    // whole vectors up to vend, then at most one partial (tail elements)
+    long long vend = end / RJ_VEC;
+    int tail = (int)(end - vend * RJ_VEC);
+    long long vlast = vend + (tail > 0);
+    // batches of RJ_VUNROLL vectors, the last one cut short by guards, the
+    // partial vector among them (not loops of their own: each copy of the
+    // element code costs NVRTC time, and a loop would fold one load at a
+    // time); a batch's loads are all issued before its first fold
+    for (long long u = begin / RJ_VEC + first; u < vlast; u += (long long)RJ_VUNROLL * step) {
         Vld L[RJ_VUNROLL];
+        int nv[RJ_VUNROLL];
 #pragma unroll
-        for (int j = 0; j < RJ_VUNROLL; j++) acc_load_v(L[j], P, lo, u + j * RJ_BLOCK);
+        for (int j = 0; j < RJ_VUNROLL; j++) {
+            long long uj = u + (long long)j * step;
+            nv[j] = uj < vend ? RJ_VEC : uj == vend && uj < vlast ? tail : 0;
+            if (nv[j] == RJ_VEC) acc_load_v(L[j], P, o, lo, uj);
+            else if (nv[j] > 0) acc_load_vt(L[j], P, o, lo, uj, nv[j]);
+        }
 #if RJ_FOLD_DIRECT
 #pragma unroll
-        for (int j = 0; j < RJ_VUNROLL; j++) acc_elem_v(in, P, L[j], lo, u + j * RJ_BLOCK);
+        for (int j = 0; j < RJ_VUNROLL; j++) acc_elem_v(in, P, L[j], o, lo, u + (long long)j * step, nv[j]);
 #else
         Acc x[RJ_VUNROLL];
 #pragma unroll
         for (int j = 0; j < RJ_VUNROLL; j++) {
             acc_init(x[j]);
-            acc_elem_v(x[j], P, L[j], lo, u + j * RJ_BLOCK);
+            acc_elem_v(x[j], P, L[j], o, lo, u + (long long)j * step, nv[j]);
         }
 #pragma unroll
         for (int j = 0; j < RJ_VUNROLL; j++) acc_combine(in, x[j]);
@@ -292,16 +299,19 @@ __device__ __forceinline__ void rj_full_vec_stage(const Params &P, long long b)
             k = 0;
         }
     }
-#pragma unroll 1
-    for (; u < vend; u += RJ_BLOCK) {
-        Vld L;
-        acc_load_v(L, P, lo, u);
-        acc_elem_v(in, P, L, lo, u);
-    }
-    long long t = vend * RJ_VEC + threadIdx.x;
-    if (t >= begin && t < end) acc_elem(in, F, P, 0, lo, sz, t);
     acc_combine(a, in);
-    rj_flush(P, F);
+    return a;
+}
+
+// rj_full_block_stage over 16-byte vectors (RJ_PER is a multiple of RJ_VEC).
+__device__ __forceinline__ void rj_full_vec_stage(const Params &P, long long b)
+{
+    long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+    out_range(P, 0, lo, sz);
+    long long n = P.v[RJ_N], per = P.v[RJ_PER];
+    long long begin = b * per, end = begin + per < n ? begin + per : n;
+    if (end < begin) end = begin;   // a block past the end: nothing
+    Acc a = rj_run_v(P, 0, lo, begin, end, threadIdx.x, RJ_BLOCK);
     a = rj_block_reduce(a);
     if (threadIdx.x == 0) ((Acc *)P.v[RJ_PARTIALS])[b] = a;
 }
@@ -310,6 +320,27 @@ __device__ __forceinline__ void rj_full_persistent_vec(const Params &P)
 {
     rj_full_vec_stage(P, blockIdx.x);
     rj_persist_finish(P);
+}
+
+// rj_segmented's thread (group 1) and warp (32) per output over 16-byte
+// vectors: rows whose reduced dimension is contiguous.
+__device__ __forceinline__ void rj_segmented_vec(const Params &P, int group)
+{
+    long long nout = P.v[RJ_NOUT];
+    long long gid = ((long long)blockIdx.x * RJ_BLOCK + threadIdx.x) / group;
+    long long ngroups = (long long)gridDim.x * RJ_BLOCK / group;
+    int lane = threadIdx.x % group;
+    // every lane of a warp runs the same number of iterations (shuffles)
+    long long iters = (nout + ngroups - 1) / ngroups;
+    for (long long it = 0; it < iters; it++) {
+        long long o = gid + it * ngroups;
+        long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+        long long cnt = out_range(P, o, lo, sz);   // no loads: the domain is the same for every output
+        if (o >= nout) cnt = 0;
+        Acc a = rj_run_v(P, o, lo, 0, cnt, lane, group);
+        if (group > 1) a = rj_warp_reduce(a, group);
+        if (o < nout && lane == 0) acc_write(P, o, a);
+    }
 }
 #endif
 
