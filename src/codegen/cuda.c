@@ -677,10 +677,36 @@ static int vec_loads(gen *g, const ir *x, const ir **list, int *n, int max)
     return 1;
 }
 
+/* For acc_load_v and acc_elem_1: the free indices from o, and b<id>, the
+ * address of element 0 of output o's domain in each array of a contiguous
+ * reduction (recording, for the runtime's vec_ok, where its parameters are
+ * and which dimension the reduced index runs along). */
+static void emit_vec_bases(gen *g, const ir *const *loads, int n)
+{
+    const plan_pass *ps = g->ps;
+    cg_kernel *k = g->k;
+    util_buf *o = g->o;
+    emit_free_vars(g, "o");
+    util_buf_puts(o, "    (void)o;\n");
+    for (int i = 0; i < n; i++) {
+        const ir *x = loads[i];
+        int base = buf_base(g, x->slot), nd = x->nargs;
+        const char *t = tname[x->type];
+        k->vec_base[i] = base;
+        k->vec_ndim[i] = nd;
+        util_buf_printf(o, "    const %s *b%d = (const %s *)P.v[%d] + lo[0]", t, x->id, t, base);
+        for (int d = 0; d < nd; d++) {
+            if (x->args[d]->slot == ps->red[0]) k->vec_rdim[i] = d;
+            else util_buf_printf(o, " + i%d * P.v[%d]", x->args[d]->slot, base + 1 + nd + d);
+        }
+        util_buf_puts(o, ";\n");
+    }
+}
+
 /* acc_load_v and acc_elem_v: the elements u*RJ_VEC .. u*RJ_VEC + RJ_VEC-1
  * of output o's domain, from one 16-byte load of each array (acc_load_v),
- * folded into `a` in order (acc_elem_v); for rj_full_vec_stage and
- * rj_thread_run_v.  Emitted only where the pass qualifies (no ordered
+ * folded into `a` in order (acc_elem_v); acc_elem_1 one element; for
+ * rj_run_v.  Emitted only where the pass qualifies (no ordered
  * operator, one plain reduced index, loads as vec_loads takes them, all of
  * one size); the runtime takes them only where, in every such array, the
  * reduced index's dimension has stride 1, every other dimension a stride
@@ -714,41 +740,21 @@ static void emit_acc_elem_v(gen *g)
     util_buf_puts(o, "struct Vld {\n");
     for (int i = 0; i < n; i++)
         util_buf_printf(o, "    rj_vec<%s, %d> q%d;\n", tname[loads[i]->type], vec, loads[i]->id);
-    /* acc_load_v: vector u whole; acc_load_vt: its first nv < vec elements
-     * (the domain's end), one at a time */
-    for (int tail = 0; tail < 2; tail++) {
-        util_buf_printf(o, "%s__device__ __forceinline__ void acc_load_v%s(Vld &L, const Params &P, long long o, "
-                           "const long long *lo, long long u%s)\n{\n", tail ? "}\n" : "};\n", tail ? "t" : "",
-                        tail ? ", int nv" : "");
-        begin_function(g);
-        emit_free_vars(g, "o");
-        util_buf_puts(o, "    (void)o;\n");
-        for (int i = 0; i < n; i++) {
-            const ir *x = loads[i];
-            int base = buf_base(g, x->slot), nd = x->nargs;
-            const char *t = tname[x->type];
-            k->vec_base[i] = base;
-            k->vec_ndim[i] = nd;
-            util_buf_printf(o, "    { const %s *b = (const %s *)P.v[%d] + lo[0]", t, t, base);
-            for (int d = 0; d < nd; d++) {
-                if (x->args[d]->slot == ps->red[0]) k->vec_rdim[i] = d;
-                else util_buf_printf(o, " + i%d * P.v[%d]", x->args[d]->slot, base + 1 + nd + d);
-            }
-            if (!tail) {
-                util_buf_printf(o, "; L.q%d = ((const rj_vec<%s, %d> *)b)[u]; }\n", x->id, t, vec);
-            } else {
-                util_buf_printf(o, " + u * %d;", vec);
-                for (int c = 0; c < vec - 1; c++) util_buf_printf(o, " if (%d < nv) L.q%d.c[%d] = b[%d];", c, x->id, c, c);
-                util_buf_puts(o, " }\n");
-            }
-        }
-    }
-    /* nv: the elements of the vector to fold (RJ_VEC but at the end) */
+    /* acc_load_v: vector u of each array; acc_elem_v: its elements folded;
+     * acc_elem_1: element t alone, loaded and folded (the domain's last
+     * elements past whole batches of vectors) */
+    util_buf_puts(o, "};\n__device__ __forceinline__ void acc_load_v(Vld &L, const Params &P, long long o, "
+                     "const long long *lo, long long u)\n{\n");
+    begin_function(g);
+    emit_vec_bases(g, loads, n);
+    for (int i = 0; i < n; i++)
+        util_buf_printf(o, "    L.q%d = ((const rj_vec<%s, %d> *)b%d)[u];\n", loads[i]->id, tname[loads[i]->type], vec,
+                        loads[i]->id);
     util_buf_puts(o, "}\n__device__ __forceinline__ void acc_elem_v(Acc &a, const Params &P, const Vld &L, long long o, "
-                     "const long long *lo, long long u, int nv)\n{\n    (void)P;\n    (void)o;\n");
+                     "const long long *lo, long long u)\n{\n    (void)P;\n    (void)o;\n");
     for (int c = 0; c < vec; c++) {
         begin_function(g);
-        util_buf_printf(o, "    if (%d < nv) {\n", c);
+        util_buf_puts(o, "    {\n");
         emit_free_vars(g, "o");
         util_buf_printf(o, "    const long long i%d = lo[0] + u * %d + %d;\n    (void)i%d;\n", ps->red[0], vec, c,
                         ps->red[0]);
@@ -759,6 +765,16 @@ static void emit_acc_elem_v(gen *g)
         emit_fold(g);
         util_buf_puts(o, "    }\n");
     }
+    util_buf_puts(o, "}\n__device__ __forceinline__ void acc_elem_1(Acc &a, const Params &P, long long o, "
+                     "const long long *lo, long long t)\n{\n");
+    begin_function(g);
+    emit_vec_bases(g, loads, n);
+    util_buf_printf(o, "    const long long i%d = lo[0] + t;\n    (void)i%d;\n", ps->red[0], ps->red[0]);
+    for (int i = 0; i < n; i++) {
+        g->done[loads[i]->id] = 1;
+        util_buf_printf(o, "    const %s v%d = b%d[t];\n", tname[loads[i]->type], loads[i]->id, loads[i]->id);
+    }
+    emit_fold(g);
     util_buf_puts(o, "}\n");
 }
 
@@ -1041,7 +1057,8 @@ int cg_generate(const plan *p, int pi, util_arena *a, cg_kernel *out, util_diag 
         int direct = ps->nreds > 0;
         for (int q = 0; q < ps->nreds; q++) direct &= is_arg(ps->reds[q].rop);
         util_buf_printf(o, "#define RJ_FOLD_DIRECT %d\n", direct);
-        util_buf_printf(o, "#define RJ_VEC %d\n#define RJ_VUNROLL %d\n", out->vec, vunroll(out));
+        out->vec_unroll = vunroll(out);
+        util_buf_printf(o, "#define RJ_VEC %d\n#define RJ_VUNROLL %d\n", out->vec, out->vec_unroll);
         util_buf_puts(o, rj_reduce_cuh);
         util_buf_puts(o, "#define RJ_ENTRY extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK)\n");
     }

@@ -48,6 +48,7 @@ typedef struct cg_kernel {
      * vec_rdim[]; it starts at parameter vec_lo.  vec is 0 where the pass
      * does not qualify. */
     int vec, vec_esz, vec_lo, nvec;
+    int vec_unroll;     /* RJ_VUNROLL: vectors of each array a batch loads  */
     int vec_base[8], vec_ndim[8], vec_rdim[8];
 } cg_kernel;
 

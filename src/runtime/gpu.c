@@ -782,7 +782,8 @@ static int run_full(run_ctx *r, pass_entry *e, long long n, int strategy, int or
     P[1] = 1;
     if (strategy == RED_STRATEGY_SEGMENTED) return launch(r, e, "rj_segb", 1);
     long long grid;
-    const char *persist = vec_ok(r, e) ? "rj_persistv" : "rj_persist";
+    int vec = vec_ok(r, e);
+    const char *persist = vec ? "rj_persistv" : "rj_persist";
     if (strategy == RED_STRATEGY_PERSISTENT || strategy == RED_STRATEGY_AUTO) {
         int rc = occupancy_grid(r, e, persist, &grid);
         if (rc) return rc;
@@ -807,9 +808,11 @@ static int run_full(run_ctx *r, pass_entry *e, long long n, int strategy, int or
         P[5] = cdiv(n, grid * BLOCK);
         rc = launch(r, e, "rj_seq", grid);
     } else {
-        /* contiguous ranges per block, a multiple of the block size (and
-         * for rj_persistv of its vectors) */
-        long long step = BLOCK * (long long)(e->k.vec > 0 ? e->k.vec : 1);
+        /* contiguous ranges per block, a multiple of the block size (for
+         * rj_persistv of its batches of vectors: only the last block has
+         * elements left over, which it folds one at a time) */
+        int batches = vec && strategy != RED_STRATEGY_TREE;
+        long long step = BLOCK * (long long)(batches ? e->k.vec * e->k.vec_unroll : 1);
         long long per = cdiv(cdiv(n, grid), step) * step;
         P[5] = per > 0 ? per : step;
         rc = launch(r, e, strategy == RED_STRATEGY_TREE ? "rj_block" : persist, grid);

@@ -246,6 +246,27 @@ __device__ __forceinline__ void rj_full_persistent(const Params &P)
 }
 
 #if RJ_VEC
+// A batch of RJ_VUNROLL whole vectors folded into `in` in order: into
+// fresh accumulators first, combined in order, as rj_fold_batch does;
+// argmin and argmax straight into `in`.
+__device__ __forceinline__ void rj_fold_vbatch(Acc &in, const Params &P, const Vld *L, long long o,
+                                               const long long *lo, long long u, int step)
+{
+#if RJ_FOLD_DIRECT
+#pragma unroll
+    for (int j = 0; j < RJ_VUNROLL; j++) acc_elem_v(in, P, L[j], o, lo, u + (long long)j * step);
+#else
+    Acc x[RJ_VUNROLL];
+#pragma unroll
+    for (int j = 0; j < RJ_VUNROLL; j++) {
+        acc_init(x[j]);
+        acc_elem_v(x[j], P, L[j], o, lo, u + (long long)j * step);
+    }
+#pragma unroll
+    for (int j = 0; j < RJ_VUNROLL; j++) acc_combine(in, x[j]);
+#endif
+}
+
 // Contiguous reductions (the runtime's vec_ok): output o's elements begin
 // .. end-1 (begin a multiple of RJ_VEC), RJ_VEC of them a 16-byte load of
 // each array (acc_load_v, then acc_elem_v folds them), RJ_VUNROLL such loads
@@ -262,43 +283,28 @@ __device__ __forceinline__ Acc rj_run_v(const Params &P, long long o, const long
     acc_init(a);
     acc_init(in);
     int k = 0;
-    // whole vectors up to vend, then at most one partial (tail elements)
-    long long vend = end / RJ_VEC;
-    int tail = (int)(end - vend * RJ_VEC);
-    long long vlast = vend + (tail > 0);
-    // batches of RJ_VUNROLL vectors, the last one cut short by guards, the
-    // partial vector among them (not loops of their own: each copy of the
-    // element code costs NVRTC time, and a loop would fold one load at a
-    // time); a batch's loads are all issued before its first fold
-    for (long long u = begin / RJ_VEC + first; u < vlast; u += (long long)RJ_VUNROLL * step) {
+    long long vend = end / RJ_VEC;   // whole vectors, then fewer than RJ_VEC elements
+    // whole batches of RJ_VUNROLL vectors, unguarded: their loads are all
+    // issued before the first fold
+    long long u = begin / RJ_VEC + first;
+    for (; u + (long long)(RJ_VUNROLL - 1) * step < vend; u += (long long)RJ_VUNROLL * step) {
         Vld L[RJ_VUNROLL];
-        int nv[RJ_VUNROLL];
 #pragma unroll
-        for (int j = 0; j < RJ_VUNROLL; j++) {
-            long long uj = u + (long long)j * step;
-            nv[j] = uj < vend ? RJ_VEC : uj == vend && uj < vlast ? tail : 0;
-            if (nv[j] == RJ_VEC) acc_load_v(L[j], P, o, lo, uj);
-            else if (nv[j] > 0) acc_load_vt(L[j], P, o, lo, uj, nv[j]);
-        }
-#if RJ_FOLD_DIRECT
-#pragma unroll
-        for (int j = 0; j < RJ_VUNROLL; j++) acc_elem_v(in, P, L[j], o, lo, u + (long long)j * step, nv[j]);
-#else
-        Acc x[RJ_VUNROLL];
-#pragma unroll
-        for (int j = 0; j < RJ_VUNROLL; j++) {
-            acc_init(x[j]);
-            acc_elem_v(x[j], P, L[j], o, lo, u + (long long)j * step, nv[j]);
-        }
-#pragma unroll
-        for (int j = 0; j < RJ_VUNROLL; j++) acc_combine(in, x[j]);
-#endif
+        for (int j = 0; j < RJ_VUNROLL; j++) acc_load_v(L[j], P, o, lo, u + (long long)j * step);
+        rj_fold_vbatch(in, P, L, o, lo, u, step);
         if (++k == RJ_INNER / (RJ_VUNROLL * RJ_VEC)) {
             acc_combine(a, in);
             acc_init(in);
             k = 0;
         }
     }
+    // what is left (fewer than RJ_VUNROLL whole vectors, then fewer than
+    // RJ_VEC elements), one element at a time: a batch of its own, cut
+    // short by guards, cost NVRTC a fifth of the kernel's time, and so did
+    // the generic acc_elem
+#pragma unroll 1
+    for (long long t = u * RJ_VEC; t < end; t += (t % RJ_VEC == RJ_VEC - 1) ? (long long)(step - 1) * RJ_VEC + 1 : 1)
+        acc_elem_1(in, P, o, lo, t);
     acc_combine(a, in);
     return a;
 }
