@@ -280,21 +280,35 @@ static void layouts(red_ctx *ctx, int max_log2)
     free(A);
 }
 
+/* The driver calls the tests make themselves (device memory to use in
+ * place, a stream), from libcuda, looked up once; 0 where it is missing. */
+static struct {
+    void *h;
+    int (*memalloc)(unsigned long long *, size_t);
+    int (*htod)(unsigned long long, const void *, size_t);
+    int (*memfree)(unsigned long long);
+} drv;
+
+static int drv_load(void)
+{
+    if (!drv.h && (drv.h = dlopen("libcuda.so.1", RTLD_NOW)) != NULL) {
+        *(void **)&drv.memalloc = dlsym(drv.h, "cuMemAlloc_v2");
+        *(void **)&drv.htod = dlsym(drv.h, "cuMemcpyHtoD_v2");
+        *(void **)&drv.memfree = dlsym(drv.h, "cuMemFree_v2");
+    }
+    return drv.h && drv.memalloc && drv.htod && drv.memfree;
+}
+
 /* Inputs in device memory, through the driver API loaded here. */
 static void device_inputs(red_ctx *ctx)
 {
-    void *h = dlopen("libcuda.so.1", RTLD_NOW);
-    if (!h) return;
-    int (*memalloc)(unsigned long long *, size_t) = (int (*)(unsigned long long *, size_t))dlsym(h, "cuMemAlloc_v2");
-    int (*htod)(unsigned long long, const void *, size_t) =
-        (int (*)(unsigned long long, const void *, size_t))dlsym(h, "cuMemcpyHtoD_v2");
-    int (*memfree)(unsigned long long) = (int (*)(unsigned long long))dlsym(h, "cuMemFree_v2");
+    if (!drv_load()) return;
     int64_t n = 1000003;
     float *x = malloc((size_t)n * 4);
     for (int64_t i = 0; i < n; i++) x[i] = (float)urand();
     unsigned long long d = 0;
     /* the context exists: red_gpu_available made it current on this thread */
-    CHECK(memalloc && htod && memfree && memalloc(&d, (size_t)n * 4) == 0 && htod(d, x, (size_t)n * 4) == 0,
+    CHECK(drv.memalloc(&d, (size_t)n * 4) == 0 && drv.htod(d, x, (size_t)n * 4) == 0,
           "device allocation for the in-place test");
     if (d) {
         red_binding hb = {"x", {0}}, db = {"x", {0}};
@@ -308,7 +322,7 @@ static void device_inputs(red_ctx *ctx)
         CHECK(rc1 == 0 && rc2 == 0 && hv == dv, "device input: host %.9g (%d), device %.9g (%d): %s", hv, rc1, dv,
               rc2, red_errmsg(ctx));
         /* results left on the device, on a stream of the caller's */
-        int (*streamcreate)(void **, unsigned) = (int (*)(void **, unsigned))dlsym(h, "cuStreamCreate");
+        int (*streamcreate)(void **, unsigned) = (int (*)(void **, unsigned))dlsym(drv.h, "cuStreamCreate");
         void *stream = NULL;
         CHECK(streamcreate && streamcreate(&stream, 0) == 0, "cuStreamCreate");
         red_expr *e;
@@ -339,7 +353,7 @@ static void device_inputs(red_ctx *ctx)
         red_set_option(ctx, RED_OPT_DEVICE, RED_DEVICE_CPU);
         int rc3 = red_eval_f64(ctx, "sum(x)", &db, 1, &dv);
         CHECK(rc3 == RED_ERR_BIND, "a device array on the CPU backend is refused (got %d)", rc3);
-        memfree(d);
+        drv.memfree(d);
     }
     free(x);
 }
@@ -382,12 +396,7 @@ static void row_views(red_ctx *ctx)
  * that is not. */
 static void device_offsets(red_ctx *ctx)
 {
-    void *h = dlopen("libcuda.so.1", RTLD_NOW);
-    if (!h) return;
-    int (*memalloc)(unsigned long long *, size_t) = (int (*)(unsigned long long *, size_t))dlsym(h, "cuMemAlloc_v2");
-    int (*htod)(unsigned long long, const void *, size_t) =
-        (int (*)(unsigned long long, const void *, size_t))dlsym(h, "cuMemcpyHtoD_v2");
-    int (*memfree)(unsigned long long) = (int (*)(unsigned long long))dlsym(h, "cuMemFree_v2");
+    if (!drv_load()) return;
     int64_t n = (1 << 20) + 37, m = n + 8;
     float *x = malloc((size_t)m * 4);
     double *z = malloc((size_t)m * 8);
@@ -396,8 +405,8 @@ static void device_offsets(red_ctx *ctx)
         z[i] = urand() * 2 - 1;
     }
     unsigned long long dx = 0, dz = 0;
-    CHECK(memalloc && htod && memfree && memalloc(&dx, (size_t)m * 4) == 0 && memalloc(&dz, (size_t)m * 8) == 0 &&
-              htod(dx, x, (size_t)m * 4) == 0 && htod(dz, z, (size_t)m * 8) == 0,
+    CHECK(drv.memalloc(&dx, (size_t)m * 4) == 0 && drv.memalloc(&dz, (size_t)m * 8) == 0 &&
+              drv.htod(dx, x, (size_t)m * 4) == 0 && drv.htod(dz, z, (size_t)m * 8) == 0,
           "device allocations for the alignment test");
     static const gcase cases[] = {
         {"sum(x)", "sum(abs(x))"},
@@ -452,8 +461,8 @@ static void device_offsets(red_ctx *ctx)
             for (int r = 0; r < nm; r++) free(mag[r]);
         }
     }
-    if (dx) memfree(dx);
-    if (dz) memfree(dz);
+    if (dx) drv.memfree(dx);
+    if (dz) drv.memfree(dz);
     free(x);
     free(z);
     printf("device offsets done\n");
