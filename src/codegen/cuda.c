@@ -977,12 +977,11 @@ static int unroll(const cg_kernel *k)
  * NVRTC least (sum(x)'s persistent kernel, CPU ms, least of 9 compiles: 174
  * at 2, 196 at 4, 208 at 1, where NVVM unrolls the loop itself; the scalar
  * kernel 166).  REDJIT_VUNROLL (1, 2, 4 or 8) overrides it for sweeps. */
-static int vunroll(const cg_kernel *k)
+static int vunroll(void)
 {
     const char *u = getenv("REDJIT_VUNROLL");
     int v = u ? atoi(u) : 0;
     if (v == 1 || v == 2 || v == 4 || v == 8) return v;
-    (void)k;
     return 2;
 }
 
@@ -1057,7 +1056,7 @@ int cg_generate(const plan *p, int pi, util_arena *a, cg_kernel *out, util_diag 
         int direct = ps->nreds > 0;
         for (int q = 0; q < ps->nreds; q++) direct &= is_arg(ps->reds[q].rop);
         util_buf_printf(o, "#define RJ_FOLD_DIRECT %d\n", direct);
-        out->vec_unroll = vunroll(out);
+        out->vec_unroll = vunroll();
         util_buf_printf(o, "#define RJ_VEC %d\n#define RJ_VUNROLL %d\n", out->vec, out->vec_unroll);
         util_buf_puts(o, rj_reduce_cuh);
         util_buf_puts(o, "#define RJ_ENTRY extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK)\n");
