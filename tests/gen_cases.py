@@ -1372,6 +1372,39 @@ def fam_sizes():
     # on the backend): a looser bound for this one case
     out.append(rec(["name: big_sum_f32_positive", "expr: sum(x)", "x: f32[%d] rand" % big,
                     "expect: np.sum(f64(x))", "dtype: f32", "rtol: 1e-4"]))
+    out += fam_extremes()
+    return out
+
+
+def fam_extremes():
+    """min, max, argmin and argmax over many of the CPU executor's blocks (1024
+    values) and many GPU blocks, per type: few distinct values, so the extreme
+    ties within a block and across blocks (the first index wins); NaN late
+    (it wins, the first one); data that rises (every block beats the last);
+    zeros of both signs (equal: the first wins)."""
+    out = []
+    n = 100003
+    for dt in INTS + FLOATS:
+        data = "randint 0 60" if dt in UNSIGNED else "randint -30 30"
+        for op in ("min", "max", "argmin", "argmax"):
+            out.append(rec(["name: ext_%s_%s_ties" % (op, dt), "expr: %s(x)" % op,
+                            "x: %s[%d] %s" % (dt, n, data), "expect: np.%s(x)" % op,
+                            "dtype: " + red_result_type(op, dt), "rtol: 0"]))
+    for dt in ("f32", "f64", "bf16"):
+        out.append(rec(["name: ext_nan_late_%s" % dt, "expr: argmax(x), argmin(x), max(x), min(x)",
+                        "x: %s[%d] randn nanat=70001,90000" % (dt, n),
+                        "expect: (70001, 70001, np.nan, np.nan)",
+                        "dtype: i64, i64, %s, %s" % (computed(dt), computed(dt))]))
+        out.append(rec(["name: ext_rising_%s" % dt, "expr: argmax(x), argmin(x), argmax(y), argmin(y)",
+                        "x: %s[5000] iota" % dt, "y: %s[5000] iota step=-1" % dt,
+                        "expect: (np.argmax(x), np.argmin(x), np.argmax(y), np.argmin(y))",
+                        "dtype: i64, i64, i64, i64"]))
+    out.append(rec(["name: ext_signed_zeros_f32", "expr: argmax(x), argmin(x), argmax(x[i]) over i",
+                    "x: f32[5000] py np.where(rng.random(n) < 0.5, -0.0, 0.0) - (rng.random(n) < 0.01)",
+                    "expect: (np.argmax(x), np.argmin(x), np.argmax(x))", "dtype: i64, i64, i64"]))
+    out.append(rec(["name: ext_rows_i32_ties", "expr: (argmax(A[i,j]) over j), min(A[i,j]) over j",
+                    "A: i32[7,3001] randint -5 5", "expect: (np.argmax(A, axis=1), np.min(A, axis=1))",
+                    "dtype: i64, i32"]))
     return out
 
 
