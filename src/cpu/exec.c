@@ -374,34 +374,87 @@ static plan_value combine_builtin(int rop, int ct, plan_value a, plan_value b)
     return r;
 }
 
-/* min / max of floats: plain lanes the compiler turns into vector min/max,
- * and a separate flag for NaN, which wins as in NumPy */
-#define FOLD_MINMAX_F(T, init, CMP)                                            \
+/* The extreme of n floats and whether any of them is NaN, in 16-byte vectors
+ * written out with GCC's vector extension (Clang has it too): GCC 12 kept
+ * the lane-array form of this loop scalar, a maxss and a setp per element,
+ * and max(x) over 2^24 f32 took 11.2 ms on the CI machine against sum(x)'s
+ * 5.0.  The lanes keep `v CMP lane ? v : lane`, NaN aside in its own mask. */
+typedef float vf32 __attribute__((vector_size(16)));
+typedef int32_t vi32 __attribute__((vector_size(16)));
+typedef double vf64 __attribute__((vector_size(16)));
+typedef int64_t vi64 __attribute__((vector_size(16)));
+
+#define DEF_EXTREME_F(name, T, VT, VI, CMP, init)                                   \
+    static T name(const T *restrict x, int n, int *anynan)                          \
+    {                                                                               \
+        enum { W = 16 / sizeof(T), NV = 4 };                                        \
+        VT l[NV];                                                                   \
+        VI nan[NV];                                                                 \
+        for (int q = 0; q < NV; q++)                                                \
+            for (int k = 0; k < W; k++) {                                           \
+                l[q][k] = init;                                                     \
+                nan[q][k] = 0;                                                      \
+            }                                                                       \
+        int j = 0;                                                                  \
+        for (; j + NV * W <= n; j += NV * W)                                        \
+            for (int q = 0; q < NV; q++) {                                          \
+                VT v;                                                               \
+                memcpy(&v, x + j + q * W, sizeof v);                                \
+                VI m = (VI)(v CMP l[q]);                                            \
+                l[q] = (VT)(((VI)v & m) | ((VI)l[q] & ~m));                         \
+                nan[q] |= (VI)(v != v);                                             \
+            }                                                                       \
+        T r = init;                                                                 \
+        int nn = 0;                                                                 \
+        for (int q = 0; q < NV; q++)                                                \
+            for (int k = 0; k < W; k++) {                                           \
+                r = l[q][k] CMP r ? l[q][k] : r;                                    \
+                nn |= nan[q][k] != 0;                                               \
+            }                                                                       \
+        for (; j < n; j++) {                                                        \
+            r = x[j] CMP r ? x[j] : r;                                              \
+            nn |= x[j] != x[j];                                                     \
+        }                                                                           \
+        *anynan = nn;                                                               \
+        return r;                                                                   \
+    }
+
+DEF_EXTREME_F(max_f32, float, vf32, vi32, >, -INFINITY)
+DEF_EXTREME_F(min_f32, float, vf32, vi32, <, INFINITY)
+DEF_EXTREME_F(max_f64, double, vf64, vi64, >, -INFINITY)
+DEF_EXTREME_F(min_f64, double, vf64, vi64, <, INFINITY)
+
+/* The same for integers, whose lane-array loop the compiler vectorises as it
+ * is (max(k) of 2^24 i32: 5.0 ms, as sum(x)). */
+#define DEF_EXTREME_I(name, T, CMP, init)                                           \
+    static T name(const T *restrict x, int n)                                       \
+    {                                                                               \
+        T l[LANES];                                                                 \
+        for (int k = 0; k < LANES; k++) l[k] = init;                                \
+        int j = 0;                                                                  \
+        for (; j + LANES <= n; j += LANES)                                          \
+            for (int k = 0; k < LANES; k++) l[k] = x[j + k] CMP l[k] ? x[j + k] : l[k]; \
+        for (; j < n; j++) l[0] = x[j] CMP l[0] ? x[j] : l[0];                      \
+        T r = l[0];                                                                 \
+        for (int k = 1; k < LANES; k++) r = l[k] CMP r ? l[k] : r;                  \
+        return r;                                                                   \
+    }
+
+DEF_EXTREME_I(max_i32, int32_t, >, INT32_MIN)
+DEF_EXTREME_I(min_i32, int32_t, <, INT32_MAX)
+DEF_EXTREME_I(max_i64, int64_t, >, INT64_MIN)
+DEF_EXTREME_I(min_i64, int64_t, <, INT64_MAX)
+DEF_EXTREME_I(max_u32, uint32_t, >, 0)
+DEF_EXTREME_I(min_u32, uint32_t, <, UINT32_MAX)
+DEF_EXTREME_I(max_u64, uint64_t, >, 0)
+DEF_EXTREME_I(min_u64, uint64_t, <, UINT64_MAX)
+
+/* min / max of floats: NaN wins, as in NumPy */
+#define FOLD_MINMAX_F(fn)                                                      \
     do {                                                                       \
-        const T *restrict x = vals;                                            \
-        T l[LANES];                                                            \
-        int nan[LANES];                                                        \
-        for (int k = 0; k < LANES; k++) {                                      \
-            l[k] = init;                                                       \
-            nan[k] = 0;                                                        \
-        }                                                                      \
-        int j = 0;                                                             \
-        for (; j + LANES <= n; j += LANES)                                     \
-            for (int k = 0; k < LANES; k++) {                                  \
-                T v = x[j + k];                                                \
-                l[k] = v CMP l[k] ? v : l[k];                                  \
-                nan[k] |= v != v;                                              \
-            }                                                                  \
-        for (; j < n; j++) {                                                   \
-            T v = x[j];                                                        \
-            l[0] = v CMP l[0] ? v : l[0];                                      \
-            nan[0] |= v != v;                                                  \
-        }                                                                      \
-        int anynan = 0;                                                        \
-        for (int k = 0; k < LANES; k++) anynan |= nan[k];                      \
-        T r = l[0];                                                            \
-        for (int k = 1; k < LANES; k++) r = l[k] CMP r ? l[k] : r;            \
-        out.f = anynan ? (double)NAN : (double)r;                              \
+        int anynan;                                                            \
+        double r = fn(vals, n, &anynan);                                       \
+        out.f = anynan ? (double)NAN : r;                                      \
     } while (0)
 
 /* Fold n values (compute type ct) into r with a built-in operator. */
@@ -439,8 +492,8 @@ static plan_value fold_values(int rop, int ct, const void *vals, int n)
             CASE_T(CT_I64, int64_t, int64_t, INT64_MAX, MINI, out.i = r)
             CASE_T(CT_U32, uint32_t, uint32_t, UINT32_MAX, MINI, out.u = r)
             CASE_T(CT_U64, uint64_t, uint64_t, UINT64_MAX, MINI, out.u = r)
-        case CT_F32: FOLD_MINMAX_F(float, INFINITY, <); break;
-        case CT_F64: FOLD_MINMAX_F(double, INFINITY, <); break;
+        case CT_F32: FOLD_MINMAX_F(min_f32); break;
+        case CT_F64: FOLD_MINMAX_F(min_f64); break;
         }
         break;
     case ROP_MAX:
@@ -450,8 +503,8 @@ static plan_value fold_values(int rop, int ct, const void *vals, int n)
             CASE_T(CT_I64, int64_t, int64_t, INT64_MIN, MAXI, out.i = r)
             CASE_T(CT_U32, uint32_t, uint32_t, 0, MAXI, out.u = r)
             CASE_T(CT_U64, uint64_t, uint64_t, 0, MAXI, out.u = r)
-        case CT_F32: FOLD_MINMAX_F(float, -INFINITY, >); break;
-        case CT_F64: FOLD_MINMAX_F(double, -INFINITY, >); break;
+        case CT_F32: FOLD_MINMAX_F(max_f32); break;
+        case CT_F64: FOLD_MINMAX_F(max_f64); break;
         }
         break;
     case ROP_BAND:
@@ -499,8 +552,51 @@ static int arg_better(int rop, int ct, plan_value cand, plan_value best)
     return rop == ROP_ARGMAX ? cand.i > best.i : cand.i < best.i;
 }
 
+/* A run's candidate for argmin / argmax, in two passes over values that are
+ * in L1: the extreme (vectorised, above), then, only when it beats the best
+ * so far, the first element equal to it (the first NaN where there is one).
+ * One pass comparing each element with the best took argmax(x) over 2^24 f32
+ * to 31-45 ms on the CI machine, against max(x)'s 11. */
+#define ARG_RUN_F(T, fmax, fmin)                                                        \
+    do {                                                                                \
+        const T *x = vals;                                                              \
+        int nan;                                                                        \
+        T m = rop == ROP_ARGMAX ? fmax(x, n, &nan) : fmin(x, n, &nan);                  \
+        if (a->has && a->v[0].f != a->v[0].f) return;   /* an earlier NaN stays */      \
+        if (!nan && a->has && !(rop == ROP_ARGMAX ? m > a->v[0].f : m < a->v[0].f)) return; \
+        int j = 0;                                                                      \
+        if (nan)                                                                        \
+            while (x[j] == x[j]) j++;                                                   \
+        else                                                                            \
+            while (x[j] != m) j++;                                                      \
+        a->v[0].f = x[j];                                                               \
+        a->idx = idx0 + j;                                                              \
+        a->has = 1;                                                                     \
+    } while (0)
+
+#define ARG_RUN_I(T, FIELD, fmax, fmin)                                                 \
+    do {                                                                                \
+        const T *x = vals;                                                              \
+        T m = rop == ROP_ARGMAX ? fmax(x, n) : fmin(x, n);                              \
+        if (a->has && !(rop == ROP_ARGMAX ? m > (T)a->v[0].FIELD : m < (T)a->v[0].FIELD)) return; \
+        int j = 0;                                                                      \
+        while (x[j] != m) j++;                                                          \
+        a->v[0].FIELD = x[j];                                                           \
+        a->idx = idx0 + j;                                                              \
+        a->has = 1;                                                                     \
+    } while (0)
+
 static void fold_arg(int rop, int ct, const void *vals, int n, int64_t idx0, cacc *a)
 {
+    if (n <= 0) return;
+    switch (ct) {
+    case CT_F32: ARG_RUN_F(float, max_f32, min_f32); return;
+    case CT_F64: ARG_RUN_F(double, max_f64, min_f64); return;
+    case CT_I32: ARG_RUN_I(int32_t, i, max_i32, min_i32); return;
+    case CT_I64: ARG_RUN_I(int64_t, i, max_i64, min_i64); return;
+    case CT_U32: ARG_RUN_I(uint32_t, u, max_u32, min_u32); return;
+    case CT_U64: ARG_RUN_I(uint64_t, u, max_u64, min_u64); return;
+    }
     for (int j = 0; j < n; j++) {
         plan_value v = read_ct(vals, ct, j);
         if (!a->has || arg_better(rop, ct, v, a->v[0])) {
