@@ -1373,6 +1373,40 @@ def fam_sizes():
     out.append(rec(["name: big_sum_f32_positive", "expr: sum(x)", "x: f32[%d] rand" % big,
                     "expect: np.sum(f64(x))", "dtype: f32", "rtol: 1e-4"]))
     out += fam_extremes()
+    out += fam_columns()
+    return out
+
+
+def fam_columns():
+    """Reductions over the slower index of a matrix (column sums), which the
+    CPU executor walks a tile of outputs at a time: every operator and type it
+    takes there, NaN, 3-D, a product with a vector, a transposed view (rows in
+    memory become columns) and a stepped view."""
+    out = []
+    for dt in INTS + FLOATS:
+        data = "randint 0 60" if dt in UNSIGNED else "randint -30 30" if dt in INTS else "randn 3 nan=0.01"
+        A = ref_cast("A", red_result_type("sum", dt)) if dt in INTS else "f64(A)"
+        out.append(rec(["name: col_sum_%s" % dt, "expr: sum(A[i,j]) over i", "A: %s[37,300] %s" % (dt, data),
+                        "expect: np.sum(%s, axis=0)" % A, "mag: np.sum(np.abs(%s), axis=0)" % A,
+                        "dtype: " + red_result_type("sum", dt)]))
+        for op in ("min", "max"):
+            out.append(rec(["name: col_%s_%s" % (op, dt), "expr: %s(A[i,j]) over i" % op,
+                            "A: %s[37,300] %s" % (dt, data), "expect: np.%s(A, axis=0)" % op,
+                            "dtype: " + red_result_type(op, dt), "rtol: 0"]))
+    out.append(rec(["name: col_prod_f64", "expr: prod(A[i,j]) over i", "A: f64[50,64] rand 0.9 1.1",
+                    "expect: np.prod(A, axis=0)", "dtype: f64"]))
+    out.append(rec(["name: col_prod_i64", "expr: prod(A[i,j]) over i", "A: i64[40,64] randint -3 4",
+                    "expect: np.prod(A, axis=0)", "dtype: i64"]))
+    out.append(rec(["name: col_middle_3d_f32", "expr: sum(B[i,j,k]) over j", "B: f32[5,40,33] randn",
+                    "expect: np.sum(f64(B), axis=1)", "mag: np.sum(np.abs(f64(B)), axis=1)", "dtype: f32"]))
+    out.append(rec(["name: col_vecmat_f64", "expr: (sum(x[i]*A[i,j]) over i), max(A[i,j]) over i",
+                    "x: f64[70] randn", "A: f64[70,129] randn",
+                    "expect: (x @ A, np.max(A, axis=0))", "mag: (np.abs(x) @ np.abs(A), 0)", "dtype: f64, f64"]))
+    out.append(rec(["name: col_transposed_rows_f32", "expr: sum(A[i,j]) over j", "A: f32[300,45] randn view=T",
+                    "expect: np.sum(f64(A), axis=1)", "mag: np.sum(np.abs(f64(A)), axis=1)", "dtype: f32"]))
+    out.append(rec(["name: col_stepped_i32", "expr: (max(A[i,j]) over i), min(A[i,j]) over i",
+                    "A: i32[33,100] randint -1000 1000 step=-2,3",
+                    "expect: (np.max(A, axis=0), np.min(A, axis=0))", "dtype: i32, i32"]))
     return out
 
 
