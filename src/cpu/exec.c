@@ -1005,6 +1005,182 @@ static int run_reduction(pass_ctx *pc, util_diag *diag)
     return rc;
 }
 
+/* ---- column reductions: a tile of outputs at a time -------------------------------------- */
+
+/* Whether the pass reads across its outputs faster than along them: every
+ * load's step in memory for the innermost free index is smaller than for the
+ * reduced one (column sums of a row-major matrix).  Walking one output at a
+ * time there touches a new page per element (sum over i of a 4096 x 4096
+ * f32 matrix: 140 ms, the row sums 5.5). */
+static int column_layout(const pass_ctx *pc)
+{
+    if (pc->ranged || pc->nr != 1 || pc->nf < 1 || pc->L < 2 || pc->fext[pc->nf - 1] < 16) return 0;
+    int fv = pc->fvar[pc->nf - 1], rv = pc->rvar[0], nloads = 0;
+    for (int q = 0; q < pc->nreds; q++) {
+        const plan_red *rd = &pc->reds[q];
+        int ct = rd->acc[0];
+        if (rd->ncomp != 1) return 0;
+        if (rd->rop == ROP_SUM || rd->rop == ROP_PROD) {
+            if (ct != CT_I64 && ct != CT_U64 && ct != CT_F32 && ct != CT_F64) return 0;
+        } else if (rd->rop == ROP_MIN || rd->rop == ROP_MAX) {
+            if (ct == CT_BOOL) return 0;
+        } else {
+            return 0;
+        }
+    }
+    for (int i = 0; i < pc->prog->ninstr; i++) {
+        const vm_instr *in = &pc->prog->instr[i];
+        if (in->kind != VI_LOAD || in->invariant) continue;
+        if (!in->affine) return 0;
+        const vm_buf *b = in->slot >= 0 ? &pc->bufs[in->slot] : &pc->temps[-1 - in->slot];
+        int64_t sf = 0, sr = 0;
+        for (int d = 0; d < in->nsub; d++)
+            for (int t = 0; t < in->aff[d].nterm; t++) {
+                int64_t c = in->aff[d].coef[t] * b->strides[d];
+                if (in->aff[d].var[t] == fv) sf += c;
+                if (in->aff[d].var[t] == rv) sr += c;
+            }
+        if (sf < 0) sf = -sf;
+        if (sr < 0) sr = -sr;
+        if (sf >= sr) return 0;
+        nloads++;
+    }
+    return nloads > 0;
+}
+
+/* acc[j] = op(acc[j], v[j]) over a tile, typed (the accumulators as
+ * combine_builtin keeps them: f32 sums in f64, NaN wins min and max). */
+#define COL_LOOP(T, FIELD, EXPR)                                               \
+    do {                                                                       \
+        const T *restrict v = vals;                                            \
+        for (int j = 0; j < n; j++) {                                          \
+            T x = v[j];                                                        \
+            acc[j].FIELD = EXPR;                                               \
+        }                                                                      \
+    } while (0)
+
+static void col_fold(int rop, int ct, const void *vals, int n, plan_value *restrict acc)
+{
+    switch (rop) {
+    case ROP_SUM:
+        switch (ct) {
+        case CT_I64: COL_LOOP(int64_t, u, acc[j].u + (uint64_t)x); break;
+        case CT_U64: COL_LOOP(uint64_t, u, acc[j].u + x); break;
+        case CT_F32: COL_LOOP(float, f, acc[j].f + (double)x); break;
+        case CT_F64: COL_LOOP(double, f, acc[j].f + x); break;
+        }
+        break;
+    case ROP_PROD:
+        switch (ct) {
+        case CT_I64: COL_LOOP(int64_t, u, acc[j].u * (uint64_t)x); break;
+        case CT_U64: COL_LOOP(uint64_t, u, acc[j].u * x); break;
+        case CT_F32: COL_LOOP(float, f, (double)((float)acc[j].f * x)); break;
+        case CT_F64: COL_LOOP(double, f, acc[j].f * x); break;
+        }
+        break;
+    case ROP_MIN:
+        switch (ct) {
+        case CT_I32: COL_LOOP(int32_t, i, MINI(acc[j].i, (int64_t)x)); break;
+        case CT_I64: COL_LOOP(int64_t, i, MINI(acc[j].i, x)); break;
+        case CT_U32: COL_LOOP(uint32_t, u, MINI(acc[j].u, (uint64_t)x)); break;
+        case CT_U64: COL_LOOP(uint64_t, u, MINI(acc[j].u, x)); break;
+        case CT_F32: COL_LOOP(float, f, MINF(acc[j].f, (double)x)); break;
+        case CT_F64: COL_LOOP(double, f, MINF(acc[j].f, x)); break;
+        }
+        break;
+    case ROP_MAX:
+        switch (ct) {
+        case CT_I32: COL_LOOP(int32_t, i, MAXI(acc[j].i, (int64_t)x)); break;
+        case CT_I64: COL_LOOP(int64_t, i, MAXI(acc[j].i, x)); break;
+        case CT_U32: COL_LOOP(uint32_t, u, MAXI(acc[j].u, (uint64_t)x)); break;
+        case CT_U64: COL_LOOP(uint64_t, u, MAXI(acc[j].u, x)); break;
+        case CT_F32: COL_LOOP(float, f, MAXF(acc[j].f, (double)x)); break;
+        case CT_F64: COL_LOOP(double, f, MAXF(acc[j].f, x)); break;
+        }
+        break;
+    }
+}
+
+#define COL_TILE 256
+
+/* The outputs in tiles of COL_TILE along the innermost free index; for each
+ * reduced position in order, the tile's elements as one block (the free index
+ * a ramp), folded element-wise: every output is folded in the order of its
+ * reduced index, by one thread.  Returns RED_ERR_INDEX on an index error
+ * without a message (the caller reruns the pass one output at a time, which
+ * reports it as ever). */
+static int run_columns(pass_ctx *pc, util_diag *diag)
+{
+    int64_t F = pc->fext[pc->nf - 1];
+    int64_t tiles_per_row = (F + COL_TILE - 1) / COL_TILE;
+    int64_t ntiles = pc->nout / F * tiles_per_row;
+    int rc = 0, bad = 0;
+    int nt = pc->nthreads;
+    if (ntiles < nt) nt = (int)(ntiles > 0 ? ntiles : 1);
+#pragma omp parallel num_threads(nt)
+    {
+        tstate ts;
+        int lrc = tstate_init(&ts, pc);
+        plan_value *acc = malloc((size_t)pc->nreds * COL_TILE * sizeof *acc);
+        if (!lrc && !acc) lrc = RED_ERR_NOMEM;
+        if (lrc) {
+#pragma omp critical(redjit_fault)
+            if (!rc) rc = lrc;
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t tile = 0; tile < ntiles; tile++) {
+            if (lrc || bad || cpu_cancelled(pc->cancel)) continue;
+            int64_t row = tile / tiles_per_row, f0 = tile % tiles_per_row * COL_TILE;
+            int n = (int)(F - f0 < COL_TILE ? F - f0 : COL_TILE);
+            int64_t o0 = row * F + f0, oo = row;
+            for (int d = pc->nf - 2; d >= 0; d--) {
+                vm_var *v = &ts.st.vars[pc->fvar[d]];
+                v->mode = VAR_CONST;
+                v->base = pc->flo[d] + (pc->fext[d] ? oo % pc->fext[d] : 0);
+                oo = pc->fext[d] ? oo / pc->fext[d] : 0;
+            }
+            vm_var *vf = &ts.st.vars[pc->fvar[pc->nf - 1]], *vr = &ts.st.vars[pc->rvar[0]];
+            vf->mode = VAR_RAMP;
+            vf->base = pc->flo[pc->nf - 1] + f0;
+            vr->mode = VAR_CONST;
+            for (int q = 0; q < pc->nreds; q++) {
+                plan_value id = plan_identity(pc->reds[q].rop, acc_ct(&pc->reds[q]));
+                for (int j = 0; j < n; j++) acc[q * COL_TILE + j] = id;
+            }
+            int r = 0;
+            for (int64_t t = 0; t < pc->L && !r; t++) {
+                vr->base = pc->rlo[0] + t;
+                r = vm_run(&ts.st, n);
+                for (int q = 0; !r && q < pc->nreds; q++)
+                    col_fold(pc->reds[q].rop, pc->reds[q].acc[0], vm_reg(&ts.st, ts.st.prog->out[pc->root_of[q]]), n,
+                             acc + q * COL_TILE);
+            }
+            if (r) {
+#pragma omp critical(redjit_fault)
+                if (!rc) rc = r;
+                bad = 1;
+                continue;
+            }
+            const vm_buf *t0 = &pc->temps[pc->reds[0].temp[0]];
+            for (int j = 0; j < n; j++) {
+                int64_t off = out_offset(pc, t0, o0 + j);
+                for (int q = 0; q < pc->nreds; q++) {
+                    cacc a;
+                    a.v[0] = acc[q * COL_TILE + j];
+                    a.has = 1;
+                    a.idx = -1;
+                    acc_write(pc, &pc->reds[q], &a, off);
+                }
+            }
+        }
+        free(acc);
+        tstate_free(&ts, pc);
+    }
+    if (rc && rc != RED_ERR_INDEX && !diag->code)
+        util_diag_set(diag, rc, rc == RED_ERR_NOMEM ? "out of memory" : "evaluation failed");
+    return rc;
+}
+
 /* ---- keyed passes ------------------------------------------------------------------------- */
 
 /* A keyed pass keeps an accumulator per key and reduction for each
@@ -1620,6 +1796,9 @@ int cpu_execute(const plan *p, const vm_buf *bufs, const plan_value *scalars, in
             pc.nout = 1;
             rc = run_keyed(&pc, diag);
             pc.nout = nk;
+        } else if (column_layout(&pc)) {
+            rc = run_columns(&pc, diag);
+            if (rc == RED_ERR_INDEX) rc = run_reduction(&pc, diag);
         } else {
             rc = run_reduction(&pc, diag);
         }
