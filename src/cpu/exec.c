@@ -1049,59 +1049,87 @@ static int column_layout(const pass_ctx *pc)
 }
 
 /* acc[j] = op(acc[j], v[j]) over a tile, typed (the accumulators as
- * combine_builtin keeps them: f32 sums in f64, NaN wins min and max). */
-#define COL_LOOP(T, FIELD, EXPR)                                               \
+ * combine_builtin keeps them: f32 sums in f64, NaN wins min and max).  The
+ * tile's accumulators are doubles, uint64s or int64s (col_kind), always read
+ * and written as that type: through plan_value's union the loop stayed scalar. */
+enum { COL_F, COL_U, COL_I };
+
+static int col_kind(int rop, int ct)
+{
+    if (CT_IS_FLOAT(ct)) return COL_F;
+    if (rop == ROP_SUM || rop == ROP_PROD || ct == CT_U32 || ct == CT_U64) return COL_U;
+    return COL_I;
+}
+
+static void col_set(int kind, void *acc, int j, plan_value v)
+{
+    if (kind == COL_F) ((double *)acc)[j] = v.f;
+    else if (kind == COL_U) ((uint64_t *)acc)[j] = v.u;
+    else ((int64_t *)acc)[j] = v.i;
+}
+
+static plan_value col_get(int kind, const void *acc, int j)
+{
+    plan_value v = {.u = 0};
+    if (kind == COL_F) v.f = ((const double *)acc)[j];
+    else if (kind == COL_U) v.u = ((const uint64_t *)acc)[j];
+    else v.i = ((const int64_t *)acc)[j];
+    return v;
+}
+
+#define COL_LOOP(T, TA, EXPR)                                                  \
     do {                                                                       \
         const T *restrict v = vals;                                            \
+        TA *restrict a = acc;                                                  \
         for (int j = 0; j < n; j++) {                                          \
             T x = v[j];                                                        \
-            acc[j].FIELD = EXPR;                                               \
+            a[j] = EXPR;                                                       \
         }                                                                      \
     } while (0)
 
-static void col_fold(int rop, int ct, const void *vals, int n, plan_value *restrict acc)
+static void col_fold(int rop, int ct, const void *vals, int n, void *acc)
 {
     switch (rop) {
     case ROP_SUM:
         switch (ct) {
-        case CT_I64: COL_LOOP(int64_t, u, acc[j].u + (uint64_t)x); break;
-        case CT_U64: COL_LOOP(uint64_t, u, acc[j].u + x); break;
-        case CT_F32: COL_LOOP(float, f, acc[j].f + (double)x); break;
-        case CT_F64: COL_LOOP(double, f, acc[j].f + x); break;
+        case CT_I64: COL_LOOP(int64_t, uint64_t, a[j] + (uint64_t)x); break;
+        case CT_U64: COL_LOOP(uint64_t, uint64_t, a[j] + x); break;
+        case CT_F32: COL_LOOP(float, double, a[j] + (double)x); break;
+        case CT_F64: COL_LOOP(double, double, a[j] + x); break;
         }
         break;
     case ROP_PROD:
         switch (ct) {
-        case CT_I64: COL_LOOP(int64_t, u, acc[j].u * (uint64_t)x); break;
-        case CT_U64: COL_LOOP(uint64_t, u, acc[j].u * x); break;
-        case CT_F32: COL_LOOP(float, f, (double)((float)acc[j].f * x)); break;
-        case CT_F64: COL_LOOP(double, f, acc[j].f * x); break;
+        case CT_I64: COL_LOOP(int64_t, uint64_t, a[j] * (uint64_t)x); break;
+        case CT_U64: COL_LOOP(uint64_t, uint64_t, a[j] * x); break;
+        case CT_F32: COL_LOOP(float, double, (double)((float)a[j] * x)); break;
+        case CT_F64: COL_LOOP(double, double, a[j] * x); break;
         }
         break;
     case ROP_MIN:
         switch (ct) {
-        case CT_I32: COL_LOOP(int32_t, i, MINI(acc[j].i, (int64_t)x)); break;
-        case CT_I64: COL_LOOP(int64_t, i, MINI(acc[j].i, x)); break;
-        case CT_U32: COL_LOOP(uint32_t, u, MINI(acc[j].u, (uint64_t)x)); break;
-        case CT_U64: COL_LOOP(uint64_t, u, MINI(acc[j].u, x)); break;
-        case CT_F32: COL_LOOP(float, f, MINF(acc[j].f, (double)x)); break;
-        case CT_F64: COL_LOOP(double, f, MINF(acc[j].f, x)); break;
+        case CT_I32: COL_LOOP(int32_t, int64_t, MINI(a[j], (int64_t)x)); break;
+        case CT_I64: COL_LOOP(int64_t, int64_t, MINI(a[j], x)); break;
+        case CT_U32: COL_LOOP(uint32_t, uint64_t, MINI(a[j], (uint64_t)x)); break;
+        case CT_U64: COL_LOOP(uint64_t, uint64_t, MINI(a[j], x)); break;
+        case CT_F32: COL_LOOP(float, double, MINF(a[j], (double)x)); break;
+        case CT_F64: COL_LOOP(double, double, MINF(a[j], x)); break;
         }
         break;
     case ROP_MAX:
         switch (ct) {
-        case CT_I32: COL_LOOP(int32_t, i, MAXI(acc[j].i, (int64_t)x)); break;
-        case CT_I64: COL_LOOP(int64_t, i, MAXI(acc[j].i, x)); break;
-        case CT_U32: COL_LOOP(uint32_t, u, MAXI(acc[j].u, (uint64_t)x)); break;
-        case CT_U64: COL_LOOP(uint64_t, u, MAXI(acc[j].u, x)); break;
-        case CT_F32: COL_LOOP(float, f, MAXF(acc[j].f, (double)x)); break;
-        case CT_F64: COL_LOOP(double, f, MAXF(acc[j].f, x)); break;
+        case CT_I32: COL_LOOP(int32_t, int64_t, MAXI(a[j], (int64_t)x)); break;
+        case CT_I64: COL_LOOP(int64_t, int64_t, MAXI(a[j], x)); break;
+        case CT_U32: COL_LOOP(uint32_t, uint64_t, MAXI(a[j], (uint64_t)x)); break;
+        case CT_U64: COL_LOOP(uint64_t, uint64_t, MAXI(a[j], x)); break;
+        case CT_F32: COL_LOOP(float, double, MAXF(a[j], (double)x)); break;
+        case CT_F64: COL_LOOP(double, double, MAXF(a[j], x)); break;
         }
         break;
     }
 }
 
-#define COL_TILE 256
+#define COL_TILE VM_B
 
 /* The outputs in tiles of COL_TILE along the innermost free index; for each
  * reduced position in order, the tile's elements as one block (the free index
@@ -1112,8 +1140,12 @@ static void col_fold(int rop, int ct, const void *vals, int n, plan_value *restr
 static int run_columns(pass_ctx *pc, util_diag *diag)
 {
     int64_t F = pc->fext[pc->nf - 1];
-    int64_t tiles_per_row = (F + COL_TILE - 1) / COL_TILE;
-    int64_t ntiles = pc->nout / F * tiles_per_row;
+    /* tiles as wide as a block, fewer vm_run calls per element, unless that
+     * leaves fewer than 4 tiles per thread */
+    int64_t tw = COL_TILE, nrow = pc->nout / F;
+    while (tw > 16 && nrow * ((F + tw - 1) / tw) < 4 * (int64_t)pc->nthreads) tw /= 2;
+    int64_t tiles_per_row = (F + tw - 1) / tw;
+    int64_t ntiles = nrow * tiles_per_row;
     int rc = 0, bad = 0;
     int nt = pc->nthreads;
     if (ntiles < nt) nt = (int)(ntiles > 0 ? ntiles : 1);
@@ -1121,7 +1153,7 @@ static int run_columns(pass_ctx *pc, util_diag *diag)
     {
         tstate ts;
         int lrc = tstate_init(&ts, pc);
-        plan_value *acc = malloc((size_t)pc->nreds * COL_TILE * sizeof *acc);
+        uint64_t *acc = malloc((size_t)pc->nreds * COL_TILE * sizeof *acc);
         if (!lrc && !acc) lrc = RED_ERR_NOMEM;
         if (lrc) {
 #pragma omp critical(redjit_fault)
@@ -1130,8 +1162,8 @@ static int run_columns(pass_ctx *pc, util_diag *diag)
 #pragma omp for schedule(dynamic, 1)
         for (int64_t tile = 0; tile < ntiles; tile++) {
             if (lrc || bad || cpu_cancelled(pc->cancel)) continue;
-            int64_t row = tile / tiles_per_row, f0 = tile % tiles_per_row * COL_TILE;
-            int n = (int)(F - f0 < COL_TILE ? F - f0 : COL_TILE);
+            int64_t row = tile / tiles_per_row, f0 = tile % tiles_per_row * tw;
+            int n = (int)(F - f0 < tw ? F - f0 : tw);
             int64_t o0 = row * F + f0, oo = row;
             for (int d = pc->nf - 2; d >= 0; d--) {
                 vm_var *v = &ts.st.vars[pc->fvar[d]];
@@ -1144,8 +1176,9 @@ static int run_columns(pass_ctx *pc, util_diag *diag)
             vf->base = pc->flo[pc->nf - 1] + f0;
             vr->mode = VAR_CONST;
             for (int q = 0; q < pc->nreds; q++) {
-                plan_value id = plan_identity(pc->reds[q].rop, acc_ct(&pc->reds[q]));
-                for (int j = 0; j < n; j++) acc[q * COL_TILE + j] = id;
+                const plan_red *rd = &pc->reds[q];
+                plan_value id = plan_identity(rd->rop, acc_ct(rd));
+                for (int j = 0; j < n; j++) col_set(col_kind(rd->rop, rd->acc[0]), acc + q * COL_TILE, j, id);
             }
             int r = 0;
             for (int64_t t = 0; t < pc->L && !r; t++) {
@@ -1166,7 +1199,7 @@ static int run_columns(pass_ctx *pc, util_diag *diag)
                 int64_t off = out_offset(pc, t0, o0 + j);
                 for (int q = 0; q < pc->nreds; q++) {
                     cacc a;
-                    a.v[0] = acc[q * COL_TILE + j];
+                    a.v[0] = col_get(col_kind(pc->reds[q].rop, pc->reds[q].acc[0]), acc + q * COL_TILE, j);
                     a.has = 1;
                     a.idx = -1;
                     acc_write(pc, &pc->reds[q], &a, off);
