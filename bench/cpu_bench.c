@@ -11,6 +11,9 @@
  *   dot     sum(x*y)
  *   maxabs  max(abs(x-y))
  *   rowsum  sum(A[i,j]) over j       (the R results go to DIR/rowsum.redjit.f64)
+ *   colsum  sum(A[i,j]) over i       (the C results go to DIR/colsum.redjit.f64)
+ *   argmax  argmax(x)
+ *   keysum  sum(x[i]) by k[i]        (DIR/k.i32: N sorted keys; results to DIR/keysum.redjit.f64)
  */
 #define _POSIX_C_SOURCE 200809L
 #include <redjit.h>
@@ -28,14 +31,17 @@
 
 struct bench_case {
     const char *name, *text;
-    int uses_x, uses_y, uses_a;
+    int uses_x, uses_y, uses_a, uses_k;
 };
 
 static const struct bench_case CASES[] = {
-    {"sum", "sum(x)", 1, 0, 0},
-    {"dot", "sum(x*y)", 1, 1, 0},
-    {"maxabs", "max(abs(x-y))", 1, 1, 0},
-    {"rowsum", "sum(A[i,j]) over j", 0, 0, 1},
+    {"sum", "sum(x)", 1, 0, 0, 0},
+    {"dot", "sum(x*y)", 1, 1, 0, 0},
+    {"maxabs", "max(abs(x-y))", 1, 1, 0, 0},
+    {"rowsum", "sum(A[i,j]) over j", 0, 0, 1, 0},
+    {"colsum", "sum(A[i,j]) over i", 0, 0, 1, 0},
+    {"argmax", "argmax(x)", 1, 0, 0, 0},
+    {"keysum", "sum(x[i]) by k[i]", 1, 0, 0, 1},
 };
 enum { NCASES = sizeof CASES / sizeof CASES[0] };
 
@@ -51,8 +57,9 @@ static void die(const char *fmt, ...)
 }
 
 
-/* Read exactly `count` f32 values from DIR/NAME into fresh 64-byte-aligned memory. */
-static float *load(const char *dir, const char *name, size_t count)
+/* Read exactly `count` 4-byte values (f32 or i32) from DIR/NAME into fresh
+ * 64-byte-aligned memory. */
+static void *load(const char *dir, const char *name, size_t count)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -81,7 +88,7 @@ static int wanted(const char *list, const char *name)
 
 int main(int argc, char **argv)
 {
-    const char *dir = NULL, *cases = "sum,dot,maxabs,rowsum";
+    const char *dir = NULL, *cases = "sum,dot,maxabs,rowsum,colsum,argmax,keysum";
     long long n = 0, rows = 0, cols = 0;
     int reps = 7, threads = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -97,20 +104,22 @@ int main(int argc, char **argv)
     }
     if (!dir || reps < 1)
         die("usage: cpu_bench --dir DIR --n N --rows R --cols C [--reps K] [--threads T] "
-            "[--cases sum,dot,maxabs,rowsum]");
+            "[--cases sum,dot,maxabs,rowsum,colsum,argmax,keysum]");
 
-    int need_x = 0, need_y = 0, need_a = 0;
+    int need_x = 0, need_y = 0, need_a = 0, need_k = 0;
     for (int c = 0; c < NCASES; c++)
         if (wanted(cases, CASES[c].name)) {
             need_x |= CASES[c].uses_x;
             need_y |= CASES[c].uses_y;
             need_a |= CASES[c].uses_a;
+            need_k |= CASES[c].uses_k;
         }
     /* Load only what the chosen cases read, so that peak RSS under /usr/bin/time is inputs
      * plus whatever redjit itself allocates. */
     float *x = need_x ? load(dir, "x.f32", (size_t)n) : NULL;
     float *y = need_y ? load(dir, "y.f32", (size_t)n) : NULL;
     float *A = need_a ? load(dir, "A.f32", (size_t)(rows * cols)) : NULL;
+    int32_t *k = need_k ? load(dir, "k.i32", (size_t)n) : NULL;
 
     red_ctx *ctx;
     int rc = red_open(&ctx);
@@ -120,10 +129,11 @@ int main(int argc, char **argv)
         (rc = red_set_option(ctx, RED_OPT_THREADS, threads)) != RED_OK)
         die("red_set_option: %s\n%s", red_errstr(rc), red_errmsg(ctx));
 
-    red_array xa, ya, Aa;
+    red_array xa, ya, Aa, ka;
     red_array_init(&xa, x, RED_F32, 1, (const int64_t[]){n}, NULL);
     red_array_init(&ya, y, RED_F32, 1, (const int64_t[]){n}, NULL);
     red_array_init(&Aa, A, RED_F32, 2, (const int64_t[]){rows, cols}, NULL);
+    red_array_init(&ka, k, RED_I32, 1, (const int64_t[]){n}, NULL);
 
     double *times = malloc(reps * sizeof *times);
     printf("{\"redjit\": \"%s\", \"threads\": %d, \"reps\": %d, \"cases\": [", red_version_string(),
@@ -140,6 +150,7 @@ int main(int argc, char **argv)
         if ((bc->uses_x && (rc = red_bind_array(e, "x", &xa)) != RED_OK) ||
             (bc->uses_y && (rc = red_bind_array(e, "y", &ya)) != RED_OK) ||
             (bc->uses_a && (rc = red_bind_array(e, "A", &Aa)) != RED_OK) ||
+            (bc->uses_k && (rc = red_bind_array(e, "k", &ka)) != RED_OK) ||
             (rc = red_run(e)) != RED_OK)
             die("%s\n%s", red_errstr(rc), red_expr_errmsg(e));
         double first_ms = now_ms() - t0;            /* prepare + bind + first run */
@@ -155,17 +166,21 @@ int main(int argc, char **argv)
                "\"min_ms\": %.4f, \"max_ms\": %.4f", first ? "" : ",", bc->name, bc->text, first_ms,
                med, times[0], times[reps - 1]);
         first = 0;
-        if (bc->uses_a) {
+        red_array res;
+        if ((rc = red_result(e, 0, &res, NULL)) != RED_OK)
+            die("red_result: %s\n%s", red_errstr(rc), red_expr_errmsg(e));
+        if (res.ndim > 0) {
             /* An array result: convert to f64 and leave it in a file for the script. */
-            double *out = malloc(rows * sizeof *out);
+            int64_t cnt = red_array_size(&res);
+            double *out = malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *out);
             red_array oa;
-            red_array_init(&oa, out, RED_F64, 1, (const int64_t[]){rows}, NULL);
+            red_array_init(&oa, out, RED_F64, 1, &cnt, NULL);
             if (!out || (rc = red_result_copy(e, 0, &oa)) != RED_OK)
                 die("red_result_copy: %s\n%s", red_errstr(rc), red_expr_errmsg(e));
             char path[4096];
             snprintf(path, sizeof path, "%s/%s.redjit.f64", dir, bc->name);
             FILE *f = fopen(path, "wb");
-            if (!f || fwrite(out, sizeof *out, rows, f) != (size_t)rows || fclose(f) != 0)
+            if (!f || fwrite(out, sizeof *out, (size_t)cnt, f) != (size_t)cnt || fclose(f) != 0)
                 die("cannot write %s", path);
             printf(", \"result_file\": \"%s\"}", path);
             free(out);
@@ -187,5 +202,6 @@ int main(int argc, char **argv)
     free(x);
     free(y);
     free(A);
+    free(k);
     return 0;
 }

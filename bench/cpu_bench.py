@@ -30,6 +30,7 @@ ROOT = os.path.dirname(HERE)
 # Results must agree with the f64 reference to this fraction of sum(|terms|): f32 accumulation
 # in any reasonable order (pairwise, blocked) stays well inside it; a stagnating running sum does not.
 TOLERANCE = 1e-4
+KEY_RUN = 30        # keysum: sorted keys, each over this many consecutive elements
 
 
 def parse_args():
@@ -141,6 +142,8 @@ def main():
     x = (rng.random(n, dtype=np.float32) * 2 - 1).astype(np.float32)
     y = (rng.random(n, dtype=np.float32) * 2 - 1).astype(np.float32)
     A = (rng.random((a.rows, a.cols), dtype=np.float32) * 2 - 1).astype(np.float32)
+    k = (np.arange(n, dtype=np.int64) // KEY_RUN).astype(np.int32)   # sorted keys, runs of KEY_RUN
+    k.tofile(os.path.join(data, "k.i32"))
     x.tofile(os.path.join(data, "x.f32"))
     y.tofile(os.path.join(data, "y.f32"))
     A.tofile(os.path.join(data, "A.f32"))
@@ -172,6 +175,15 @@ def main():
         ("rowsum", "sum(A[i,j]) over j", "%d x %d" % (a.rows, a.cols), 4 * a.rows * a.cols,
          lambda: A.sum(axis=1), lambda: ne.evaluate("sum(A, axis=1)", local_dict={"A": A}),
          A.sum(axis=1, dtype=np.float64), np.abs(A).sum(axis=1, dtype=np.float64)),
+        ("colsum", "sum(A[i,j]) over i", "%d x %d" % (a.rows, a.cols), 4 * a.rows * a.cols,
+         lambda: A.sum(axis=0), lambda: ne.evaluate("sum(A, axis=0)", local_dict={"A": A}),
+         A.sum(axis=0, dtype=np.float64), np.abs(A).sum(axis=0, dtype=np.float64)),
+        # an index: exact, so the magnitude only keeps the error relative to it
+        ("argmax", "argmax(x)", "2^%d" % a.log2n, 4 * n,
+         lambda: np.argmax(x), None, float(np.argmax(x)), float(max(np.argmax(x), 1))),
+        ("keysum", "sum(x[i]) by k[i]", "2^%d, runs of %d" % (a.log2n, KEY_RUN), 8 * n,
+         lambda: np.bincount(k, weights=x), None,
+         np.bincount(k, weights=x.astype(np.float64)), np.bincount(k, weights=np.abs(x).astype(np.float64))),
     ]
 
     rows = []
@@ -184,6 +196,8 @@ def main():
             red_val = float(rc["result"])
         np_ms, np_val = median_ms(np_fn, a.reps)
         try:
+            if ne_fn is None:
+                raise ValueError("no such reduction in numexpr")
             ne_ms, ne_val = median_ms(ne_fn, a.reps)
         except Exception as exc:  # numexpr lacks some reductions (axis=) in some versions
             print("numexpr: %s: %s" % (name, exc), file=sys.stderr)
@@ -241,7 +255,8 @@ def main():
         "- Times are medians of %d runs after one warm-up, in one process per tool, on the same "
         "inputs (f32, uniform in [-1, 1), seed %d). redjit: `red_run` only, timed in C "
         "(`bench/cpu_bench.c`), CPU executor, %s threads. NumPy: `np.sum(x)`, `np.sum(x*y)`, "
-        "`np.max(np.abs(x-y))`, `A.sum(axis=1)`. numexpr: `ne.evaluate(...)` with %d threads."
+        "`np.max(np.abs(x-y))`, `A.sum(axis=1)`, `A.sum(axis=0)`, `np.argmax(x)`, `np.bincount(k, weights=x)` "
+        "(k: int32 keys, sorted). numexpr (where it has the reduction): `ne.evaluate(...)` with %d threads."
         % (a.reps, a.seed, a.threads or "all (%d)" % threads, threads),
         "- GB/s = bytes that must be read / redjit time. Ratios are time / redjit time: above 1, "
         "redjit is faster.",
