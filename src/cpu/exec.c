@@ -1342,7 +1342,9 @@ static int run_keyed(pass_ctx *pc, util_diag *diag)
     }
     if (!rc && fault.code)
         rc = fault.code == RED_ERR_INDEX ? report_fault(p, pc->bufs, pc->temps, &fault, diag) : fault.code;
-    if (!rc) {
+    /* an interrupt skipped partitions, whose slots were never written: the
+     * caller answers with the interrupt, so nothing is combined */
+    if (!rc && !cpu_cancelled(pc->cancel)) {
         ustate *us = calloc((size_t)pc->nreds + 1, sizeof *us);
         if (!us) rc = RED_ERR_NOMEM;
         for (int q = 0; !rc && q < pc->nreds; q++) {
