@@ -464,31 +464,6 @@ DEF_EXTREME_F(min_f32, float, vf32, vi32, <, INFINITY)
 DEF_EXTREME_F(max_f64, double, vf64, vi64, >, -INFINITY)
 DEF_EXTREME_F(min_f64, double, vf64, vi64, <, INFINITY)
 
-/* The same for integers, whose lane-array loop the compiler vectorises as it
- * is (max(k) of 2^24 i32: 5.0 ms, as sum(x)). */
-#define DEF_EXTREME_I(name, T, CMP, init)                                           \
-    static T name(const T *restrict x, int n)                                       \
-    {                                                                               \
-        T l[LANES];                                                                 \
-        for (int k = 0; k < LANES; k++) l[k] = init;                                \
-        int j = 0;                                                                  \
-        for (; j + LANES <= n; j += LANES)                                          \
-            for (int k = 0; k < LANES; k++) l[k] = x[j + k] CMP l[k] ? x[j + k] : l[k]; \
-        for (; j < n; j++) l[0] = x[j] CMP l[0] ? x[j] : l[0];                      \
-        T r = l[0];                                                                 \
-        for (int k = 1; k < LANES; k++) r = l[k] CMP r ? l[k] : r;                  \
-        return r;                                                                   \
-    }
-
-DEF_EXTREME_I(max_i32, int32_t, >, INT32_MIN)
-DEF_EXTREME_I(min_i32, int32_t, <, INT32_MAX)
-DEF_EXTREME_I(max_i64, int64_t, >, INT64_MIN)
-DEF_EXTREME_I(min_i64, int64_t, <, INT64_MAX)
-DEF_EXTREME_I(max_u32, uint32_t, >, 0)
-DEF_EXTREME_I(min_u32, uint32_t, <, UINT32_MAX)
-DEF_EXTREME_I(max_u64, uint64_t, >, 0)
-DEF_EXTREME_I(min_u64, uint64_t, <, UINT64_MAX)
-
 /* min / max of floats: NaN wins, as in NumPy */
 #define FOLD_MINMAX_F(fn)                                                      \
     do {                                                                       \
@@ -593,58 +568,37 @@ static int arg_better(int rop, int ct, plan_value cand, plan_value best)
 }
 
 /* A run's candidate for argmin / argmax, in two passes over values that are
- * in L1: the extreme (vectorised, above), then, only when it beats the best
- * so far, the first element equal to it (the first NaN where there is one).
- * One pass comparing each element with the best took argmax(x) over 2^24 f32
- * to 31-45 ms on the CI machine, against max(x)'s 11. */
-#define ARG_RUN_F(T, fmax, fmin)                                                        \
-    do {                                                                                \
-        const T *x = vals;                                                              \
-        int nan;                                                                        \
-        T m = rop == ROP_ARGMAX ? fmax(x, n, &nan) : fmin(x, n, &nan);                  \
-        if (a->has && a->v[0].f != a->v[0].f) return;   /* an earlier NaN stays */      \
-        if (!nan && a->has && !(rop == ROP_ARGMAX ? m > a->v[0].f : m < a->v[0].f)) return; \
-        int j = 0;                                                                      \
-        if (nan)                                                                        \
-            while (x[j] == x[j]) j++;                                                   \
-        else                                                                            \
-            while (x[j] != m) j++;                                                      \
-        a->v[0].f = x[j];                                                               \
-        a->idx = idx0 + j;                                                              \
-        a->has = 1;                                                                     \
-    } while (0)
-
-#define ARG_RUN_I(T, FIELD, fmax, fmin)                                                 \
-    do {                                                                                \
-        const T *x = vals;                                                              \
-        T m = rop == ROP_ARGMAX ? fmax(x, n) : fmin(x, n);                              \
-        if (a->has && !(rop == ROP_ARGMAX ? m > (T)a->v[0].FIELD : m < (T)a->v[0].FIELD)) return; \
-        int j = 0;                                                                      \
-        while (x[j] != m) j++;                                                          \
-        a->v[0].FIELD = x[j];                                                           \
-        a->idx = idx0 + j;                                                              \
-        a->has = 1;                                                                     \
+ * in L1: the run's min or max (fold_values, vectorised; NaN where there is
+ * one), then, only when it beats the best so far, the first element equal to
+ * it (the first NaN).  One pass comparing each element with the best took
+ * argmax(x) over 2^24 f32 to 31-45 ms on the CI machine, against max(x)'s 11. */
+#define FIRST_OF(T, m)                                                         \
+    do {                                                                       \
+        const T *x = vals;                                                     \
+        if ((m) != (m))                                                        \
+            while (x[j] == x[j]) j++;                                          \
+        else                                                                   \
+            while (x[j] != (m)) j++;                                           \
     } while (0)
 
 static void fold_arg(int rop, int ct, const void *vals, int n, int64_t idx0, cacc *a)
 {
     if (n <= 0) return;
+    plan_value m = fold_values(rop == ROP_ARGMAX ? ROP_MAX : ROP_MIN, ct, vals, n);
+    if (a->has && !arg_better(rop, ct, m, a->v[0])) return;
+    int j = 0;
     switch (ct) {
-    case CT_F32: ARG_RUN_F(float, max_f32, min_f32); return;
-    case CT_F64: ARG_RUN_F(double, max_f64, min_f64); return;
-    case CT_I32: ARG_RUN_I(int32_t, i, max_i32, min_i32); return;
-    case CT_I64: ARG_RUN_I(int64_t, i, max_i64, min_i64); return;
-    case CT_U32: ARG_RUN_I(uint32_t, u, max_u32, min_u32); return;
-    case CT_U64: ARG_RUN_I(uint64_t, u, max_u64, min_u64); return;
+    case CT_BOOL: FIRST_OF(uint8_t, (uint8_t)m.i); break;
+    case CT_I32: FIRST_OF(int32_t, (int32_t)m.i); break;
+    case CT_I64: FIRST_OF(int64_t, m.i); break;
+    case CT_U32: FIRST_OF(uint32_t, (uint32_t)m.u); break;
+    case CT_U64: FIRST_OF(uint64_t, m.u); break;
+    case CT_F32: FIRST_OF(float, (float)m.f); break;
+    case CT_F64: FIRST_OF(double, m.f); break;
     }
-    for (int j = 0; j < n; j++) {
-        plan_value v = read_ct(vals, ct, j);
-        if (!a->has || arg_better(rop, ct, v, a->v[0])) {
-            a->v[0] = v;
-            a->idx = idx0 + j;
-            a->has = 1;
-        }
-    }
+    a->v[0] = read_ct(vals, ct, j);
+    a->idx = idx0 + j;
+    a->has = 1;
 }
 
 /* ---- user-defined operators ----------------------------------------------------------- */
