@@ -1041,6 +1041,16 @@ static plan_value col_get(int kind, const void *acc, int j)
         }                                                                      \
     } while (0)
 
+#define COL_EXTREME(OPI, OPF)                                                             \
+    switch (ct) {                                                                         \
+    case CT_I32: COL_LOOP(int32_t, int64_t, OPI(a[j], (int64_t)x)); break;                \
+    case CT_I64: COL_LOOP(int64_t, int64_t, OPI(a[j], x)); break;                         \
+    case CT_U32: COL_LOOP(uint32_t, uint64_t, OPI(a[j], (uint64_t)x)); break;             \
+    case CT_U64: COL_LOOP(uint64_t, uint64_t, OPI(a[j], x)); break;                       \
+    case CT_F32: COL_LOOP(float, double, OPF(a[j], (double)x)); break;                    \
+    case CT_F64: COL_LOOP(double, double, OPF(a[j], x)); break;                           \
+    }
+
 static void col_fold(int rop, int ct, const void *vals, int n, void *acc)
 {
     switch (rop) {
@@ -1060,26 +1070,8 @@ static void col_fold(int rop, int ct, const void *vals, int n, void *acc)
         case CT_F64: COL_LOOP(double, double, a[j] * x); break;
         }
         break;
-    case ROP_MIN:
-        switch (ct) {
-        case CT_I32: COL_LOOP(int32_t, int64_t, MINI(a[j], (int64_t)x)); break;
-        case CT_I64: COL_LOOP(int64_t, int64_t, MINI(a[j], x)); break;
-        case CT_U32: COL_LOOP(uint32_t, uint64_t, MINI(a[j], (uint64_t)x)); break;
-        case CT_U64: COL_LOOP(uint64_t, uint64_t, MINI(a[j], x)); break;
-        case CT_F32: COL_LOOP(float, double, MINF(a[j], (double)x)); break;
-        case CT_F64: COL_LOOP(double, double, MINF(a[j], x)); break;
-        }
-        break;
-    case ROP_MAX:
-        switch (ct) {
-        case CT_I32: COL_LOOP(int32_t, int64_t, MAXI(a[j], (int64_t)x)); break;
-        case CT_I64: COL_LOOP(int64_t, int64_t, MAXI(a[j], x)); break;
-        case CT_U32: COL_LOOP(uint32_t, uint64_t, MAXI(a[j], (uint64_t)x)); break;
-        case CT_U64: COL_LOOP(uint64_t, uint64_t, MAXI(a[j], x)); break;
-        case CT_F32: COL_LOOP(float, double, MAXF(a[j], (double)x)); break;
-        case CT_F64: COL_LOOP(double, double, MAXF(a[j], x)); break;
-        }
-        break;
+    case ROP_MIN: COL_EXTREME(MINI, MINF); break;
+    case ROP_MAX: COL_EXTREME(MAXI, MAXF); break;
     }
 }
 
@@ -1132,7 +1124,8 @@ static int run_columns(pass_ctx *pc, util_diag *diag)
             for (int q = 0; q < pc->nreds; q++) {
                 const plan_red *rd = &pc->reds[q];
                 plan_value id = plan_identity(rd->rop, acc_ct(rd));
-                for (int j = 0; j < n; j++) col_set(col_kind(rd->rop, rd->acc[0]), acc + q * COL_TILE, j, id);
+                int kind = col_kind(rd->rop, rd->acc[0]);
+                for (int j = 0; j < n; j++) col_set(kind, acc + q * COL_TILE, j, id);
             }
             int r = 0;
             for (int64_t t = 0; t < pc->L && !r; t++) {
