@@ -22,9 +22,14 @@
 
 static cu_api cu;
 
-/* an empty kernel with one 8-byte parameter, as PTX the driver compiles */
+/* an empty kernel with one 8-byte parameter, and one that stores its second
+ * parameter at the address in its first (host memory, mapped), as PTX the
+ * driver compiles */
 static const char ptx[] = ".version 7.8\n.target sm_90\n.address_size 64\n"
-                          ".visible .entry k(.param .u64 p)\n{\n ret;\n}\n";
+                          ".visible .entry k(.param .u64 p)\n{\n ret;\n}\n"
+                          ".visible .entry w(.param .u64 p, .param .u64 v)\n{\n .reg .b64 %a, %b;\n"
+                          " ld.param.u64 %a, [p];\n ld.param.u64 %b, [v];\n"
+                          " st.volatile.u64 [%a], %b;\n ret;\n}\n";
 
 static double now_us(void)
 {
@@ -59,6 +64,22 @@ static void row(const char *what, double *s, int n)
         row(what, samples, reps);                   \
     } while (0)
 
+/* GPU time between events recorded before and after `call` on stream s (the
+ * host's own time to issue it included, as in bench/redjit_bench) */
+#define SPAN(what, call)                                                   \
+    do {                                                                   \
+        for (int i_ = 0; i_ < reps; i_++) {                                \
+            cu.EventRecord(ev[0], s);                                      \
+            call;                                                          \
+            cu.EventRecord(ev[1], s);                                      \
+            cu.EventSynchronize(ev[1]);                                    \
+            float ms_ = 0;                                                 \
+            cu.EventElapsedTime(&ms_, ev[0], ev[1]);                       \
+            samples[i_] = ms_ * 1e3;                                       \
+        }                                                                  \
+        row(what, samples, reps);                                          \
+    } while (0)
+
 #define CHECK(call)                                                        \
     do {                                                                   \
         CUresult r_ = (call);                                              \
@@ -86,9 +107,10 @@ int main(int argc, char **argv)
     CHECK(cu.DevicePrimaryCtxRetain(&ctx, dev));
     CHECK(cu.CtxSetCurrent(ctx));
     CUmodule mod;
-    CUfunction fn;
+    CUfunction fn, fw;
     CHECK(cu.ModuleLoadData(&mod, ptx));
     CHECK(cu.ModuleGetFunction(&fn, mod, "k"));
+    CHECK(cu.ModuleGetFunction(&fw, mod, "w"));
     CUdeviceptr d;
     void *pinned;
     CHECK(cu.MemAlloc(&d, 1 << 20));
@@ -98,8 +120,9 @@ int main(int argc, char **argv)
     CHECK(cu.EventCreate(&ev[1], 0));
     samples = malloc((size_t)reps * sizeof *samples);
     CUstream s = NULL;
-    unsigned long long arg = d;
+    unsigned long long arg = d, pinned_seq = 0, darg = d;
     void *args[] = {&arg};
+    void *wargs2[] = {&darg, &pinned_seq};   /* kernel w storing into device memory */
     float ms;
     int nb;
     unsigned mt;
@@ -130,6 +153,29 @@ int main(int argc, char **argv)
     MEASURE("launch + 2 DtoH + sync (result and fault record apart)", (void)0,
             cu.LaunchKernel(fn, 1, 1, 1, 256, 1, 1, 0, s, args, NULL); cu.MemcpyDtoHAsync(pinned, d, 8, s);
             cu.MemcpyDtoHAsync((char *)pinned + 64, d + 64, 32, s); cu.StreamSynchronize(s));
+    MEASURE("launch + spin on cuStreamQuery", (void)0,
+            cu.LaunchKernel(fn, 1, 1, 1, 256, 1, 1, 0, s, args, NULL);
+            while (cu.StreamQuery(s) == 600 /* CUDA_ERROR_NOT_READY */) {});
+    /* the kernel stores a sequence number into pinned host memory, which the
+     * host watches: no copy, no synchronisation call */
+    volatile unsigned long long *flag = (volatile unsigned long long *)pinned + 64;
+    unsigned long long seq = 0, fp = (unsigned long long)(uintptr_t)flag;
+    void *wargs[] = {&fp, &seq};
+    long long spins_max = 0;
+    MEASURE("launch storing 8 B to mapped pinned memory + spin on it", seq++,
+            long long sp_ = 0; cu.LaunchKernel(fw, 1, 1, 1, 32, 1, 1, 0, s, wargs, NULL);
+            while (*flag != seq && ++sp_ < 100000000) {} if (sp_ > spins_max) spins_max = sp_);
+    if (*flag != seq) printf("| (the mapped store never arrived) | | |\n");
+    fprintf(stderr, "driver_costs: most spins waiting for a mapped store: %lld\n", spins_max);
+    MEASURE("launch + DtoH 8 B to pinned + spin on it (no sync)", seq++,
+            long long sp_ = 0; *(volatile unsigned long long *)pinned = 0; pinned_seq = seq;
+            cu.LaunchKernel(fw, 1, 1, 1, 32, 1, 1, 0, s, wargs2, NULL);
+            cu.MemcpyDtoHAsync(pinned, d, 8, s);
+            while (*(volatile unsigned long long *)pinned != seq && ++sp_ < 100000000) {});
+    cu.StreamSynchronize(s);
+    SPAN("event span: empty kernel", cu.LaunchKernel(fn, 1, 1, 1, 256, 1, 1, 0, s, args, NULL));
+    SPAN("event span: two empty kernels", cu.LaunchKernel(fn, 1, 1, 1, 256, 1, 1, 0, s, args, NULL);
+         cu.LaunchKernel(fn, 1, 1, 1, 256, 1, 1, 0, s, args, NULL));
     MEASURE("cuPointerGetAttribute (memory type)", (void)0, cu.PointerGetAttribute(&mt, 2, d));
     MEASURE("cuOccupancyMaxActiveBlocksPerMultiprocessor", (void)0, cu.OccupancyMaxActiveBlocksPerMultiprocessor(&nb, fn, 256, 0));
 
@@ -149,6 +195,27 @@ int main(int argc, char **argv)
     }
     MEASURE("redjit: red_run + red_result_f64, sum(x), 1024 f32 on the device", (void)0,
             red_run(e); red_result_f64(e, 0, &v));
+    static const char *const sname[] = {"auto", "tree", "sequential", "persistent", "segmented"};
+    char what[96];
+    for (int st = 1; st <= 4; st++) {
+        red_expr_set_option(e, RED_OPT_STRATEGY, st);
+        snprintf(what, sizeof what, "redjit: the same, %s", sname[st]);
+        MEASURE(what, (void)0, red_run(e); red_result_f64(e, 0, &v));
+    }
+    red_expr_set_option(e, RED_OPT_STRATEGY, RED_STRATEGY_AUTO);
+    CHECK(cu.StreamCreate(&s, 0));   /* a queued run needs a stream of the caller's */
+    red_expr_set_option(e, RED_OPT_RESULTS, RED_RESULTS_DEVICE);
+    red_expr_set_stream(e, s);
+    MEASURE("redjit: red_run queued on a stream + cuStreamSynchronize", (void)0, red_run(e); cu.StreamSynchronize(s));
+    for (int st = 0; st <= 4; st++) {
+        red_expr_set_option(e, RED_OPT_STRATEGY, st);
+        snprintf(what, sizeof what, "event span: redjit red_run queued, %s", sname[st]);
+        SPAN(what, red_run(e));
+    }
+    red_sync(e);
+    red_expr_set_option(e, RED_OPT_STRATEGY, RED_STRATEGY_AUTO);
+    red_expr_set_option(e, RED_OPT_RESULTS, RED_RESULTS_HOST);
+    red_expr_set_stream(e, NULL);
     red_binding b = {"x", a};
     MEASURE("redjit: red_eval_f64, the same", (void)0, red_eval_f64(rc, "sum(x)", &b, 1, &v));
     red_finalize(e);

@@ -57,6 +57,7 @@ typedef struct cu_api {
     CUresult (*StreamCreate)(CUstream *, unsigned);
     CUresult (*StreamSynchronize)(CUstream);
     CUresult (*MemHostAlloc)(void **, size_t, unsigned);
+    CUresult (*StreamQuery)(CUstream);
     CUresult (*MemFreeHost)(void *);
     CUresult (*EventCreate)(CUevent *, unsigned);
     CUresult (*EventRecord)(CUevent, CUstream);
@@ -106,6 +107,7 @@ static inline int cu_api_load(cu_api *c)
     CUS(StreamCreate, "cuStreamCreate", NULL);
     CUS(StreamSynchronize, "cuStreamSynchronize", NULL);
     CUS(MemHostAlloc, "cuMemHostAlloc", NULL);
+    CUS(StreamQuery, "cuStreamQuery", NULL);
     CUS(MemFreeHost, "cuMemFreeHost", NULL);
     CUS(EventCreate, "cuEventCreate", NULL);
     CUS(EventRecord, "cuEventRecord", NULL);

@@ -43,14 +43,15 @@ enum {
 
 /* One counter per entry point, in this order (fakecuda_count takes the name). */
 #define FAKE_CALLS(X)                                                                              \
-    X(cuInit) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain) \
-    X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuModuleLoadData)         \
-    X(cuModuleUnload) X(cuModuleGetFunction) X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree)           \
-    X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD8) X(cuGetErrorName)                                 \
-    X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuPointerGetAttribute) X(cuMemcpyHtoDAsync)    \
-    X(cuMemcpyDtoHAsync) X(cuMemcpyDtoD) X(cuMemsetD8Async) X(cuStreamCreate)                       \
-    X(cuStreamSynchronize) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuEventCreate) X(cuEventRecord)     \
-    X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventDestroy)
+    X(cuInit) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetAttribute)                           \
+    X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent)                    \
+    X(cuCtxSynchronize) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)               \
+    X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD8)     \
+    X(cuGetErrorName) X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuPointerGetAttribute)      \
+    X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoD) X(cuMemsetD8Async)                   \
+    X(cuStreamCreate) X(cuStreamSynchronize) X(cuStreamQuery) X(cuMemHostAlloc) X(cuMemFreeHost)   \
+    X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)                  \
+    X(cuEventDestroy)
 #define AS_ENUM(f) C_##f,
 #define AS_NAME(f) #f,
 enum { FAKE_CALLS(AS_ENUM) NCALLS };
@@ -471,6 +472,13 @@ EXPORT CUresult cuStreamSynchronize(void *s)
     (void)s;
     count(C_cuStreamSynchronize);
     return OK;
+}
+
+EXPORT CUresult cuStreamQuery(void *s)
+{
+    (void)s;
+    count(C_cuStreamQuery);
+    return OK;   /* everything is done: launches do nothing */
 }
 
 EXPORT CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags)
