@@ -14,7 +14,9 @@
 #include "check/plan.h"
 
 /* Parameter slots 0..CG_RESERVED-1 are the fixed ones of rj_prelude.cuh. */
-#define CG_RESERVED 10
+#define CG_RESERVED 13
+/* the first of rj_prelude.cuh's RJ_PUB, RJ_PUBN and RJ_SEQ */
+#define CG_PUB 10
 #define CG_MAX_PARAMS 4000
 
 typedef struct cg_layout {

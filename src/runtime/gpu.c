@@ -295,6 +295,13 @@ struct gpu_dev {
      * back with one asynchronous copy each and a single stream sync */
     unsigned char *pinned;
     size_t pinned_size;
+    /* Past pinned_size, a run's last kernel writes its workspace and then
+     * its sequence number (rj_publish), which the host waits for instead of
+     * copying and synchronising: needs unified addressing (pinned memory
+     * then has the same address on the device). */
+    unsigned char *pub;
+    int uva;
+    unsigned long long pub_seq;
     /* Persistent full reductions: grids of this many occupancy waves
      * (REDJIT_WAVES, for bench/sweep.sh).  One: on the H200 (2026-11-23,
      * scalar loads, us at 1 / 2 / 3 / 5 waves) sum f32 of 2^24 took 26.2 /
@@ -306,6 +313,10 @@ struct gpu_dev {
 };
 
 #define PINNED_SIZE (64 * 1024)
+/* rj_publish's area: the sequence number's word at 56, the workspace's
+ * image from 64 */
+#define PUB_SEQ 56
+#define PUB_IMAGE 64
 
 static int cu_fail(gpu_dev *g, CUresult r, const char *what, util_diag *diag)
 {
@@ -353,6 +364,9 @@ int gpu_open(gpu_dev **out, util_diag *diag)
         free(g);
         return rc;
     }
+    /* every 64-bit Linux system with a GPU redjit supports has it; a
+     * driver (or the stand-in) that does not say so gets the copy instead */
+    if (c->DeviceGetAttribute(&g->uva, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, g->dev)) g->uva = 0;
     snprintf(g->arch, sizeof g->arch, "sm_%d%d", g->sm_major, g->sm_minor);
     const char *w = getenv("REDJIT_WAVES");   /* for bench/sweep.sh */
     g->waves = w && atoi(w) >= 1 && atoi(w) <= 16 ? atoi(w) : 1;
@@ -611,6 +625,9 @@ typedef struct run_ctx {
     CUdeviceptr ws;     /* err[4] at 0, counter at 32, key stats at 64 */
     gpu_run *run;
     const vm_buf *bufs; /* the bound arrays (shapes and strides)        */
+    long long pub_words; /* > 0: the next kernel that ends the run publishes
+                            this many words of the workspace (rj_publish)   */
+    unsigned long long pub_seq; /* nonzero: it was launched, with this number */
 } run_ctx;
 
 /* Give `p` back to the pool when the run is over (its kernels may still be
@@ -794,6 +811,48 @@ static int vec_ok(const run_ctx *r, const pass_entry *e)
     return 1;
 }
 
+/* The kernel launched next ends the run and publishes its workspace, when
+ * the run asked for that (r->pub_words); publish_disarm after the launch
+ * notes whether it went out. */
+static void publish_arm(run_ctx *r)
+{
+    if (r->pub_words <= 0) return;
+    r->params[CG_PUB] = (long long)(uintptr_t)(r->g->pub + PUB_SEQ);
+    r->params[CG_PUB + 1] = r->pub_words;
+    r->params[CG_PUB + 2] = (long long)++r->g->pub_seq;
+}
+
+static void publish_disarm(run_ctx *r, int rc)
+{
+    if (r->pub_words <= 0 || !r->params[CG_PUB]) return;
+    if (!rc) r->pub_seq = (unsigned long long)r->params[CG_PUB + 2];
+    r->params[CG_PUB] = 0;
+    r->pub_words = 0;
+}
+
+/* Waits for rj_publish's sequence number `seq`, watching the stream for a
+ * fault: *seen is 1 when it came, 0 when the stream finished without it
+ * (the caller then copies the workspace back as usual). */
+static CUresult publish_wait(gpu_dev *g, CUstream s, unsigned long long seq, int *seen)
+{
+    const unsigned long long *w = (const unsigned long long *)(g->pub + PUB_SEQ);
+    for (unsigned spins = 1;; spins++) {
+        if (__atomic_load_n(w, __ATOMIC_ACQUIRE) == seq) {
+            *seen = 1;
+            return 0;
+        }
+        if (spins % 256 == 0) {   /* ~0.3 us a query: a few percent of the spinning */
+            CUresult q = g->cu.StreamQuery(s);
+            if (q == CUDA_ERROR_NOT_READY) continue;
+            *seen = __atomic_load_n(w, __ATOMIC_ACQUIRE) == seq;
+            return q;
+        }
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+}
+
 static int run_full(run_ctx *r, pass_entry *e, long long n, int strategy, int ordered)
 {
     gpu_dev *g = r->g;
@@ -835,12 +894,17 @@ static int run_full(run_ctx *r, pass_entry *e, long long n, int strategy, int or
         long long step = BLOCK * (long long)(batches ? e->k.vec * e->k.vec_unroll : 1);
         long long per = cdiv(cdiv(n, grid), step) * step;
         P[5] = per > 0 ? per : step;
+        int ends = strategy == RED_STRATEGY_PERSISTENT || strategy == RED_STRATEGY_AUTO;
+        if (ends) publish_arm(r);
         rc = launch(r, e, strategy == RED_STRATEGY_TREE ? "rj_block" : persist, grid);
+        if (ends) publish_disarm(r, rc);
     }
     if (!rc && strategy != RED_STRATEGY_PERSISTENT && strategy != RED_STRATEGY_AUTO) {
         P[6] = grid;
+        publish_arm(r);
         rc = launch(r, e, "rj_final", 1);
     }
+    publish_disarm(r, rc);
     (void)ordered;
     return rc;
 }
@@ -1473,7 +1537,11 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
     }
     /* the host's staging area for the workspace and small results, before
      * any pass: a run without it copies its results one by one */
-    if (!rc && !g->pinned && !g->cu.MemHostAlloc((void **)&g->pinned, PINNED_SIZE, 0)) g->pinned_size = PINNED_SIZE;
+    if (!rc && !g->pinned && !g->cu.MemHostAlloc((void **)&g->pinned, PINNED_SIZE + PUB_IMAGE + WS_BYTES, 0)) {
+        g->pinned_size = PINNED_SIZE;
+        g->pub = g->pinned + PINNED_SIZE;
+        memset(g->pub, 0, PUB_IMAGE);
+    }
     /* a run that ends by reading its workspace back can leave the check of
      * its last pass's sorted keys to that read (see key_fused).  A run whose
      * results stay on the device is left queued at its end, but one whose
@@ -1667,6 +1735,18 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
         for (int i = 0; i < p->ntemps; i++)
             if (tptr[i]) set_array(params, L->temp_base[i], tptr[i], &tdesc[i]);
 
+        /* the last pass of a run that ends by reading its workspace back,
+         * with every result for the host in it, and no timing event to
+         * record after the copy: its last kernel can publish instead */
+        r.pub_words = 0;
+        if (pi == p->npasses - 1 && g->uva && g->pub && !run->ev[3] &&
+            !(run->stream && run->device_results != RED_RESULTS_HOST && !host_bound)) {
+            int all_ws = 1;
+            for (int i = 0; i < p->nresults; i++)
+                if (to_host[p->results[i].temp] && !ws_off[p->results[i].temp]) all_ws = 0;
+            if (all_ws) r.pub_words = (long long)(ws_used + 7) / 8;
+        }
+
         if (!ps->nreds) {
             params[1] = nout;
             long long grid = cdiv(nout, BLOCK);
@@ -1805,16 +1885,26 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
     int have_err = 0, ws_dirty = 0;
     unsigned long long err[4] = {0};
     if (!rc && !queued && g->pinned) {
-        CUresult cr = g->cu.MemcpyDtoHAsync(g->pinned, run->ws, ws_used, s);
-        if (!cr && run->ev[3] && g->cu.EventRecord(run->ev[3], s)) run->timing_failed = 1;
-        if (!cr) cr = g->cu.StreamSynchronize(s);
+        /* the workspace's image: published by the last kernel, or copied */
+        const unsigned char *img = g->pinned;
+        int seen = 0;
+        CUresult cr = 0;
+        if (r.pub_seq) {
+            cr = publish_wait(g, s, r.pub_seq, &seen);
+            if (seen) img = g->pub + PUB_IMAGE;
+        }
+        if (!cr && !seen) {
+            cr = g->cu.MemcpyDtoHAsync(g->pinned, run->ws, ws_used, s);
+            if (!cr && run->ev[3] && g->cu.EventRecord(run->ev[3], s)) run->timing_failed = 1;
+            if (!cr) cr = g->cu.StreamSynchronize(s);
+        }
         if (cr) rc = cu_fail(g, cr, "kernel execution (cuStreamSynchronize)", diag);
         else {
-            memcpy(err, g->pinned, 32);
+            memcpy(err, img, 32);
             have_err = 1;
-            for (int k = 0; k < nstaged; k++) memcpy(staged[k].dst, g->pinned + staged[k].off, staged[k].bytes);
+            for (int k = 0; k < nstaged; k++) memcpy(staged[k].dst, img + staged[k].off, staged[k].bytes);
             unsigned long long flag;
-            memcpy(&flag, g->pinned + 64 + 16, sizeof flag);
+            memcpy(&flag, img + 64 + 16, sizeof flag);
             if (deferred.e) flag_dirty = flag != 0;
             if (deferred.e && !flag) {   /* the count is confirmed */
                 deferred.e->nkeys_key = deferred.kh;

@@ -89,6 +89,12 @@ static int store_armed;
 static size_t store_off, store_n;
 static unsigned char store_bytes[64];
 
+/* rj_publish at launch (parameter 10 nonzero), unless drop_publish says to
+ * leave it out (fakecuda_drop_publish); published counts them. */
+#define P_PUB(params) (((const long long *)(params)[0])[10] != 0)
+static int drop_publish;
+static long long published;
+
 static void count(int c)
 {
     __atomic_fetch_add(&counts[c], 1, __ATOMIC_RELAXED);
@@ -174,6 +180,7 @@ EXPORT CUresult cuDeviceGetAttribute(int *v, int attr, int dev)
     case 16: *v = 132; return OK;   /* multiprocessors, as on an H100/H200 SXM */
     case 75: *v = 9; return OK;     /* compute capability 9.0 */
     case 76: *v = 0; return OK;
+    case 41: *v = 1; return OK;     /* unified addressing: pinned memory is at its host address */
     default: return ERR_INVALID_VALUE;
     }
 }
@@ -321,6 +328,22 @@ EXPORT CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, u
         if (find_block(at, store_n, 0) < 0) rc = ERR_INVALID_VALUE;
         else memcpy(at, store_bytes, store_n);
         store_armed = 0;
+    }
+    if (!rc && P_PUB(params) && drop_publish > 0) {
+        drop_publish--;   /* a kernel that ends without publishing */
+    } else if (!rc && P_PUB(params)) {
+        /* what rj_publish does: the workspace's first RJ_PUBN (11) words
+         * after the word at RJ_PUB (10), then RJ_SEQ (12) into that word */
+        const long long *P = params[0];
+        unsigned long long *dst = (unsigned long long *)(uintptr_t)P[10];
+        const unsigned long long *ws = (const unsigned long long *)(uintptr_t)P[4];
+        if (P[11] < 0 || find_block(dst, 8 * (size_t)(P[11] + 1), 1) < 0 || find_block(ws, 8 * (size_t)P[11], 0) < 0) {
+            rc = ERR_INVALID_VALUE;   /* a kernel would fault on these addresses */
+        } else {
+            memcpy(dst + 1, ws, 8 * (size_t)P[11]);
+            __atomic_store_n(dst, (unsigned long long)P[12], __ATOMIC_RELEASE);
+            published++;
+        }
     }
     pthread_mutex_unlock(&lock);
     return rc;
@@ -625,6 +648,17 @@ EXPORT void fakecuda_fault_next_launch(unsigned long long code, unsigned long lo
 /* Make the next launch write `n` bytes (at most 64) at `offset` from its
  * fault record's address, as a kernel writes a result that lies in the run's
  * workspace: what comes back to the host can then be checked. */
+/* The next n launches that should publish their workspace do not (as a
+ * kernel that fails to would); returns how many have published so far. */
+EXPORT long long fakecuda_drop_publish(int n)
+{
+    pthread_mutex_lock(&lock);
+    drop_publish = n;
+    long long k = published;
+    pthread_mutex_unlock(&lock);
+    return k;
+}
+
 EXPORT void fakecuda_store_next_launch(size_t offset, const void *bytes, size_t n)
 {
     pthread_mutex_lock(&lock);

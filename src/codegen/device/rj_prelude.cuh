@@ -19,6 +19,10 @@
 #define RJ_KEYMODE  7   // keyed passes: 0 whole domain, 1 segment per key via offs
 #define RJ_OFFS     8   // device pointer: long long[nkeys + 1] segment starts
 #define RJ_KSTATS   9   // device pointer: long long[3] min key, max key, sorted
+#define RJ_PUB     10   // mapped host pointer (0: none): the run's last kernel
+                        // copies the workspace there, then the sequence number
+#define RJ_PUBN    11   // 8-byte words of the workspace to copy
+#define RJ_SEQ     12   // the run's sequence number, written after them
 
 struct Params { long long v[RJ_NPARAMS]; };
 
@@ -32,6 +36,26 @@ __device__ __forceinline__ void rj_fault(const Params &P, unsigned long long cod
         e[2] = dim;
         e[3] = (unsigned long long)value;
     }
+}
+
+// The end of a run whose results come to the host, done by the one thread
+// that wrote the last result, after every other thread's and block's
+// writes are visible to it: the workspace (fault record, then the results
+// staged beside it) copied into pinned host memory, and after a system-wide
+// fence the run's sequence number into the word before it, which the host
+// watches.  No copy engine and no stream synchronisation between the kernel
+// and the host: 6.4 us for a launch and a mapped store seen by the host,
+// against 9.7 for launch, 8-byte copy and cuStreamSynchronize (H200,
+// bench/driver_costs).
+__device__ __forceinline__ void rj_publish(const Params &P)
+{
+    volatile unsigned long long *dst = (volatile unsigned long long *)P.v[RJ_PUB];
+    if (!dst) return;
+    __threadfence();
+    const volatile unsigned long long *ws = (const volatile unsigned long long *)P.v[RJ_ERR];
+    for (long long i = 0; i < P.v[RJ_PUBN]; i++) dst[i + 1] = ws[i];
+    __threadfence_system();
+    dst[0] = (unsigned long long)P.v[RJ_SEQ];
 }
 
 // A thread's first out-of-range subscript, kept in registers while it folds
