@@ -38,24 +38,27 @@ __device__ __forceinline__ void rj_fault(const Params &P, unsigned long long cod
     }
 }
 
-// The end of a run whose results come to the host, done by the one thread
-// that wrote the last result, after every other thread's and block's
-// writes are visible to it: the workspace (fault record, then the results
-// staged beside it) copied into pinned host memory, and after a system-wide
-// fence the run's sequence number into the word before it, which the host
-// watches.  No copy engine and no stream synchronisation between the kernel
-// and the host: 6.4 us for a launch and a mapped store seen by the host,
-// against 9.7 for launch, 8-byte copy and cuStreamSynchronize (H200,
-// bench/driver_costs).
+// The end of a run whose results come to the host, called by every thread
+// of the block whose thread 0 wrote the last result, once every other
+// block's writes are visible to it: the workspace (fault record, then the
+// results staged beside it) copied into pinned host memory by the first
+// warp, a word a lane (one copy by thread 0 took 5 us longer: a round trip
+// to L2 a word), and after a system-wide fence the run's sequence number
+// into the word before it, which the host watches.  No copy engine and no
+// stream synchronisation between the kernel and the host: 6.4 us for a
+// launch and a mapped store seen by the host, against 9.7 for launch,
+// 8-byte copy and cuStreamSynchronize (H200, bench/driver_costs).
 __device__ __forceinline__ void rj_publish(const Params &P)
 {
     volatile unsigned long long *dst = (volatile unsigned long long *)P.v[RJ_PUB];
     if (!dst) return;
-    __threadfence();
+    __syncthreads();   // thread 0's results and every thread's faults are written
+    if (threadIdx.x >= 32) return;
     const volatile unsigned long long *ws = (const volatile unsigned long long *)P.v[RJ_ERR];
-    for (long long i = 0; i < P.v[RJ_PUBN]; i++) dst[i + 1] = ws[i];
+    for (long long i = threadIdx.x; i < P.v[RJ_PUBN]; i += 32) dst[i + 1] = ws[i];
     __threadfence_system();
-    dst[0] = (unsigned long long)P.v[RJ_SEQ];
+    __syncwarp();
+    if (threadIdx.x == 0) dst[0] = (unsigned long long)P.v[RJ_SEQ];
 }
 
 // A thread's first out-of-range subscript, kept in registers while it folds

@@ -218,10 +218,8 @@ __device__ __forceinline__ void rj_full_seq_stage(const Params &P)
 __device__ __forceinline__ void rj_full_final(const Params &P)
 {
     Acc a = rj_combine_partials((const Acc *)P.v[RJ_PARTIALS], P.v[RJ_NBLK]);
-    if (threadIdx.x == 0) {
-        acc_write(P, 0, a);
-        rj_publish(P);
-    }
+    if (threadIdx.x == 0) acc_write(P, 0, a);
+    rj_publish(P);
 }
 
 // persistent: a grid that fills the GPU once; the last block to finish
@@ -234,11 +232,8 @@ __device__ __forceinline__ void rj_full_final(const Params &P)
 __device__ __forceinline__ void rj_persist_finish(const Params &P, const Acc &a)
 {
     if (gridDim.x == 1) {
-        if (P.v[RJ_PUB]) __syncthreads();   // every thread's fault is in the record
-        if (threadIdx.x == 0) {
-            acc_write(P, 0, a);
-            rj_publish(P);
-        }
+        if (threadIdx.x == 0) acc_write(P, 0, a);
+        rj_publish(P);
         return;
     }
     if (threadIdx.x == 0) ((Acc *)P.v[RJ_PARTIALS])[blockIdx.x] = a;
@@ -257,8 +252,8 @@ __device__ __forceinline__ void rj_persist_finish(const Params &P, const Acc &a)
     if (threadIdx.x == 0) {
         acc_write(P, 0, t);
         *(unsigned *)P.v[RJ_COUNTER] = 0u;   // ready for the next launch
-        rj_publish(P);
     }
+    rj_publish(P);
 }
 
 __device__ __forceinline__ void rj_full_persistent(const Params &P)
