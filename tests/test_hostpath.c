@@ -51,6 +51,7 @@ static const char *(*fc_last_launch)(unsigned *, unsigned *);
 static void (*fc_fault)(unsigned long long, unsigned long long, unsigned long long, long long);
 static void (*fc_store)(size_t, const void *, size_t);
 static long long (*fc_drop_publish)(int);
+static void (*fc_busy)(int);
 
 enum { N = 4096, ROWS = 64, COLS = 64, RUNS = 20 };
 
@@ -67,8 +68,9 @@ static int find_fake(void)
     *(void **)&fc_fault = dlsym(h, "fakecuda_fault_next_launch");
     *(void **)&fc_store = dlsym(h, "fakecuda_store_next_launch");
     *(void **)&fc_drop_publish = dlsym(h, "fakecuda_drop_publish");
+    *(void **)&fc_busy = dlsym(h, "fakecuda_busy");
     return fc_count && fc_total && fc_reset && fc_name && fc_live && fc_last_launch && fc_fault && fc_store &&
-           fc_drop_publish;
+           fc_drop_publish && fc_busy;
 }
 
 /* Inputs, on the "device" and on the host. */
@@ -506,7 +508,7 @@ static void test_workspace_results(red_ctx *ctx)
         red_expr *e = warm_expr(ctx, "sum(x), max(x)", mode, NULL, what);
         if (!e) return;
         int rc = RED_OK;
-        for (int k = 0; !rc && k < 4; k++) {
+        for (int k = 0; !rc && k < 5; k++) {
             /* f32 results, the second 16 bytes after the first */
             float v[8] = {0};
             v[0] = 1.5f + (float)k;
@@ -515,7 +517,11 @@ static void test_workspace_results(red_ctx *ctx)
             fc_reset();
             /* the last run's kernel ends without publishing: the host sees
              * the stream done without it, and copies the workspace back */
-            long long pub0 = fc_drop_publish(k == 3);
+            long long pub0 = fc_drop_publish(k >= 3);
+            /* the fifth run's stream also looks busy for longer than the
+             * host spins (about a millisecond): it then waits in
+             * cuStreamSynchronize, and copies the workspace back */
+            if (k == 4) fc_busy(1 << 30);
             rc = red_run(e);
             long long pubs = fc_drop_publish(0) - pub0;
             double a = 0, b = 0;
@@ -528,6 +534,12 @@ static void test_workspace_results(red_ctx *ctx)
                 CHECK(pubs == 1 && fc_count("cuMemcpyDtoHAsync") == 0 && fc_count("cuStreamSynchronize") == 0,
                       "workspace results (mode %d): published (%lld), with no copy (%lld) and no synchronisation "
                       "(%lld)", mode, pubs, fc_count("cuMemcpyDtoHAsync"), fc_count("cuStreamSynchronize"));
+            else if (k == 4)
+                CHECK(pubs == 0 && fc_count("cuStreamQuery") >= 8 && fc_count("cuMemcpyDtoHAsync") == 1 &&
+                          fc_count("cuStreamSynchronize") == 2,
+                      "workspace results (mode %d), not published, long: the stream asked (%lld), then one copy "
+                      "(%lld) and two synchronisations (%lld)", mode, fc_count("cuStreamQuery"),
+                      fc_count("cuMemcpyDtoHAsync"), fc_count("cuStreamSynchronize"));
             else
                 CHECK(pubs == 0 && fc_count("cuStreamQuery") >= 1 && fc_count("cuMemcpyDtoHAsync") == 1 &&
                           fc_count("cuStreamSynchronize") == 1,

@@ -832,17 +832,24 @@ static void publish_disarm(run_ctx *r, int rc)
 
 /* Waits for rj_publish's sequence number `seq`, watching the stream for a
  * fault: *seen is 1 when it came, 0 when the stream finished without it
- * (the caller then copies the workspace back as usual). */
+ * (the caller then copies the workspace back as usual).  It spins, as the
+ * driver's own synchronisation does by default, for a millisecond; a longer
+ * run is left to cuStreamSynchronize, which honours a context made to
+ * block instead (CU_CTX_SCHED_BLOCKING_SYNC). */
 static CUresult publish_wait(gpu_dev *g, CUstream s, unsigned long long seq, int *seen)
 {
     const unsigned long long *w = (const unsigned long long *)(g->pub + PUB_SEQ);
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     for (unsigned spins = 1;; spins++) {
         if (__atomic_load_n(w, __ATOMIC_ACQUIRE) == seq) {
             *seen = 1;
             return 0;
         }
         if (spins % 256 == 0) {   /* ~0.3 us a query: a few percent of the spinning */
-            CUresult q = g->cu.StreamQuery(s);
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            long long ns = (long long)(t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec);
+            CUresult q = ns < 1000000 ? g->cu.StreamQuery(s) : g->cu.StreamSynchronize(s);
             if (q == CUDA_ERROR_NOT_READY) continue;
             *seen = __atomic_load_n(w, __ATOMIC_ACQUIRE) == seq;
             return q;

@@ -94,6 +94,8 @@ static unsigned char store_bytes[64];
 #define P_PUB(params) (((const long long *)(params)[0])[10] != 0)
 static int drop_publish;
 static long long published;
+/* cuStreamQuery answers "not ready" this many more times (fakecuda_busy) */
+static int busy_queries;
 
 static void count(int c)
 {
@@ -494,6 +496,7 @@ EXPORT CUresult cuStreamSynchronize(void *s)
 {
     (void)s;
     count(C_cuStreamSynchronize);
+    __atomic_store_n(&busy_queries, 0, __ATOMIC_RELAXED);
     return OK;
 }
 
@@ -501,7 +504,15 @@ EXPORT CUresult cuStreamQuery(void *s)
 {
     (void)s;
     count(C_cuStreamQuery);
-    return OK;   /* everything is done: launches do nothing */
+    /* everything is done (launches do nothing), unless told to look busy */
+    return __atomic_fetch_sub(&busy_queries, 1, __ATOMIC_RELAXED) > 0 ? 600 /* CUDA_ERROR_NOT_READY */ : OK;
+}
+
+/* The next n cuStreamQuery calls say the stream is still working, as for a
+ * long kernel; cuStreamSynchronize clears it. */
+EXPORT void fakecuda_busy(int n)
+{
+    __atomic_store_n(&busy_queries, n, __ATOMIC_RELAXED);
 }
 
 EXPORT CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags)
