@@ -1080,9 +1080,15 @@ static void col_fold(int rop, int ct, const void *vals, int n, void *acc)
 /* The outputs in tiles of COL_TILE along the innermost free index; for each
  * reduced position in order, the tile's elements as one block (the free index
  * a ramp), folded element-wise: every output is folded in the order of its
- * reduced index, by one thread.  Returns RED_ERR_INDEX on an index error
- * without a message (the caller reruns the pass one output at a time, which
- * reports it as ever). */
+ * reduced index, by one thread.  A thread takes a group of up to COL_GROUP
+ * neighbouring tiles and, at each reduced position, runs them one after
+ * the other, so it reads a longer contiguous stretch of each row (a tile at
+ * a time, 4 KiB of f32 and each a page of its own, left the hardware
+ * prefetcher starting over at every one).  Returns RED_ERR_INDEX on an index
+ * error without a message (the caller reruns the pass one output at a time,
+ * which reports it as ever). */
+#define COL_GROUP 16
+
 static int run_columns(pass_ctx *pc, util_diag *diag)
 {
     int64_t F = pc->fext[pc->nf - 1];
@@ -1091,26 +1097,35 @@ static int run_columns(pass_ctx *pc, util_diag *diag)
     int64_t tw = COL_TILE, nrow = pc->nout / F;
     while (tw > 16 && nrow * ((F + tw - 1) / tw) < 4 * (int64_t)pc->nthreads) tw /= 2;
     int64_t tiles_per_row = (F + tw - 1) / tw;
-    int64_t ntiles = nrow * tiles_per_row;
+    /* groups: a row's tiles shared out evenly among the threads, at most
+     * COL_GROUP to a group (the grouping changes no output's order) */
+    int64_t per_thread = (nrow * tiles_per_row + pc->nthreads - 1) / pc->nthreads;
+    int64_t gsz = per_thread < tiles_per_row ? per_thread : tiles_per_row;
+    if (gsz > COL_GROUP) gsz = COL_GROUP;
+    if (gsz < 1) gsz = 1;
+    int64_t groups_per_row = (tiles_per_row + gsz - 1) / gsz;
+    int64_t ngroups = nrow * groups_per_row;
     int rc = 0, bad = 0;
     int nt = pc->nthreads;
-    if (ntiles < nt) nt = (int)(ntiles > 0 ? ntiles : 1);
+    if (ngroups < nt) nt = (int)(ngroups > 0 ? ngroups : 1);
 #pragma omp parallel num_threads(nt)
     {
         tstate ts;
         int lrc = tstate_init(&ts, pc);
-        uint64_t *acc = malloc((size_t)pc->nreds * COL_TILE * sizeof *acc);
+        /* per reduction, gsz tiles of accumulators */
+        size_t per_red = (size_t)gsz * COL_TILE;
+        uint64_t *acc = malloc((size_t)pc->nreds * per_red * sizeof *acc);
         if (!lrc && !acc) lrc = RED_ERR_NOMEM;
         if (lrc) {
 #pragma omp critical(redjit_fault)
             if (!rc) rc = lrc;
         }
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t tile = 0; tile < ntiles; tile++) {
+        for (int64_t grp = 0; grp < ngroups; grp++) {
             if (lrc || bad || cpu_cancelled(pc->cancel)) continue;
-            int64_t row = tile / tiles_per_row, f0 = tile % tiles_per_row * tw;
-            int n = (int)(F - f0 < tw ? F - f0 : tw);
-            int64_t o0 = row * F + f0, oo = row;
+            int64_t row = grp / groups_per_row, first = grp % groups_per_row * gsz;
+            int64_t last = first + gsz < tiles_per_row ? first + gsz : tiles_per_row;   /* tiles [first, last) */
+            int64_t oo = row;
             for (int d = pc->nf - 2; d >= 0; d--) {
                 vm_var *v = &ts.st.vars[pc->fvar[d]];
                 v->mode = VAR_CONST;
@@ -1119,21 +1134,25 @@ static int run_columns(pass_ctx *pc, util_diag *diag)
             }
             vm_var *vf = &ts.st.vars[pc->fvar[pc->nf - 1]], *vr = &ts.st.vars[pc->rvar[0]];
             vf->mode = VAR_RAMP;
-            vf->base = pc->flo[pc->nf - 1] + f0;
             vr->mode = VAR_CONST;
+            int64_t c0 = first * tw, c1 = last * tw < F ? last * tw : F;   /* the group's columns */
             for (int q = 0; q < pc->nreds; q++) {
                 const plan_red *rd = &pc->reds[q];
                 plan_value id = plan_identity(rd->rop, acc_ct(rd));
                 int kind = col_kind(rd->rop, rd->acc[0]);
-                for (int j = 0; j < n; j++) col_set(kind, acc + q * COL_TILE, j, id);
+                for (int64_t j = 0; j < c1 - c0; j++) col_set(kind, acc + q * per_red, (int)j, id);
             }
             int r = 0;
             for (int64_t t = 0; t < pc->L && !r; t++) {
                 vr->base = pc->rlo[0] + t;
-                r = vm_run(&ts.st, n);
-                for (int q = 0; !r && q < pc->nreds; q++)
-                    col_fold(pc->reds[q].rop, pc->reds[q].acc[0], vm_reg(&ts.st, ts.st.prog->out[pc->root_of[q]]), n,
-                             acc + q * COL_TILE);
+                for (int64_t f0 = c0; f0 < c1 && !r; f0 += tw) {
+                    int n = (int)(c1 - f0 < tw ? c1 - f0 : tw);
+                    vf->base = pc->flo[pc->nf - 1] + f0;
+                    r = vm_run(&ts.st, n);
+                    for (int q = 0; !r && q < pc->nreds; q++)
+                        col_fold(pc->reds[q].rop, pc->reds[q].acc[0], vm_reg(&ts.st, ts.st.prog->out[pc->root_of[q]]),
+                                 n, acc + q * per_red + (f0 - c0));
+                }
             }
             if (r) {
 #pragma omp critical(redjit_fault)
@@ -1142,11 +1161,11 @@ static int run_columns(pass_ctx *pc, util_diag *diag)
                 continue;
             }
             const vm_buf *t0 = &pc->temps[pc->reds[0].temp[0]];
-            for (int j = 0; j < n; j++) {
-                int64_t off = out_offset(pc, t0, o0 + j);
+            for (int64_t j = 0; j < c1 - c0; j++) {
+                int64_t off = out_offset(pc, t0, row * F + c0 + j);
                 for (int q = 0; q < pc->nreds; q++) {
                     cacc a;
-                    a.v[0] = col_get(col_kind(pc->reds[q].rop, pc->reds[q].acc[0]), acc + q * COL_TILE, j);
+                    a.v[0] = col_get(col_kind(pc->reds[q].rop, pc->reds[q].acc[0]), acc + q * per_red, (int)j);
                     a.has = 1;
                     a.idx = -1;
                     acc_write(pc, &pc->reds[q], &a, off);
