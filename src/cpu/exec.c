@@ -1232,6 +1232,54 @@ static void kslot_put(const kaccs *ka, int part, int64_t k, int q, const cacc *a
     ks->has = a->has;
 }
 
+/* A keyed pass reports the fault of its first partition that had one. */
+static void keep_first_fault(int part, int r, const vm_fault *f, int *fault_part, vm_fault *fault)
+{
+#pragma omp critical(redjit_fault)
+    if (part < *fault_part) {
+        *fault_part = part;
+        *fault = *f;
+        if (!fault->code) fault->code = r;
+    }
+}
+
+/* Folds the elements [cs, ce) of a keyed pass, a run of equal keys at a
+ * time.  With `first` NULL, key k goes to its slot in partition `part` of
+ * `ka`.  Otherwise (sorted keys, see run_keyed_sorted) the range's first key
+ * goes to slot `part` of `own`, every other key to its slot of `ka`, and
+ * *first is set to that first key.  Returns the VM's error (its fault in
+ * ts->st.fault), 0 when done. */
+static int fold_keyed_range(pass_ctx *pc, tstate *ts, int64_t cs, int64_t ce, const kaccs *ka, int part,
+                            const kaccs *own, int64_t *first)
+{
+    for (int64_t pos = cs; pos < ce;) {
+        int nruns;
+        int n = fill_block(pc, &ts->st, &ts->w, pos, ce, ts->runs, &nruns);
+        if (n <= 0) break;
+        int r = vm_run(&ts->st, n);
+        if (r) return r;
+        const int64_t *key = vm_reg(&ts->st, ts->st.prog->out[pc->key_root]);
+        if (first && *first < 0) *first = key[0];
+        /* runs of equal keys fold together */
+        for (int j = 0; j < n;) {
+            int e = j + 1;
+            while (e < n && key[e] == key[j]) e++;
+            run rr = {0, pos + j, j, e - j};
+            const kaccs *to = first && key[j] == *first ? own : ka;
+            int in = first ? 0 : part;
+            int64_t at = first && key[j] == *first ? part : key[j];
+            for (int q = 0; q < pc->nreds; q++) {
+                cacc tmp, *a = kslot_get(to, in, at, q, &tmp);
+                acc_fold_run(&pc->reds[q], &ts->us[q], &ts->st, pc->root_of[q], &rr, arg_index(pc, 0, rr.t0), a);
+                kslot_put(to, in, at, q, a);
+            }
+            j = e;
+        }
+        pos += n;
+    }
+    return 0;
+}
+
 /* run_keyed over keys scan_keys found sorted, built-in operators: the same
  * partitions, folded in the same order, but a partition's keys are a run of
  * their own, so only the first key of each partition can have been seen by
@@ -1293,39 +1341,8 @@ static int run_keyed_sorted(pass_ctx *pc, int P, util_diag *diag)
                 kslot_put(&A, 0, part, q, &id);
             }
             int64_t cs = pc->N * part / P, ce = pc->N * (part + 1) / P;
-            for (int64_t pos = cs; pos < ce;) {
-                int nruns;
-                int n = fill_block(pc, &ts.st, &ts.w, pos, ce, ts.runs, &nruns);
-                if (n <= 0) break;
-                int r = vm_run(&ts.st, n);
-                if (r) {
-#pragma omp critical(redjit_fault)
-                    if (part < fault_part) {
-                        fault_part = part;
-                        fault = ts.st.fault;
-                        if (!fault.code) fault.code = r;
-                    }
-                    break;
-                }
-                const int64_t *key = vm_reg(&ts.st, ts.st.prog->out[pc->key_root]);
-                if (kfirst[part] < 0) kfirst[part] = key[0];
-                for (int j = 0; j < n;) {
-                    int e = j + 1;
-                    while (e < n && key[e] == key[j]) e++;
-                    run rr = {0, pos + j, j, e - j};
-                    /* the partition's first key: its own slot */
-                    const kaccs *to = key[j] == kfirst[part] ? &A : &S;
-                    int64_t at = key[j] == kfirst[part] ? part : key[j];
-                    for (int q = 0; q < pc->nreds; q++) {
-                        cacc tmp, *a = kslot_get(to, 0, at, q, &tmp);
-                        acc_fold_run(&pc->reds[q], &ts.us[q], &ts.st, pc->root_of[q], &rr,
-                                     arg_index(pc, 0, rr.t0), a);
-                        kslot_put(to, 0, at, q, a);
-                    }
-                    j = e;
-                }
-                pos += n;
-            }
+            int r = fold_keyed_range(pc, &ts, cs, ce, &S, part, &A, &kfirst[part]);
+            if (r) keep_first_fault(part, r, &ts.st.fault, &fault_part, &fault);
         }
         tstate_free(&ts, pc);
     }
@@ -1406,37 +1423,8 @@ static int run_keyed(pass_ctx *pc, util_diag *diag)
                 for (int64_t k = 0; k < nk; k++) kslot_put(&ka, part, k, q, &id);
             }
             int64_t cs = pc->N * part / P, ce = pc->N * (part + 1) / P;
-            for (int64_t pos = cs; pos < ce;) {
-                int nruns;
-                int n = fill_block(pc, &ts.st, &ts.w, pos, ce, ts.runs, &nruns);
-                if (n <= 0) break;
-                int r = vm_run(&ts.st, n);
-                if (r) {
-#pragma omp critical(redjit_fault)
-                    if (part < fault_part) {
-                        fault_part = part;
-                        fault = ts.st.fault;
-                        if (!fault.code) fault.code = r;
-                    }
-                    break;
-                }
-                const int64_t *key = vm_reg(&ts.st, ts.st.prog->out[pc->key_root]);
-                /* runs of equal keys fold together */
-                int64_t t0 = pos;
-                for (int j = 0; j < n;) {
-                    int e = j + 1;
-                    while (e < n && key[e] == key[j]) e++;
-                    run rr = {0, t0 + j, j, e - j};
-                    for (int q = 0; q < pc->nreds; q++) {
-                        cacc tmp, *a = kslot_get(&ka, part, key[j], q, &tmp);
-                        acc_fold_run(&pc->reds[q], &ts.us[q], &ts.st, pc->root_of[q], &rr,
-                                     arg_index(pc, 0, rr.t0), a);
-                        kslot_put(&ka, part, key[j], q, a);
-                    }
-                    j = e;
-                }
-                pos += n;
-            }
+            int r = fold_keyed_range(pc, &ts, cs, ce, &ka, part, NULL, NULL);
+            if (r) keep_first_fault(part, r, &ts.st.fault, &fault_part, &fault);
         }
         tstate_free(&ts, pc);
     }
