@@ -815,6 +815,18 @@ static int64_t arg_index(const pass_ctx *pc, int64_t o, int64_t t0)
     return pc->nr == 1 ? red_lo(pc, o)[0] + t0 : t0;
 }
 
+/* A parallel pass reports the fault of its first chunk or partition that
+ * had one, whichever thread found it. */
+static void keep_first_fault(int64_t at, int r, const vm_fault *f, int64_t *fault_at, vm_fault *fault)
+{
+#pragma omp critical(redjit_fault)
+    if (at < *fault_at) {
+        *fault_at = at;
+        *fault = *f;
+        if (!fault->code) fault->code = r;
+    }
+}
+
 /* Process chunk [cs, ce): write complete outputs, return partials. */
 static int run_chunk(const pass_ctx *pc, tstate *ts, int64_t cs, int64_t ce, partial *head, partial *tail)
 {
@@ -903,14 +915,7 @@ static int run_reduction(pass_ctx *pc, util_diag *diag)
                 if (lrc || cpu_cancelled(pc->cancel)) continue;
                 int64_t cs = c * CHUNK, ce = cs + CHUNK < pc->N ? cs + CHUNK : pc->N;
                 int r = run_chunk(pc, &ts, cs, ce, &parts[2 * c], &parts[2 * c + 1]);
-                if (r) {
-#pragma omp critical(redjit_fault)
-                    if (c < fault_chunk) {
-                        fault_chunk = c;
-                        fault = ts.st.fault;
-                        if (!fault.code) fault.code = r;
-                    }
-                }
+                if (r) keep_first_fault(c, r, &ts.st.fault, &fault_chunk, &fault);
             }
             tstate_free(&ts, pc);
         }
@@ -1232,17 +1237,6 @@ static void kslot_put(const kaccs *ka, int part, int64_t k, int q, const cacc *a
     ks->has = a->has;
 }
 
-/* A keyed pass reports the fault of its first partition that had one. */
-static void keep_first_fault(int part, int r, const vm_fault *f, int *fault_part, vm_fault *fault)
-{
-#pragma omp critical(redjit_fault)
-    if (part < *fault_part) {
-        *fault_part = part;
-        *fault = *f;
-        if (!fault->code) fault->code = r;
-    }
-}
-
 /* Folds the elements [cs, ce) of a keyed pass, a run of equal keys at a
  * time.  With `first` NULL, key k goes to its slot in partition `part` of
  * `ka`.  Otherwise (sorted keys, see run_keyed_sorted) the range's first key
@@ -1265,9 +1259,10 @@ static int fold_keyed_range(pass_ctx *pc, tstate *ts, int64_t cs, int64_t ce, co
             int e = j + 1;
             while (e < n && key[e] == key[j]) e++;
             run rr = {0, pos + j, j, e - j};
-            const kaccs *to = first && key[j] == *first ? own : ka;
+            int mine = first && key[j] == *first;   /* the range's first key, sorted keys */
+            const kaccs *to = mine ? own : ka;
             int in = first ? 0 : part;
-            int64_t at = first && key[j] == *first ? part : key[j];
+            int64_t at = mine ? part : key[j];
             for (int q = 0; q < pc->nreds; q++) {
                 cacc tmp, *a = kslot_get(to, in, at, q, &tmp);
                 acc_fold_run(&pc->reds[q], &ts->us[q], &ts->st, pc->root_of[q], &rr, arg_index(pc, 0, rr.t0), a);
@@ -1309,7 +1304,7 @@ static int run_keyed_sorted(pass_ctx *pc, int P, util_diag *diag)
     }
     int rc = 0;
     vm_fault fault = {0};
-    int fault_part = INT32_MAX;
+    int64_t fault_part = INT64_MAX;
     int nt = pc->nthreads;
 #pragma omp parallel num_threads(nt)
     {
@@ -1335,11 +1330,7 @@ static int run_keyed_sorted(pass_ctx *pc, int P, util_diag *diag)
         for (int part = 0; part < P; part++) {
             kfirst[part] = -1;
             if (lrc || cpu_cancelled(pc->cancel)) continue;
-            for (int q = 0; q < pc->nreds; q++) {
-                cacc id;
-                acc_init(&pc->reds[q], &id);
-                kslot_put(&A, 0, part, q, &id);
-            }
+            for (int q = 0; q < pc->nreds; q++) *(kslot *)kslot_at(&A, 0, part, q) = empty[q];
             int64_t cs = pc->N * part / P, ce = pc->N * (part + 1) / P;
             int r = fold_keyed_range(pc, &ts, cs, ce, &S, part, &A, &kfirst[part]);
             if (r) keep_first_fault(part, r, &ts.st.fault, &fault_part, &fault);
@@ -1404,7 +1395,7 @@ static int run_keyed(pass_ctx *pc, util_diag *diag)
                             "out of memory for %lld keys", (long long)nk);
     int rc = 0;
     vm_fault fault = {0};
-    int fault_part = INT32_MAX;
+    int64_t fault_part = INT64_MAX;
     int nt = pc->nthreads < P ? pc->nthreads : P;
 #pragma omp parallel num_threads(nt)
     {
