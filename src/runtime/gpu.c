@@ -297,8 +297,8 @@ struct gpu_dev {
     size_t pinned_size;
     /* Past pinned_size, a run's last kernel writes its workspace and then
      * its sequence number (rj_publish), which the host waits for instead of
-     * copying and synchronising: needs unified addressing (pinned memory
-     * then has the same address on the device). */
+     * copying and synchronising.  NULL without unified addressing (`uva`:
+     * pinned memory then has the same address on the device). */
     unsigned char *pub;
     int uva;
     unsigned long long pub_seq;
@@ -901,10 +901,8 @@ static int run_full(run_ctx *r, pass_entry *e, long long n, int strategy, int or
         long long step = BLOCK * (long long)(batches ? e->k.vec * e->k.vec_unroll : 1);
         long long per = cdiv(cdiv(n, grid), step) * step;
         P[5] = per > 0 ? per : step;
-        int ends = strategy == RED_STRATEGY_PERSISTENT || strategy == RED_STRATEGY_AUTO;
-        if (ends) publish_arm(r);
+        if (strategy == RED_STRATEGY_PERSISTENT || strategy == RED_STRATEGY_AUTO) publish_arm(r);
         rc = launch(r, e, strategy == RED_STRATEGY_TREE ? "rj_block" : persist, grid);
-        if (ends) publish_disarm(r, rc);
     }
     if (!rc && strategy != RED_STRATEGY_PERSISTENT && strategy != RED_STRATEGY_AUTO) {
         P[6] = grid;
@@ -1546,8 +1544,8 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
      * any pass: a run without it copies its results one by one */
     if (!rc && !g->pinned && !g->cu.MemHostAlloc((void **)&g->pinned, PINNED_SIZE + PUB_IMAGE + WS_BYTES, 0)) {
         g->pinned_size = PINNED_SIZE;
-        g->pub = g->pinned + PINNED_SIZE;
-        memset(g->pub, 0, PUB_IMAGE);
+        if (g->uva) g->pub = g->pinned + PINNED_SIZE;
+        memset(g->pinned + PINNED_SIZE, 0, PUB_IMAGE);
     }
     /* a run that ends by reading its workspace back can leave the check of
      * its last pass's sorted keys to that read (see key_fused).  A run whose
@@ -1746,7 +1744,7 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
          * with every result for the host in it, and no timing event to
          * record after the copy: its last kernel can publish instead */
         r.pub_words = 0;
-        if (pi == p->npasses - 1 && g->uva && g->pub && !run->ev[3] &&
+        if (pi == p->npasses - 1 && g->pub && !run->ev[3] &&
             !(run->stream && run->device_results != RED_RESULTS_HOST && !host_bound)) {
             int all_ws = 1;
             for (int i = 0; i < p->nresults; i++)

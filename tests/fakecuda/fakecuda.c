@@ -656,9 +656,6 @@ EXPORT void fakecuda_fault_next_launch(unsigned long long code, unsigned long lo
     pthread_mutex_unlock(&lock);
 }
 
-/* Make the next launch write `n` bytes (at most 64) at `offset` from its
- * fault record's address, as a kernel writes a result that lies in the run's
- * workspace: what comes back to the host can then be checked. */
 /* The next n launches that should publish their workspace do not (as a
  * kernel that fails to would); returns how many have published so far. */
 EXPORT long long fakecuda_drop_publish(int n)
@@ -670,6 +667,9 @@ EXPORT long long fakecuda_drop_publish(int n)
     return k;
 }
 
+/* Make the next launch write `n` bytes (at most 64) at `offset` from its
+ * fault record's address, as a kernel writes a result that lies in the run's
+ * workspace: what comes back to the host can then be checked. */
 EXPORT void fakecuda_store_next_launch(size_t offset, const void *bytes, size_t n)
 {
     pthread_mutex_lock(&lock);

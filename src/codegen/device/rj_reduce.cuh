@@ -248,8 +248,7 @@ __device__ __forceinline__ void rj_persist_finish(const Params &P, const Acc &a)
         t = rj_combine_partials((const Acc *)P.v[RJ_PARTIALS], gridDim.x);
         if (threadIdx.x == 0) *(unsigned *)P.v[RJ_COUNTER] = 0u;   // ready for the next launch
     }
-    // one copy of the result's write and of rj_publish (each copy cost NVRTC
-    // time: 8% more over the sum cases with two)
+    // one copy of the result's write and of rj_publish for both grid sizes
     if (threadIdx.x == 0) acc_write(P, 0, t);
     rj_publish(P);
 }
@@ -323,7 +322,7 @@ __device__ __forceinline__ Acc rj_run_v(const Params &P, long long o, const long
     return a;
 }
 
-// rj_full_block_stage over 16-byte vectors (RJ_PER is a multiple of RJ_VEC).
+// rj_full_block_fold over 16-byte vectors (RJ_PER is a multiple of RJ_VEC).
 __device__ __forceinline__ Acc rj_full_vec_fold(const Params &P, long long b)
 {
     long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
