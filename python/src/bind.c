@@ -279,6 +279,9 @@ static int type_kind(PyTypeObject *t, int **legacy, int *cai)
 
 static PyObject *str_dlpack, *str_dlpack_device, *str_cai, *kw_stream, *kw_stream_version, *max_version,
     *legacy_stream;
+/* the keys of a __cuda_array_interface__ dict, interned once: PyDict_GetItemString
+ * made and hashed a new string for each of the six on every call */
+static PyObject *key_shape, *key_typestr, *key_data, *key_strides, *key_mask, *key_stream;
 
 static int init_strings(void)
 {
@@ -291,8 +294,14 @@ static int init_strings(void)
     max_version = Py_BuildValue("(ii)", 1, 0);
     /* DLPack's number for CUDA's legacy default stream, the one redjit launches on */
     legacy_stream = PyLong_FromLong(1);
+    key_shape = PyUnicode_InternFromString("shape");
+    key_typestr = PyUnicode_InternFromString("typestr");
+    key_data = PyUnicode_InternFromString("data");
+    key_strides = PyUnicode_InternFromString("strides");
+    key_mask = PyUnicode_InternFromString("mask");
+    key_stream = PyUnicode_InternFromString("stream");
     return str_dlpack && str_dlpack_device && str_cai && kw_stream && kw_stream_version && max_version &&
-                   legacy_stream
+                   legacy_stream && key_shape && key_typestr && key_data && key_strides && key_mask && key_stream
                ? 0
                : -1;
 }
@@ -423,9 +432,11 @@ static int cai_value(const char *name, PyObject *value, PyObject *cai, rjp_value
         rjp_raise_bind("cannot bind '%s': __cuda_array_interface__ is not a dict", name);
         goto out;
     }
-    PyObject *shape = PyDict_GetItemString(cai, "shape"), *typestr = PyDict_GetItemString(cai, "typestr"),
-             *data = PyDict_GetItemString(cai, "data"), *strides = PyDict_GetItemString(cai, "strides"),
-             *mask = PyDict_GetItemString(cai, "mask"), *stream = PyDict_GetItemString(cai, "stream");
+    /* borrowed references; a key the dict lacks is NULL, as is a lookup that raised */
+    PyObject *shape = PyDict_GetItemWithError(cai, key_shape), *typestr = PyDict_GetItemWithError(cai, key_typestr),
+             *data = PyDict_GetItemWithError(cai, key_data), *strides = PyDict_GetItemWithError(cai, key_strides),
+             *mask = PyDict_GetItemWithError(cai, key_mask), *stream = PyDict_GetItemWithError(cai, key_stream);
+    if (PyErr_Occurred()) goto out;
     if (!shape || !PyTuple_Check(shape) || !typestr || !PyUnicode_Check(typestr) || !data ||
         !PyTuple_Check(data) || PyTuple_GET_SIZE(data) < 1) {
         rjp_raise_bind("cannot bind '%s': its __cuda_array_interface__ lacks shape, typestr or data", name);
