@@ -28,6 +28,8 @@ typedef struct gen {
     int pi;                 /* the pass                                  */
     int in_elem;            /* emitting acc_elem: loads are recorded      */
     int deferred;           /* a thread's rj_flt F notes bad subscripts   */
+    int hoisted;            /* out_range checks ranged subscripts (below) */
+    unsigned char *seen;    /* by IR id: visited by emit_range_checks      */
 } gen;
 
 /* ---- layout ----------------------------------------------------------------- */
@@ -198,14 +200,37 @@ static void emit_cast(gen *g, const ir *x)
     }
 }
 
+/* Whether subscript s is `v` or `v + c` for a ranged reduced index v of the
+ * pass (v is its position among the reduced ones): over one output's
+ * elements it runs over [lo[v] + c, lo[v] + c + sz[v]). */
+static int ranged_subscript(const gen *g, const ir *s, int *v, int64_t *c)
+{
+    *c = 0;
+    if (s->kind == IR_OP && s->op == OP_ADD && s->args[1]->kind == IR_CONST && s->args[0]->kind == IR_INDEX) {
+        *c = s->args[1]->c.i;
+        s = s->args[0];
+    }
+    if (s->kind != IR_INDEX) return 0;
+    for (int d = 0; d < g->ps->nred; d++)
+        if (g->ps->red[d] == s->slot && g->p->vars[s->slot].lo) {
+            *v = d;
+            return 1;
+        }
+    return 0;
+}
+
 /* Is subscript d of load x always in range?  An inferred index v runs over
  * 0..min(shape - c) of the subscripts `v + c` it was inferred from, so such
- * a subscript of the same array and dimension needs no run-time check. */
+ * a subscript of the same array and dimension needs no run-time check.  In
+ * the element code of a pass whose out_range checks the ranged subscripts
+ * (g->hoisted), those need none either. */
 static int proven_in_range(gen *g, const ir *x, int d)
 {
     if (x->slot < 0) return 0;
     const ir *s = x->args[d];
     int64_t c = 0;
+    int rv;
+    if (g->hoisted && g->in_elem && ranged_subscript(g, s, &rv, &c)) return 1;
     if (s->kind == IR_OP && s->op == OP_ADD && s->args[1]->kind == IR_CONST && s->args[0]->kind == IR_INDEX) {
         c = s->args[1]->c.i;
         s = s->args[0];
@@ -520,8 +545,35 @@ static void emit_acc_funcs(gen *g)
     emit_acc_shfl(g, "acc_shfl_idx", "rj_shfl_idx", "l");
 }
 
+/* The subscripts of the element code's loads that a ranged index runs
+ * through, checked once an output over the index's whole range instead of
+ * at every element (CSR rows spent half their instructions there): a bad
+ * range reports its first bad subscript, as the element that reads it
+ * would, and empties the output's domain, so that nothing out of range is
+ * read.  Every load of the element code is evaluated for every element (no
+ * operator skips one), so the range check faults exactly when some element
+ * would. */
+static void emit_range_checks(gen *g, const ir *x)
+{
+    if (g->seen[x->id]) return;
+    g->seen[x->id] = 1;
+    for (int i = 0; i < x->nargs; i++) emit_range_checks(g, x->args[i]);
+    if (x->kind != IR_LOAD || x->slot < 0) return;
+    int base = buf_base(g, x->slot);
+    for (int d = 0; d < x->nargs; d++) {
+        int v;
+        int64_t c;
+        if (!ranged_subscript(g, x->args[d], &v, &c)) continue;
+        util_buf_printf(g->o,
+                        "    if (cnt > 0) { long long a0 = lo[%d] + %lldll, n = P.v[%d]; "
+                        "if (a0 < 0 || a0 > n - sz[%d]) { rj_fault(P, %d, %d, %d, a0 < 0 || a0 >= n ? a0 : n); cnt = 0; } }\n",
+                        v, (long long)c, base + 1 + d, v, RED_ERR_INDEX, x->id, d);
+    }
+}
+
 /* out_range: the domain of output o; lo[d], sz[d] per reduced index, and for
- * keyed passes lo[RJ_NRED] = the segment's first linear position. */
+ * keyed passes lo[RJ_NRED] = the segment's first linear position.  Partial
+ * passes check ranged subscripts here (g->hoisted, emit_range_checks). */
 static void emit_out_range(gen *g)
 {
     const plan *p = g->p;
@@ -532,6 +584,9 @@ static void emit_out_range(gen *g)
     begin_function(g);
     int ranged = 0;
     for (int d = 0; d < ps->nred; d++) ranged |= p->vars[ps->red[d]].lo != NULL;
+    /* not full reductions, whose kernels fold the host's count of elements
+     * rather than out_range's, nor keyed ones */
+    g->hoisted = ranged && g->k->kind == CG_PARTIAL;
     if (ranged) emit_free_vars(g, "o");
     util_buf_puts(o, "    long long cnt = 1;\n");
     for (int d = 0; d < ps->nred; d++) {
@@ -553,6 +608,11 @@ static void emit_out_range(gen *g)
                             g->k->lay.var_sz[ps->red[d]]);
         }
         util_buf_printf(o, "    cnt *= sz[%d];\n", d);
+    }
+    if (g->hoisted) {
+        memset(g->seen, 0, (size_t)g->nir + 1);
+        for (int q = 0; q < ps->nreds; q++)
+            for (int c = 0; c < ps->reds[q].ncomp; c++) emit_range_checks(g, ps->reds[q].map[c]);
     }
     if (ps->key) {
         util_buf_puts(o, "    lo[RJ_NRED] = 0;\n    if (P.v[RJ_KEYMODE]) {\n"
@@ -1009,7 +1069,8 @@ int cg_generate(const plan *p, int pi, util_arena *a, cg_kernel *out, util_diag 
     util_buf_init(&out->src);
     gen g = {.p = p, .ps = &p->passes[pi], .k = out, .o = &out->src, .nir = p->nir, .pi = pi};
     g.done = util_arena_alloc(a, (size_t)p->nir + 1);
-    if (!g.done) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+    g.seen = util_arena_alloc(a, (size_t)p->nir + 1);
+    if (!g.done || !g.seen) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
     int rc = layout(&g, a, diag);
     if (rc) return rc;
     const plan_pass *ps = g.ps;
