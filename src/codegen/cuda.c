@@ -1018,15 +1018,20 @@ void cg_add_group(util_buf *o, int group, const cg_kernel *k)
  * 2 / 4 / 8): one load an element and no ranged index gains from 8 (sum
  * 344 / 261 / 246, argmax 497 / 418 / 362, row sums 285 / 284 / 254, column
  * sums 254 / 289 / 252); two loads (a dot product: 491 / 485 / 505) and
- * ranges (one 2^26 segment: 165 / 139 / 163) keep 4.  REDJIT_UNROLL (1, 2,
- * 4, 8 or 16) overrides it for sweeps: the source, and so the cache key,
- * changes with it. */
+ * ranges (one 2^26 segment: 165 / 139 / 163) kept 4 while every element
+ * checked its subscript.  Partial passes check ranged subscripts once an
+ * output (emit_range_checks), and CSR ranges gain from 8 too (2026-11-23,
+ * 2^26 f32, us at 4 / 8: one segment 111.4 / 87.2, lengths 10..50 137.3 /
+ * 115.8, rows of 1024 75.2 / 72.5, all of length 3 149.2 / 154.0); full
+ * reductions over ranges keep 4.  REDJIT_UNROLL (1, 2, 4, 8 or 16)
+ * overrides it for sweeps: the source, and so the cache key, changes with
+ * it. */
 static int unroll(const cg_kernel *k)
 {
     const char *u = getenv("REDJIT_UNROLL");
     int v = u ? atoi(u) : 0;
     if (v == 1 || v == 2 || v == 4 || v == 8 || v == 16) return v;
-    return k->nloads == 1 && !k->loads_overflow && !k->ranged ? 8 : 4;
+    return k->nloads == 1 && !k->loads_overflow && (!k->ranged || k->kind == CG_PARTIAL) ? 8 : 4;
 }
 
 /* 16-byte loads of each array a thread has in flight in rj_run_v.  Tuned
