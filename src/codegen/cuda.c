@@ -565,7 +565,7 @@ static void emit_range_checks(gen *g, const ir *x)
         int64_t c;
         if (!ranged_subscript(g, x->args[d], &v, &c)) continue;
         util_buf_printf(g->o,
-                        "    if (cnt > 0) { long long a0 = lo[%d] + %lldll, n = P.v[%d]; "
+                        "    if (cnt > 0) { long long a0 = (long long)((unsigned long long)lo[%d] + %lldull), n = P.v[%d]; "
                         "if (a0 < 0 || a0 > n - sz[%d]) { rj_fault(P, %d, %d, %d, a0 < 0 || a0 >= n ? a0 : n); cnt = 0; } }\n",
                         v, (long long)c, base + 1 + d, v, RED_ERR_INDEX, x->id, d);
     }
