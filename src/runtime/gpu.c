@@ -45,10 +45,16 @@ static pthread_once_t nvrtc_once = PTHREAD_ONCE_INIT;
  * (load_module): a change of options is a new key.  -minimal (NVRTC 12.4 on)
  * leaves out the texture, device-runtime and device-launch declarations, which
  * no kernel uses: the front end's time falls by a third (13 ms of 41 for
- * sum(x) on the CI machine, bench/jit_compile) and the CUBIN is the same. */
-static const char *nvrtc_opts[4];
+ * sum(x) on the CI machine, bench/jit_compile) and the CUBIN is the same.
+ * --no-cache (NVRTC 12.9 on) turns off NVRTC's own compile cache: on the
+ * H200 machine a kernel compiled earlier by another process came back in 15
+ * to 28 ms instead of 100 to 330, unseen by red_cache_stats, so the JIT
+ * benchmark's "new expression" rows measured that cache, not a compile.
+ * redjit keeps its own cache, in memory and on disk, bounded and keyed by
+ * NVRTC's version and these options. */
+static const char *nvrtc_opts[5];
 static int nvrtc_nopts;
-static char nvrtc_optstr[64];
+static char nvrtc_optstr[80];
 
 static void nvrtc_load(void)
 {
@@ -74,6 +80,7 @@ static void nvrtc_load(void)
     nvrtc_opts[nvrtc_nopts++] = "--std=c++17";
     nvrtc_opts[nvrtc_nopts++] = "-DNDEBUG";
     if (nvrtc.major > 12 || (nvrtc.major == 12 && nvrtc.minor >= 4)) nvrtc_opts[nvrtc_nopts++] = "-minimal";
+    if (nvrtc.major > 12 || (nvrtc.major == 12 && nvrtc.minor >= 9)) nvrtc_opts[nvrtc_nopts++] = "--no-cache";
     for (int i = 0; i < nvrtc_nopts; i++)
         snprintf(nvrtc_optstr + strlen(nvrtc_optstr), sizeof nvrtc_optstr - strlen(nvrtc_optstr), "%s%s",
                  i ? " " : "", nvrtc_opts[i]);
