@@ -78,6 +78,13 @@ if [ -n "$nvcc_pid" ] && ! wait "$nvcc_pid"; then
   echo "nvcc failed:"; head -40 "$out/nvcc.log"; rm -f "$cub"
   rc=1
 fi
+# the Python package, for its per-call rows; without Python's headers there is none, and no rows
+pyok=0
+if cmake --build "$build" --target redjit_python redjit_python_files -j "$(nproc)" >> "$out/build.log" 2>&1; then
+  pyok=1
+else
+  echo "no Python package built (see $out/build.log): its per-call rows are left out"
+fi
 echo "build done in $((SECONDS - start)) s"
 
 # ---- the three programs, one after the other ----
@@ -107,6 +114,14 @@ if [ -x "$build/bench/driver_costs" ]; then
   cat "$out/driver_costs.md"
 fi
 
+# the Python package's host time per call (issue 6's measure), beside CuPy and PyTorch in the
+# same script (python/bench_overhead.py; about 15 s)
+if [ $pyok = 1 ]; then
+  PYTHONPATH="$build/python/pkg" timeout 120 "$py" python/bench_overhead.py --calls $((quick ? 5000 : 50000)) \
+    > "$out/py_overhead.md" 2>&1 || rc=1
+  cat "$out/py_overhead.md"
+fi
+
 # ---- the table ----
 "$py" bench/report.py --cmd "bench/run.sh ${args[*]}" --device-info "$out/gpu.txt" \
   --out bench/RESULTS.md --png bench/bandwidth.png \
@@ -115,6 +130,10 @@ fi
 if grep -q '^| cu' "$out/driver_costs.md" 2>/dev/null; then
   { echo; echo "## Host time of each driver call on the hot path (bench/driver_costs)"; echo
     cat "$out/driver_costs.md"; } >> bench/RESULTS.md
+fi
+if grep -q '^| redjit e(' "$out/py_overhead.md" 2>/dev/null; then
+  { echo; echo "## Python: host time per call of a cached expression (python/bench_overhead.py)"; echo
+    cat "$out/py_overhead.md"; } >> bench/RESULTS.md
 fi
 cp bench/RESULTS.md "$out/" 2>/dev/null
 cp bench/bandwidth.png bench/bandwidth.csv "$out/" 2>/dev/null
