@@ -288,9 +288,11 @@ static void emit(gen *g, const ir *x)
             ref(g, x->args[d]);
             if (proven_in_range(g, x, d))
                 util_buf_printf(o, "; %s += s * P.v[%d]; }\n", off, base + 1 + nd + d);
-            else if (g->deferred)
+            else if (g->deferred) {
                 util_buf_printf(o, "; s = rj_check(F, s, P.v[%d], %d, %d); %s += s * P.v[%d]; }\n",
                                 base + 1 + d, x->id, d, off, base + 1 + nd + d);
+                if (g->in_elem) g->k->elem_checks++;
+            }
             else
                 util_buf_printf(o, "; if ((unsigned long long)s >= (unsigned long long)P.v[%d]) "
                                    "{ rj_fault(P, %d, %d, %d, s); s = 0; } %s += s * P.v[%d]; }\n",
@@ -607,7 +609,15 @@ static void emit_out_range(gen *g)
             util_buf_printf(o, "    lo[%d] = P.v[%d]; sz[%d] = P.v[%d];\n", d, g->k->lay.var_lo[ps->red[d]], d,
                             g->k->lay.var_sz[ps->red[d]]);
         }
-        util_buf_printf(o, "    cnt *= sz[%d];\n", d);
+        if (ranged && d > 0)
+            /* the domain, a product of extents of at most 2^40 each, is
+             * held to 2^40 too: wrapped, it could come out small and the
+             * output silently wrong */
+            util_buf_printf(o, "    if (sz[%d] && cnt > (1ll << 40) / sz[%d]) { rj_fault(P, %d, %d, ~0ull, 0); cnt = 0; }\n"
+                               "    else cnt *= sz[%d];\n",
+                            d, d, RED_ERR_LIMIT, g->pi, d);
+        else
+            util_buf_printf(o, "    cnt *= sz[%d];\n", d);
     }
     if (g->hoisted) {
         memset(g->seen, 0, (size_t)g->nir + 1);
@@ -1023,7 +1033,8 @@ void cg_add_group(util_buf *o, int group, const cg_kernel *k)
  * output (emit_range_checks), and CSR ranges gain from 8 too (2026-11-23,
  * 2^26 f32, us at 4 / 8: one segment 111.4 / 87.2, lengths 10..50 137.3 /
  * 115.8, rows of 1024 75.2 / 72.5, all of length 3 149.2 / 154.0); full
- * reductions over ranges keep 4.  REDJIT_UNROLL (1, 2, 4, 8 or 16)
+ * reductions over ranges, and ranged passes whose element code still checks
+ * a subscript at every element (x[k-1], x[2*k]: elem_checks), keep 4.  REDJIT_UNROLL (1, 2, 4, 8 or 16)
  * overrides it for sweeps: the source, and so the cache key, changes with
  * it. */
 static int unroll(const cg_kernel *k)
@@ -1031,7 +1042,7 @@ static int unroll(const cg_kernel *k)
     const char *u = getenv("REDJIT_UNROLL");
     int v = u ? atoi(u) : 0;
     if (v == 1 || v == 2 || v == 4 || v == 8 || v == 16) return v;
-    return k->nloads == 1 && !k->loads_overflow && (!k->ranged || k->kind == CG_PARTIAL) ? 8 : 4;
+    return k->nloads == 1 && !k->loads_overflow && (!k->ranged || (k->kind == CG_PARTIAL && !k->elem_checks)) ? 8 : 4;
 }
 
 /* 16-byte loads of each array a thread has in flight in rj_run_v.  Tuned

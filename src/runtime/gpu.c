@@ -1154,6 +1154,9 @@ static int report_device_fault(run_ctx *r, const unsigned long long err[4], cons
         return util_diag_at(r->diag, p->src, pos, RED_ERR_EMPTY, "%s of an empty set: there is no index to return",
                             what);
     }
+    if ((int)err[0] == RED_ERR_LIMIT && err[2] == ~0ull)   /* out_range: the product of the extents */
+        return util_diag_set(r->diag, RED_ERR_LIMIT, "reduction domain too large: an output's ranges span more "
+                             "than 2^40 elements together");
     if ((int)err[0] == RED_ERR_LIMIT)
         return util_diag_set(r->diag, RED_ERR_LIMIT, "reduction domain too large: a range of index values has more "
                              "than 2^40 elements (upper bound %lld)", (long long)err[3]);
