@@ -3,9 +3,13 @@
  * reductions, checked without a GPU: gpu_choose_segments (thread, warp, or a
  * split of each output into chunks) on the benchmark's layouts for an H200's
  * 132 multiprocessors, and gpu_column_layout on plans built and generated
- * from expressions with row-major and transposed matrices.
+ * from expressions with row-major and transposed matrices; and, in the
+ * generated source, where ranged subscripts are checked (once an output in
+ * out_range, or at every element in acc_elem) and how many loads a thread
+ * issues at once (RJ_UNROLL).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check/check.h"
@@ -53,8 +57,10 @@ typedef struct arr {
     int64_t shape[2], strides[2];
 } arr;
 
-/* gpu_column_layout of pass `pass` of `text` with these arrays. */
-static int layout_of(const char *text, const arr *a, int na, int pass)
+/* gpu_column_layout of pass `pass` of `text` with these arrays; with `src`,
+ * a copy of the pass's generated source there instead (the caller frees it),
+ * and 1. */
+static int generate(const char *text, const arr *a, int na, int pass, char **src)
 {
     util_arena ar;
     util_arena_init(&ar);
@@ -81,11 +87,94 @@ static int layout_of(const char *text, const arr *a, int na, int pass)
         printf("FAIL: %s: %s\n", text, d.msg);
         nfail++;
     } else {
-        r = gpu_column_layout(&k, bufs);
+        if (src) {
+            const char *t = util_buf_str(&k.src);
+            *src = malloc(strlen(t) + 1);
+            r = *src != NULL;
+            if (r) strcpy(*src, t);
+        } else {
+            r = gpu_column_layout(&k, bufs);
+        }
         util_buf_free(&k.src);
     }
     util_arena_free(&ar);
     return r;
+}
+
+static int layout_of(const char *text, const arr *a, int na, int pass)
+{
+    return generate(text, a, na, pass, NULL);
+}
+
+/* The text of generated function `fn` (from its name to the next line that
+ * is only "}"), or NULL. */
+static const char *function(const char *src, const char *fn, size_t *len)
+{
+    const char *b = strstr(src, fn);
+    const char *e = b ? strstr(b, "\n}\n") : NULL;
+    if (!e) return NULL;
+    *len = (size_t)(e - b);
+    return b;
+}
+
+static int contains(const char *b, size_t len, const char *what)
+{
+    size_t w = strlen(what);
+    for (size_t i = 0; i + w <= len; i++)
+        if (memcmp(b + i, what, w) == 0) return 1;
+    return 0;
+}
+
+/* Ranged subscripts of partial passes are checked once an output in
+ * out_range, over the whole range, and not in acc_elem; such passes load 8
+ * elements a thread.  Full reductions over a range, subscripts of another
+ * form and keyed passes keep the per-element check (and 4). */
+static void range_checks(void)
+{
+    arr v = {"v", RED_F32, 1, {1000, 0}, {1, 0}};
+    arr ptr = {"ptr", RED_I64, 1, {301, 0}, {1, 0}};
+    arr x = {"x", RED_F64, 1, {50, 0}, {1, 0}};
+    arr col = {"col", RED_I64, 1, {1000, 0}, {1, 0}};
+    arr vp[2] = {v, ptr}, vpxc[4] = {v, ptr, x, col};
+    const struct {
+        const char *text;
+        int hoisted, elem_check, unroll;
+        arr *a;
+        int na;
+    } t[] = {
+        {"sum(v[k]) over k in ptr[r]..ptr[r+1]", 1, 0, 8, vp, 2},
+        {"max(v[k+1]) over k in ptr[r]..ptr[r+1]", 1, 0, 8, vp, 2},
+        {"sum(v[k-1]) over k in ptr[r]..ptr[r+1]", 0, 1, 4, vp, 2},
+        {"sum(v[2*k]) over k in ptr[r]..ptr[r+1]", 0, 1, 4, vp, 2},
+        /* col[k] is hoisted, x[col[k]] is not: a second load, so 4 */
+        {"sum(v[k]*x[col[k]]) over k in ptr[r]..ptr[r+1]", 1, 1, 4, vpxc, 4},
+        /* a full reduction: its kernels fold the host's count, not out_range's */
+        {"sum(v[k]) over k in ptr[3]..ptr[7]", 0, 1, 4, vp, 2},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        char *src = NULL;
+        if (generate(t[i].text, t[i].a, t[i].na, 0, &src) != 1) continue;
+        size_t lr = 0, le = 0;
+        const char *orange = function(src, "long long out_range(", &lr);
+        const char *elem = function(src, "void acc_elem(", &le);
+        CHECK(orange && elem, "%s: out_range and acc_elem generated", t[i].text);
+        if (orange && elem) {
+            CHECK(contains(orange, lr, "a0 > n - sz[") == t[i].hoisted, "%s: out_range %s the range", t[i].text,
+                  t[i].hoisted ? "checks" : "does not check");
+            CHECK(contains(elem, le, "rj_check(") == t[i].elem_check, "%s: acc_elem %s a subscript per element",
+                  t[i].text, t[i].elem_check ? "checks" : "does not check");
+        }
+        char want[32];
+        snprintf(want, sizeof want, "#define RJ_UNROLL %d\n", t[i].unroll);
+        CHECK(strstr(src, want) != NULL, "%s: %s", t[i].text, want);
+        free(src);
+    }
+    /* two ranges: their product is held to 2^40 too */
+    char *src = NULL;
+    if (generate("count(v[k] > 0) over k in ptr[r]..ptr[r+1], j in ptr[r]..ptr[r+1]", vp, 2, 0, &src) == 1) {
+        CHECK(strstr(src, "cnt > (1ll << 40) / sz[1]") != NULL, "the product of two ranges is bounded");
+        free(src);
+    }
 }
 
 static void layouts(void)
@@ -114,6 +203,7 @@ int main(void)
 {
     choices();
     layouts();
+    range_checks();
     printf("test_segplan: %d passed, %d failed\n", npass, nfail);
     return nfail ? 1 : 0;
 }
