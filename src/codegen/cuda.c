@@ -200,17 +200,25 @@ static void emit_cast(gen *g, const ir *x)
     }
 }
 
-/* Whether subscript s is `v` or `v + c` for a ranged reduced index v of the
- * pass (v is its position among the reduced ones): over one output's
- * elements it runs over [lo[v] + c, lo[v] + c + sz[v]). */
-static int ranged_subscript(const gen *g, const ir *s, int *v, int64_t *c)
+/* The index of a subscript `v` or `v + c` (c a constant, stored in *c), or
+ * NULL for any other subscript. */
+static const ir *index_plus_const(const ir *s, int64_t *c)
 {
     *c = 0;
     if (s->kind == IR_OP && s->op == OP_ADD && s->args[1]->kind == IR_CONST && s->args[0]->kind == IR_INDEX) {
         *c = s->args[1]->c.i;
         s = s->args[0];
     }
-    if (s->kind != IR_INDEX) return 0;
+    return s->kind == IR_INDEX ? s : NULL;
+}
+
+/* Whether subscript s is `v` or `v + c` for a ranged reduced index v of the
+ * pass (v is its position among the reduced ones): over one output's
+ * elements it runs over [lo[v] + c, lo[v] + c + sz[v]). */
+static int ranged_subscript(const gen *g, const ir *s, int *v, int64_t *c)
+{
+    s = index_plus_const(s, c);
+    if (!s) return 0;
     for (int d = 0; d < g->ps->nred; d++)
         if (g->ps->red[d] == s->slot && g->p->vars[s->slot].lo) {
             *v = d;
@@ -227,15 +235,11 @@ static int ranged_subscript(const gen *g, const ir *s, int *v, int64_t *c)
 static int proven_in_range(gen *g, const ir *x, int d)
 {
     if (x->slot < 0) return 0;
-    const ir *s = x->args[d];
-    int64_t c = 0;
+    int64_t c;
     int rv;
-    if (g->hoisted && g->in_elem && ranged_subscript(g, s, &rv, &c)) return 1;
-    if (s->kind == IR_OP && s->op == OP_ADD && s->args[1]->kind == IR_CONST && s->args[0]->kind == IR_INDEX) {
-        c = s->args[1]->c.i;
-        s = s->args[0];
-    }
-    if (s->kind != IR_INDEX) return 0;
+    if (g->hoisted && g->in_elem && ranged_subscript(g, x->args[d], &rv, &c)) return 1;
+    const ir *s = index_plus_const(x->args[d], &c);
+    if (!s) return 0;
     const plan_var *v = &g->p->vars[s->slot];
     if (v->lo || v->key_pass >= 0) return 0;
     for (int k = 0; k < v->nconstraints; k++)
