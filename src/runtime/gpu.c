@@ -846,15 +846,17 @@ static void publish_disarm(run_ctx *r, int rc)
 static CUresult publish_wait(gpu_dev *g, CUstream s, unsigned long long seq, int *seen)
 {
     const unsigned long long *w = (const unsigned long long *)(g->pub + PUB_SEQ);
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    struct timespec t0 = {0}, t;
     for (unsigned spins = 1;; spins++) {
         if (__atomic_load_n(w, __ATOMIC_ACQUIRE) == seq) {
             *seen = 1;
             return 0;
         }
         if (spins % 256 == 0) {   /* ~0.3 us a query: a few percent of the spinning */
+            /* the millisecond counts from the first query: a call whose
+             * result comes sooner reads no clock */
             clock_gettime(CLOCK_MONOTONIC, &t);
+            if (spins == 256) t0 = t;
             long long ns = (long long)(t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec);
             CUresult q = ns < 1000000 ? g->cu.StreamQuery(s) : g->cu.StreamSynchronize(s);
             if (q == CUDA_ERROR_NOT_READY) continue;
