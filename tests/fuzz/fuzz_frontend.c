@@ -7,15 +7,21 @@
  * disagreement between red_check_syntax and red_prepare, and -- the two directions of "NVRTC
  * compiles exactly what the checker accepts" -- red_precompile succeeding where the checker
  * failed, or NVRTC rejecting the source of a plan the checker accepted (every Nth accepted
- * input, N = $REDJIT_FUZZ_NVRTC_EVERY, default 64, 0 = never; skipped when NVRTC is absent).
+ * input, N = $REDJIT_FUZZ_NVRTC_EVERY, default 64, 0 = never; at most one of an input's three
+ * bindings; skipped when NVRTC is absent).
  */
 #include "fuzz_common.h"
+
+#include <time.h>
 
 static red_ctx *ctx;
 static fz_store store;
 static unsigned nvrtc_every = 64;
 static int nvrtc_absent;
 static unsigned long long accepted, compiled;
+static int compiled_this_input;  /* one NVRTC compile an input at most: libFuzzer's limit is per input */
+static double slowest_ms;        /* the slowest red_precompile, printed at exit */
+static char slowest_text[160];
 
 const char *__asan_default_options(void);
 const char *__asan_default_options(void)
@@ -26,8 +32,8 @@ const char *__asan_default_options(void)
 
 static void stats(void)
 {
-    fprintf(stderr, "nvrtc: %llu sampled, %llu compiled%s\n", accepted, compiled,
-            nvrtc_absent ? " (NVRTC absent)" : "");
+    fprintf(stderr, "nvrtc: %llu sampled, %llu compiled%s; slowest %.0f ms: %s\n", accepted, compiled,
+            nvrtc_absent ? " (NVRTC absent)" : "", slowest_ms, slowest_text);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -73,9 +79,21 @@ static void check_plan(red_expr *e, const char *text, unsigned sig)
         /* Rejected by the checker: nothing may reach NVRTC. */
         int pc = red_precompile(e, "sm_90");
         if (pc != rc) FZ_FAIL("checker said %d but red_precompile %d, for %s", rc, pc, text);
-    } else if (nvrtc_every && !nvrtc_absent && (fnv(text) + sig) % nvrtc_every == 0) {
+    } else if (nvrtc_every && !nvrtc_absent && !compiled_this_input &&
+               (fnv(text) + sig) % nvrtc_every == 0) {
         accepted++;
+        compiled_this_input = 1;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         int pc = red_precompile(e, "sm_90");
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+        if (pc == RED_OK && ms > slowest_ms) {
+            slowest_ms = ms;
+            snprintf(slowest_text, sizeof slowest_text, "%s", text);
+            for (char *c = slowest_text; *c; c++)
+                if (*c == '\n') *c = ' ';
+        }
         if (pc == RED_ERR_DEVICE) nvrtc_absent = 1;
         else if (pc == RED_OK) compiled++;
         else FZ_FAIL("the checker accepted but red_precompile gave %d (%s) for %s\n%s\n%s", pc,
@@ -115,6 +133,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (e) FZ_FAIL("red_prepare failed but returned an expression");
         caret_message(red_errmsg(ctx), text);
     } else {
+        compiled_this_input = 0;
         /* Floats of both widths; mixed integer types; empty, reversed, wild values. */
         check_plan(e, text, 16u | (8u << 10) | (3u << 14) | (4u << 17));
         check_plan(e, text, 1u | (2u << 4) | 48u | (5u << 10) | (4u << 14) | (4u << 17));

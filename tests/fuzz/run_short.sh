@@ -12,7 +12,7 @@ rc=$?
 seed=$(grep -m1 'INFO: Seed:' "$log")
 if [ "$rc" -eq 0 ]; then
     echo "$seed"
-    grep -E '^(stat::|Done |fuzz_(cpu|frontend):)' "$log"
+    grep -E '^(stat::|Done |nvrtc: |fuzz_(cpu|frontend):)' "$log"
     tail -n 1 "$log"
     exit 0
 fi

@@ -211,8 +211,11 @@ RJ_FLT_OPS(float, f)
 RJ_FLT_OPS(double, )
 
 #if RJ_MATH
+// fmod is a loop of CUDA's libdevice that NVVM unrolls wherever it is inlined: a keyed kernel
+// whose user operator took two float %s compiled in 9.5 s for sm_90, against 2.5 s with this
+// one call left out of line (1.8 s with no fmod); the call costs little beside fmod itself.
 #define RJ_MATH_OPS(T, S)                                                                    \
-    __device__ __forceinline__ T rj_mod(T a, T b) { return fmod##S(a, b); }                   \
+    __device__ __noinline__ T rj_mod(T a, T b) { return fmod##S(a, b); }                      \
     __device__ __forceinline__ T rj_sqrt(T a) { return sqrt##S(a); }                          \
     __device__ __forceinline__ T rj_exp(T a) { return exp##S(a); }                            \
     __device__ __forceinline__ T rj_log(T a) { return log##S(a); }                            \
