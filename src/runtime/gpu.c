@@ -166,6 +166,25 @@ static int nvrtc_compile(const char *src, const char *arch, void **cubin, size_t
     return rc;
 }
 
+/* REDJIT_DUMP_CUBIN=DIR keeps each compiled kernel's source and cubin as DIR/NAME.cu and
+ * DIR/NAME.cubin (NAME: passN from red_precompile, the cache key from a run), for cuobjdump
+ * -sass when studying the code a strategy makes, and for timing NVRTC on the very source a
+ * run compiles.  Best effort: a file that cannot be written is skipped. */
+static void dump_kernel(const char *name, const char *src, const void *cubin, size_t n)
+{
+    const char *dir = getenv("REDJIT_DUMP_CUBIN");
+    for (int w = 0; dir && w < 2; w++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s.%s", dir, name, w ? "cu" : "cubin");
+        FILE *f = fopen(path, "wb");
+        if (f) {
+            if (w) fputs(src, f);
+            else fwrite(cubin, 1, n, f);
+            fclose(f);
+        }
+    }
+}
+
 int gpu_compile_only(const plan *p, const char *arch, util_diag *diag)
 {
     util_arena a;
@@ -181,19 +200,10 @@ int gpu_compile_only(const plan *p, const char *arch, util_diag *diag)
             size_t n = 0;
             double ms;
             rc = nvrtc_compile(util_buf_str(&k.src), arch, &cubin, &n, &ms, diag);
-            /* REDJIT_DUMP_CUBIN=DIR keeps each pass's cubin and source
-             * (DIR/passN.cubin, DIR/passN.cu), for cuobjdump -sass when
-             * studying the code a strategy makes, and for timing NVRTC */
-            const char *dump = getenv("REDJIT_DUMP_CUBIN");
-            for (int w = 0; !rc && dump && cubin && w < 2; w++) {
-                char path[4096];
-                snprintf(path, sizeof path, "%s/pass%d.%s", dump, pi, w ? "cu" : "cubin");
-                FILE *f = fopen(path, "wb");
-                if (f) {
-                    if (w) fputs(util_buf_str(&k.src), f);
-                    else fwrite(cubin, 1, n, f);
-                    fclose(f);
-                }
+            if (!rc) {
+                char name[32];
+                snprintf(name, sizeof name, "pass%d", pi);
+                dump_kernel(name, util_buf_str(&k.src), cubin, n);
             }
             free(cubin);
         }
@@ -552,6 +562,7 @@ static int load_module(gpu_dev *g, const char *src, CUmodule *out, util_diag *di
         g->stats.compiles++;
         g->stats.compile_ms += ms;
         kc_store(hex, cubin, n);
+        dump_kernel(hex, src, cubin, n);
     } else {
         g->stats.disk_hits++;
     }
