@@ -12,6 +12,7 @@
  * Ends with "N passed, M failed[, K skipped]"; exit 1 on any failure, 77 when
  * --device gpu is asked for and no GPU is usable (CTest SKIP_RETURN_CODE).
  */
+#define _POSIX_C_SOURCE 200809L   /* clock_gettime */
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "redjit.h"
 
@@ -1152,7 +1154,15 @@ typedef struct compile_job {
     int next;               /* next case, taken under the lock */
     pthread_mutex_t lock;
     long ok, bad, none;
+    struct { double ms; const char *name; } slow[5];   /* the slowest compiles, slowest first */
 } compile_job;
+
+static double wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
 
 /* Bind descriptors with a stand-in data pointer: precompiling reads only
  * dtypes and ranks, and 0-d inputs read zeros. */
@@ -1199,9 +1209,20 @@ static void *compile_worker(void *arg)
         red_expr *e = NULL;
         int st = red_prepare(ctx, c->expr, &e);
         if (st == RED_OK) st = bind_signature(e, c);
+        double t0 = wall_ms();
         if (st == RED_OK) st = red_precompile(e, j->arch);
+        double ms = wall_ms() - t0;
         pthread_mutex_lock(&j->lock);
-        if (st == RED_OK) j->ok++;
+        if (st == RED_OK) {
+            j->ok++;
+            int n = (int)(sizeof j->slow / sizeof j->slow[0]), at = n;
+            while (at > 0 && ms > j->slow[at - 1].ms) at--;
+            if (at < n) {
+                memmove(&j->slow[at + 1], &j->slow[at], (size_t)(n - 1 - at) * sizeof j->slow[0]);
+                j->slow[at].ms = ms;
+                j->slow[at].name = c->name;
+            }
+        }
         else if (st == RED_ERR_DEVICE) j->none++;   /* no NVRTC on this machine */
         else {
             j->bad++;
@@ -1226,8 +1247,12 @@ static int compile_all(const char *file, const char *arch)
     if (nt > 64) nt = 64;
     for (int t = 0; t < nt; t++) pthread_create(&th[t], NULL, compile_worker, &j);
     for (int t = 0; t < nt; t++) pthread_join(th[t], NULL);
-    free_manifest(&m);
     printf("run_cases: %s: kernels of every case compiled by NVRTC for %s\n", file, arch);
+    /* every group of each pass in one source, so more than a first run compiles; an outlier
+     * here is a kernel that keeps a user waiting (a user operator's float % once took 9.5 s) */
+    for (size_t k = 0; k < sizeof j.slow / sizeof j.slow[0] && j.slow[k].name; k++)
+        printf("%s %.0f ms %s\n", k ? "                " : "slowest compiles", j.slow[k].ms, j.slow[k].name);
+    free_manifest(&m);
     if (j.none && !j.ok && !j.bad) {
         printf("run_cases: NVRTC is not available here: skipped\n");
         return SKIP_CODE;
