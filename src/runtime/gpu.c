@@ -52,9 +52,29 @@ static pthread_once_t nvrtc_once = PTHREAD_ONCE_INIT;
  * benchmark's "new expression" rows measured that cache, not a compile.
  * redjit keeps its own cache, in memory and on disk, bounded and keyed by
  * NVRTC's version and these options. */
-static const char *nvrtc_opts[5];
+static const char *nvrtc_opts[9];
 static int nvrtc_nopts;
-static char nvrtc_optstr[80];
+static char nvrtc_optstr[400];
+
+/* REDJIT_NVRTC_OPTS: up to 4 more NVRTC options, separated by spaces, for
+ * measuring what an option does to compile time and kernel speed together
+ * (bench/sweep.sh, e.g. "--Ofast-compile=min").  They are part of the cache
+ * key like the others, so kernels compiled without them are not reused. */
+static char nvrtc_extra[256];
+
+static void nvrtc_extra_opts(void)
+{
+    const char *e = getenv("REDJIT_NVRTC_OPTS");
+    if (!e) return;
+    snprintf(nvrtc_extra, sizeof nvrtc_extra, "%s", e);
+    int cap = (int)(sizeof nvrtc_opts / sizeof nvrtc_opts[0]);
+    for (char *t = nvrtc_extra; *t && nvrtc_nopts < cap;) {   /* not strtok: the caller's may be running */
+        while (*t == ' ') *t++ = 0;
+        if (!*t) break;
+        nvrtc_opts[nvrtc_nopts++] = t;
+        while (*t && *t != ' ') t++;
+    }
+}
 
 static void nvrtc_load(void)
 {
@@ -81,6 +101,7 @@ static void nvrtc_load(void)
     nvrtc_opts[nvrtc_nopts++] = "-DNDEBUG";
     if (nvrtc.major > 12 || (nvrtc.major == 12 && nvrtc.minor >= 4)) nvrtc_opts[nvrtc_nopts++] = "-minimal";
     if (nvrtc.major > 12 || (nvrtc.major == 12 && nvrtc.minor >= 9)) nvrtc_opts[nvrtc_nopts++] = "--no-cache";
+    nvrtc_extra_opts();
     for (int i = 0; i < nvrtc_nopts; i++)
         snprintf(nvrtc_optstr + strlen(nvrtc_optstr), sizeof nvrtc_optstr - strlen(nvrtc_optstr), "%s%s",
                  i ? " " : "", nvrtc_opts[i]);
@@ -539,7 +560,7 @@ static int load_module(gpu_dev *g, const char *src, CUmodule *out, util_diag *di
      * will come from the disk cache */
     pthread_once(&nvrtc_once, nvrtc_load);
     if (!nvrtc_ok) return util_diag_set(diag, RED_ERR_DEVICE, "%s", nvrtc_err);
-    char keysrc[192];
+    char keysrc[512];
     snprintf(keysrc, sizeof keysrc, "%s|nvrtc %d.%d|redjit %s|opts %s", g->arch, nvrtc.major, nvrtc.minor,
              REDJIT_VERSION_STRING, nvrtc_optstr);
     uint64_t key = kc_hash(src, strlen(src), kc_hash(keysrc, strlen(keysrc), 0));
