@@ -27,6 +27,7 @@ from ._redjit import (
     IndexError,
     SyntaxError,
     TypeError,
+    UnsupportedError,
     default_context,
     eval,
     gpu_available,
@@ -40,5 +41,5 @@ __version__ = "0.1.0"
 # `from redjit import *` leaves them out: spell them redjit.SyntaxError and so on.
 __all__ = [
     "BindingError", "Context", "DeviceArray", "DeviceError", "Error", "Expr", "default_context",
-    "eval", "gpu_available", "library_version", "prepare",
+    "eval", "gpu_available", "library_version", "prepare", "UnsupportedError",
 ]

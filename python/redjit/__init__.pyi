@@ -35,6 +35,9 @@ class IndexError(Error, builtins.IndexError):
 class DeviceError(Error, builtins.RuntimeError):
     """No usable GPU, a CUDA driver error, or NVRTC rejected the generated code."""
 
+class UnsupportedError(Error, builtins.NotImplementedError):
+    """Valid, but not supported by this backend yet (a 0-d array in device memory, ...)."""
+
 class Expr:
     """A prepared expression; call it with the bindings as keyword arguments."""
     @property

@@ -198,6 +198,11 @@ static int ml_bfloat16(const char *name, PyObject *value, rjp_holds *H, int *don
     }
     h->kind = RJP_HOLD_BUFFER;
     *done = 1;
+    if (h->view.itemsize != 2) {   /* a view that did not give 2-byte items */
+        rjp_raise_bind("cannot bind '%s': its bfloat16 data viewed as uint16 has items of %zd bytes", name,
+                       h->view.itemsize);
+        return -1;
+    }
     return view_array(name, &h->view, RED_BF16, out);
 }
 
@@ -217,8 +222,12 @@ static int buffer_value(const char *name, PyObject *value, rjp_holds *H, rjp_val
             return PyErr_Occurred() ? -1 : 0;
         }
         PyObject *s = ev ? PyObject_Str(ev) : NULL;
-        rjp_raise_bind("cannot bind '%s': its buffer cannot be read (%s)", name,
-                       s ? PyUnicode_AsUTF8(s) : "unknown reason");
+        const char *why = s ? PyUnicode_AsUTF8(s) : NULL;
+        if (!why) {
+            PyErr_Clear();   /* str() of the exception failed: the reason is lost, not the error */
+            why = "unknown reason";
+        }
+        rjp_raise_bind("cannot bind '%s': its buffer cannot be read (%s)", name, why);
         Py_XDECREF(s);
         Py_XDECREF(et);
         Py_XDECREF(ev);
@@ -247,15 +256,17 @@ static struct {
     int legacy; /* __dlpack__ does not take max_version */
     int cai;    /* has __cuda_array_interface__: a device array type whose buffer
                    protocol, if any, only raises (CuPy) */
+    int masked; /* has mask and filled: numpy.ma.MaskedArray and its kind */
 } kind_cache[KIND_CACHE];
 static int kind_next;
 
-static int type_kind(PyTypeObject *t, int **legacy, int *cai)
+static int type_kind(PyTypeObject *t, int **legacy, int *cai, int *masked)
 {
     for (int i = 0; i < KIND_CACHE; i++)
         if (kind_cache[i].type == t) {
             *legacy = &kind_cache[i].legacy;
             *cai = kind_cache[i].cai;
+            *masked = kind_cache[i].masked;
             return kind_cache[i].kind;
         }
     int kind = KIND_NONE;
@@ -272,8 +283,11 @@ static int type_kind(PyTypeObject *t, int **legacy, int *cai)
     kind_cache[i].kind = kind;
     kind_cache[i].legacy = 0;
     kind_cache[i].cai = PyObject_HasAttrString((PyObject *)t, "__cuda_array_interface__");
+    kind_cache[i].masked =
+        PyObject_HasAttrString((PyObject *)t, "mask") && PyObject_HasAttrString((PyObject *)t, "filled");
     *legacy = &kind_cache[i].legacy;
     *cai = kind_cache[i].cai;
+    *masked = kind_cache[i].masked;
     return kind;
 }
 
@@ -420,6 +434,25 @@ static red_dtype typestr_dtype(const char *s)
     return 0;
 }
 
+/* A number of a __cuda_array_interface__'s shape or strides that did not convert (not an
+ * int, or past int64): a BindingError naming it, chained to the conversion's error; any
+ * other exception (one an __index__ raised, KeyboardInterrupt) stands as it is. */
+static void cai_bad_number(const char *name, const char *what, Py_ssize_t d)
+{
+    if (!PyErr_ExceptionMatches(PyExc_TypeError) && !PyErr_ExceptionMatches(PyExc_OverflowError)) return;
+    PyObject *t, *v, *tb, *t2, *v2, *tb2;
+    PyErr_Fetch(&t, &v, &tb);
+    PyErr_NormalizeException(&t, &v, &tb);
+    rjp_raise_bind("cannot bind '%s': its __cuda_array_interface__ %s[%zd] is not an int64", name, what, d);
+    PyErr_Fetch(&t2, &v2, &tb2);
+    PyErr_NormalizeException(&t2, &v2, &tb2);
+    if (v2 && v) PyException_SetCause(v2, v);   /* steals v */
+    else Py_XDECREF(v);
+    Py_XDECREF(t);
+    Py_XDECREF(tb);
+    PyErr_Restore(t2, v2, tb2);
+}
+
 /* `cai` is value.__cuda_array_interface__ (a new reference, released here), or
  * NULL to read it: producers build that dict anew on every access.  -2 (with
  * the error set): a type the interface cannot name; -1: any other error. */
@@ -447,9 +480,10 @@ static int cai_value(const char *name, PyObject *value, PyObject *cai, rjp_value
         goto out;
     }
     const char *ts = PyUnicode_AsUTF8(typestr);
+    if (!ts) goto out;   /* not encodable (a lone surrogate): that error stands */
     red_dtype dt = typestr_dtype(ts);
     if (!dt) {
-        rjp_raise_bind("cannot bind '%s': type '%s' is not supported; %s", name, ts ? ts : "?", supported_types);
+        rjp_raise_bind("cannot bind '%s': type '%s' is not supported; %s", name, ts, supported_types);
         ret = -2;   /* DLPack may name it (bfloat16 is '<V2' here) */
         goto out;
     }
@@ -472,9 +506,24 @@ static int cai_value(const char *name, PyObject *value, PyObject *cai, rjp_value
     a->memory = RED_MEM_CUDA;
     int64_t size = (int64_t)red_dtype_size(dt), s = 1;
     for (Py_ssize_t d = nd - 1; d >= 0; d--) {
-        a->shape[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, d));
+        /* each number checked as it is read: one that raised must not reach the next call */
+        long long ext = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, d));
+        if (ext == -1 && PyErr_Occurred()) {
+            cai_bad_number(name, "shape", d);
+            goto out;
+        }
+        if (ext < 0) {
+            rjp_raise_bind("cannot bind '%s': its __cuda_array_interface__ gives dimension %zd an extent of %lld",
+                           name, d, ext);
+            goto out;
+        }
+        a->shape[d] = ext;
         if (strides && strides != Py_None) {
             long long b = PyLong_AsLongLong(PyTuple_GET_ITEM(strides, d));
+            if (b == -1 && PyErr_Occurred()) {
+                cai_bad_number(name, "strides", d);
+                goto out;
+            }
             if (b % size) {
                 rjp_raise_bind("cannot bind '%s': its stride along dimension %zd is %lld bytes, not a multiple "
                                "of its item size (%lld bytes)", name, d, b, (long long)size);
@@ -484,9 +533,11 @@ static int cai_value(const char *name, PyObject *value, PyObject *cai, rjp_value
         } else {
             a->strides[d] = s;
         }
-        s *= a->shape[d] > 0 ? a->shape[d] : 1;
+        if (__builtin_mul_overflow(s, ext > 0 ? ext : 1, &s)) {
+            rjp_raise_bind("cannot bind '%s': its shape holds more than 2^63 elements", name);
+            goto out;
+        }
     }
-    if (PyErr_Occurred()) goto out;
     /* version 3: a stream to wait for; 1 is the legacy default stream, which is ordered
      * with redjit's own launches already */
     if (stream && stream != Py_None) {
@@ -501,6 +552,26 @@ out:
 }
 
 /* ---- one value --------------------------------------------------------------------- */
+
+/* A masked array (numpy.ma) with any element masked: its buffer holds the masked
+ * values too, and redjit would read them as data. */
+static int refuse_masked(const char *name, PyObject *value)
+{
+    PyObject *m = PyObject_GetAttrString(value, "mask");
+    if (!m) return -1;
+    PyObject *any = PyObject_CallMethod(m, "any", NULL);
+    Py_DECREF(m);
+    if (!any) return -1;
+    int t = PyObject_IsTrue(any);
+    Py_DECREF(any);
+    if (t < 0) return -1;
+    if (t) {
+        rjp_raise_bind("cannot bind '%s': it is a masked array with masked elements, which redjit would read "
+                       "as data; pass x.filled(value) or x.compressed()", name);
+        return -1;
+    }
+    return 0;
+}
 
 static int int_value(const char *name, PyObject *value, rjp_value *out)
 {
@@ -541,8 +612,9 @@ int rjp_convert(const char *name, PyObject *value, rjp_holds *H, rjp_value *out)
         return 0;
     }
     if (init_strings() < 0) return -1;
-    int *legacy, cai = 0;
-    int kind = type_kind(Py_TYPE(value), &legacy, &cai);
+    int *legacy, cai = 0, masked = 0;
+    int kind = type_kind(Py_TYPE(value), &legacy, &cai, &masked);
+    if (masked && refuse_masked(name, value) < 0) return -1;
     /* device array types (CuPy, PyTorch, Numba) go through their device
      * protocols first: CuPy's buffer protocol exists only to raise.  The
      * interface dict comes before DLPack: its strides are signed bytes (a
@@ -574,6 +646,11 @@ int rjp_convert(const char *name, PyObject *value, rjp_holds *H, rjp_value *out)
     case KIND_DLPACK: return dlpack_value(name, value, legacy, H, out);
     case KIND_CAI: return cai_value(name, value, NULL, out) < 0 ? -1 : 0;
     }
+    /* the interface as an instance attribute, which Numba's description allows */
+    PyObject *own = PyObject_GetAttr(value, str_cai);
+    if (own) return cai_value(name, value, own, out) < 0 ? -1 : 0;
+    if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+    PyErr_Clear();
     rjp_raise_bind("cannot bind '%s': a %.100s is neither a number, nor an array with the buffer protocol, "
                    "__dlpack__ or __cuda_array_interface__", name, Py_TYPE(value)->tp_name);
     return -1;
@@ -581,8 +658,13 @@ int rjp_convert(const char *name, PyObject *value, rjp_holds *H, rjp_value *out)
 
 int rjp_bind(red_expr *e, PyObject *key, PyObject *value, rjp_holds *H)
 {
-    const char *name = PyUnicode_AsUTF8(key);
+    Py_ssize_t len;
+    const char *name = PyUnicode_AsUTF8AndSize(key, &len);
     if (!name) return -1;
+    if ((size_t)len != strlen(name)) {   /* the library would see the name cut at the NUL */
+        rjp_raise_bind("cannot bind '%s': the name goes on past a NUL character", name);
+        return -1;
+    }
     rjp_value v;
     if (rjp_convert(name, value, H, &v) < 0) return -1;
     if (v.kind == RJP_ARRAY && v.a.memory == RED_MEM_CUDA) H->device = 1;

@@ -172,6 +172,19 @@ static PyObject *devarray_dlpack(rjp_devarray *self, PyObject *args, PyObject *k
         PyErr_SetString(PyExc_BufferError, "redjit.DeviceArray exports its memory without copies only");
         return NULL;
     }
+    if (dl_device != Py_None) {   /* only where the memory is: (kDLCUDA, its device) */
+        long dt = -1, id = -1;
+        if (PyTuple_Check(dl_device) && PyTuple_GET_SIZE(dl_device) == 2) {
+            dt = PyLong_AsLong(PyTuple_GET_ITEM(dl_device, 0));
+            id = PyLong_AsLong(PyTuple_GET_ITEM(dl_device, 1));
+            if (PyErr_Occurred()) return NULL;
+        }
+        if (dt != 2 || id != self->a.device_id) {
+            PyErr_Format(PyExc_BufferError, "redjit.DeviceArray is in the memory of CUDA device %d: it exports "
+                         "there only, without copies (dl_device=%R)", self->a.device_id, dl_device);
+            return NULL;
+        }
+    }
     long major = 0;
     if (max_version != Py_None) {
         if (!PyTuple_Check(max_version) || PyTuple_GET_SIZE(max_version) < 1) {
@@ -242,6 +255,11 @@ static PyObject *devarray_array(rjp_devarray *self, PyObject *args, PyObject *kw
     static char *kw[] = {"dtype", "copy", NULL};
     PyObject *dtype = Py_None, *copy = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OO:__array__", kw, &dtype, &copy)) return NULL;
+    if (copy == Py_False) {   /* NumPy 2's protocol: no copy asked for, and one is needed */
+        PyErr_SetString(PyExc_ValueError, "a redjit.DeviceArray is in GPU memory: a NumPy array of it is a copy "
+                                          "(copy=False cannot be honoured)");
+        return NULL;
+    }
     PyObject *r = devarray_get(self, NULL);
     if (r && dtype != Py_None) {
         PyObject *c = PyObject_CallMethod(r, "astype", "O", dtype);

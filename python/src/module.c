@@ -12,7 +12,8 @@
 /* ---- exceptions ------------------------------------------------------------------- */
 
 PyObject *rjp_Error;
-static PyObject *rjp_SyntaxError, *rjp_TypeError, *rjp_BindingError, *rjp_IndexError, *rjp_DeviceError;
+static PyObject *rjp_SyntaxError, *rjp_TypeError, *rjp_BindingError, *rjp_IndexError, *rjp_DeviceError,
+    *rjp_UnsupportedError;
 
 static PyObject *class_for(int status)
 {
@@ -22,6 +23,7 @@ static PyObject *class_for(int status)
     case RED_ERR_NAME: case RED_ERR_SHAPE: case RED_ERR_BIND: return rjp_BindingError;
     case RED_ERR_INDEX: case RED_ERR_EMPTY: case RED_ERR_KEYS: return rjp_IndexError;
     case RED_ERR_DEVICE: case RED_ERR_COMPILE: return rjp_DeviceError;
+    case RED_ERR_UNSUPPORTED: return rjp_UnsupportedError;
     }
     return rjp_Error;
 }
@@ -33,7 +35,13 @@ void rjp_raise(int status, const char *msg)
         return;
     }
     PyObject *cls = class_for(status);
-    PyObject *exc = PyObject_CallFunction(cls, "s", msg && *msg ? msg : red_errstr(status));
+    /* the library's messages quote the user's text and may be cut inside a UTF-8
+     * character: decoded with replacement, never a UnicodeDecodeError instead */
+    const char *m = msg && *msg ? msg : red_errstr(status);
+    PyObject *text = PyUnicode_DecodeUTF8(m, (Py_ssize_t)strlen(m), "replace");
+    if (!text) return;
+    PyObject *exc = PyObject_CallOneArg(cls, text);
+    Py_DECREF(text);
     if (!exc) return;
     PyObject *st = PyLong_FromLong(status), *reason = PyUnicode_FromString(red_errstr(status));
     if (st && reason && PyObject_SetAttrString(exc, "status", st) == 0 &&
@@ -69,6 +77,8 @@ static int add_exceptions(PyObject *m)
          "A run-time data error: subscript out of range, argmin/argmax of nothing, bad keys for `by`."},
         {&rjp_DeviceError, "redjit.DeviceError", PyExc_RuntimeError,
          "No usable GPU, a CUDA driver error, or NVRTC rejected the generated code."},
+        {&rjp_UnsupportedError, "redjit.UnsupportedError", PyExc_NotImplementedError,
+         "Valid, but not supported by this backend yet (a 0-d array in device memory, ...)."},
     };
     if (PyModule_AddObjectRef(m, "Error", rjp_Error) < 0) return -1;
     for (size_t i = 0; i < sizeof sub / sizeof sub[0]; i++) {
@@ -150,11 +160,9 @@ static int name_index(const char *const *names, PyObject *v, const char *what)
     if (PyUnicode_Check(v))
         for (int i = 0; names[i]; i++)
             if (PyUnicode_CompareWithASCIIString(v, names[i]) == 0) return i;
-    PyObject *r = PyObject_Repr(v);
-    PyErr_Format(PyExc_ValueError, "%s must be one of %s%s%s%s%s%s, not %s", what, names[0],
+    PyErr_Format(PyExc_ValueError, "%s must be one of %s%s%s%s%s%s, not %R", what, names[0],
                  names[1] ? ", " : "", names[1] ? names[1] : "", names[2] ? ", " : "", names[2] ? names[2] : "",
-                 names[3] ? ", ..." : "", r ? PyUnicode_AsUTF8(r) : "?");
-    Py_XDECREF(r);
+                 names[3] ? ", ..." : "", v);
     return -1;
 }
 
@@ -463,9 +471,11 @@ static PyObject *expr_call(rjp_expr *self, PyObject *args, PyObject *kwargs)
     /* one red_expr serves one thread at a time: a call that finds it busy (another
      * thread is running it) uses a fresh one, cheap since the parse is cached */
     if (self->busy) return run_once(self->owner, self->utf8, kwargs);
-    if (expr_rebind_names(self, kwargs) < 0) return NULL;
+    /* busy before anything that can run Python code and so let another thread in:
+     * same_names hashes the caller's keys, a binding reads properties */
     self->busy = 1;
-    PyObject *r = bind_run(self->owner, self->e, kwargs);
+    PyObject *r = NULL;
+    if (expr_rebind_names(self, kwargs) == 0) r = bind_run(self->owner, self->e, kwargs);
     if (!r) {
         /* a binding may be half made: start afresh next time */
         red_clear_bindings(self->e);
@@ -486,33 +496,47 @@ static PyObject *explain_expr(red_expr *e)
     return PyUnicode_FromString(text);
 }
 
+/* Bind (only types and ranks matter to a plan), explain, release the borrowed buffers. */
+static PyObject *explain_bound(red_expr *e, PyObject *kwargs)
+{
+    rjp_holds H;
+    rjp_holds_init(&H);
+    PyObject *r = rjp_bind_all(e, kwargs, &H) == 0 ? explain_expr(e) : NULL;
+    rjp_holds_release(&H);
+    return r;
+}
+
 static PyObject *expr_explain(rjp_expr *self, PyObject *args, PyObject *kwargs)
 {
     if (no_positional(args, "explain()") < 0) return NULL;
-    red_expr *e = self->e;
-    int temp = 0;
+    int bindings = kwargs && PyDict_GET_SIZE(kwargs);
+    PyObject *r = NULL;
     if (self->busy) {
-        if (!kwargs || !PyDict_GET_SIZE(kwargs)) {
+        /* another thread is running self->e: a fresh red_expr (the parse is cached) */
+        if (!bindings) {
             PyErr_SetString(PyExc_RuntimeError, "the Expr is running in another thread: pass the bindings "
                                                 "to explain() to explain a plan");
             return NULL;
         }
-        if (!(e = prepare(self->owner->ctx, self->utf8))) return NULL;
-        temp = 1;
-    } else if (kwargs && PyDict_GET_SIZE(kwargs)) {
-        if (expr_rebind_names(self, kwargs) < 0) return NULL;
+        red_expr *e = prepare(self->owner->ctx, self->utf8);
+        if (!e) return NULL;
+        r = explain_bound(e, kwargs);
+        red_finalize(e);
+        return r;
     }
-    PyObject *r = NULL;
-    if (kwargs && PyDict_GET_SIZE(kwargs)) {
-        /* only types and ranks matter to a plan: bind, explain, release */
-        rjp_holds H;
-        rjp_holds_init(&H);
-        if (rjp_bind_all(e, kwargs, &H) == 0) r = explain_expr(e);
-        rjp_holds_release(&H);
-    } else {
-        r = explain_expr(e);
+    /* busy while binding, which runs Python code (properties, __hash__) and so may let
+     * another thread in: that thread then takes a fresh red_expr, as for a call */
+    self->busy = 1;
+    if (!bindings) {
+        r = explain_expr(self->e);
+    } else if (expr_rebind_names(self, kwargs) == 0) {
+        r = explain_bound(self->e, kwargs);
+        if (!r) {
+            red_clear_bindings(self->e);
+            Py_CLEAR(self->last_names);
+        }
     }
-    if (temp) red_finalize(e);
+    self->busy = 0;
     return r;
 }
 
