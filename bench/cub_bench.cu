@@ -402,6 +402,38 @@ int main(int argc, char **argv)
         }
     }
 
+    // whole-array reductions of a rows x cols matrix (redjit's sum2d_f32, maxabs2d_f32): CUB
+    // sees the same bytes as one flat range, as it would be called on a contiguous matrix
+    if (wanted("sum2d_f32")) {
+        long long n = opt.rows * opt.cols;
+        Inputs in;
+        in.add(x, n * 4);
+        in.rotate();
+        tb = 0;
+        CK(cub::DeviceReduce::Sum(nullptr, tb, x, outf, n));
+        tmp.ensure(tb);
+        Timing t = time_case([&](int r) { CK(cub::DeviceReduce::Sum(tmp.p, tb, in.get<float>(0, r), outf, n)); }, in.k);
+        head("sum2d_f32", n, "cub", in.total(), t, in.k);
+        printf(", \"value\": %.17g}\n", (double)fetch(outf));
+    }
+    if (wanted("maxabs2d_f32") && opt.rows * opt.cols <= N) {
+        long long n = opt.rows * opt.cols;
+        Inputs in;
+        in.add(x, n * 4);
+        in.add(bf, n * 4);
+        in.rotate();
+        auto zip = [&](int r) { return thrust::make_zip_iterator(thrust::make_tuple(in.get<float>(0, r), in.get<float>(1, r))); };
+        const float lo = -INFINITY;
+        tb = 0;
+        CK(cub::DeviceReduce::TransformReduce(nullptr, tb, zip(0), outf, n, cuda::maximum<float>{}, AbsDiff{}, lo));
+        tmp.ensure(tb);
+        Timing t = time_case([&](int r) {
+            CK(cub::DeviceReduce::TransformReduce(tmp.p, tb, zip(r), outf, n, cuda::maximum<float>{}, AbsDiff{}, lo));
+        }, in.k);
+        head("maxabs2d_f32", n, "cub", in.total(), t, in.k);
+        printf(", \"variant\": \"TransformReduce(zip)\", \"value\": %.17g}\n", (double)fetch(outf));
+    }
+
     if (wanted("sumsq_f32")) {
         Inputs in;
         in.add(x, N * 4);

@@ -338,6 +338,10 @@ def run_system(sysobj, mod, extra, data, opt):
     case("colsum", R * C, "colsum", [x[:R * C].reshape(R, C)])
     R, C = opt.short_rows, opt.short_cols
     case("rowsum_short", R * C, "rowsum", [x[:R * C].reshape(R, C)])
+    R, C = opt.rows, opt.cols
+    case("sum2d_f32", R * C, "sum", [x[:R * C].reshape(R, C)])
+    if R * C <= N:
+        case("maxabs2d_f32", R * C, "maxabs_f32", [x[:R * C].reshape(R, C), data["b"][:R * C].reshape(R, C)])
 
     if wanted("overhead") and sysobj.name != "numpy":
         xs = conv(x[:1024])

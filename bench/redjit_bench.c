@@ -755,6 +755,16 @@ int main(int argc, char **argv)
     add_bind(c, "A", RED_F32, x, opt.rows, opt.cols);
     c = add_case("rowsum_short", "sum(A[i,j]) over j", opt.srows * opt.scols, K_ARRAY);
     add_bind(c, "A", RED_F32, x, opt.srows, opt.scols);
+    /* whole-array reductions of a matrix: the same bytes as sum_f32 and maxabs_f32 at
+     * rows * cols, but two reduced indices, so no 16-byte-load kernel and a 64-bit divide
+     * an element to split the index (2026-11-23: not yet measured) */
+    c = add_case("sum2d_f32", "sum(A)", opt.rows * opt.cols, K_SCALAR);
+    add_bind(c, "A", RED_F32, x, opt.rows, opt.cols);
+    if (opt.rows * opt.cols <= N) {   /* b has N elements */
+        c = add_case("maxabs2d_f32", "max(abs(A-B))", opt.rows * opt.cols, K_SCALAR);
+        add_bind(c, "A", RED_F32, x, opt.rows, opt.cols);
+        add_bind(c, "B", RED_F32, bf, opt.rows, opt.cols);
+    }
 
     printf("{\"case\": \"config\", \"system\": \"redjit\", \"version\": \"%s\", \"reps\": %d, \"warmup\": %d, "
            "\"budget_ms\": %.0f}\n", red_version_string(), opt.reps, opt.warmup, opt.budget_ms);

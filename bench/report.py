@@ -20,7 +20,7 @@ import sys
 STRATEGIES = ["auto", "tree", "sequential", "persistent", "segmented"]
 PEER_ORDER = ["cub", "cub_2calls", "cupy", "torch", "numpy"]
 REF_ORDER = ["cub", "cupy", "torch", "numpy", "cub_2calls"]
-EXACT = {"sum_i32", "max_f32", "maxabs_f32", "argmax_f32"}
+EXACT = {"sum_i32", "max_f32", "maxabs_f32", "maxabs2d_f32", "argmax_f32"}
 TOL = {"sum_f64": 1e-9}
 TOL_F32 = 1e-4
 
@@ -33,6 +33,7 @@ TITLES = {
     "keys_one": "keys: one segment", "keys_rand": "keys: lengths 10..50", "keys_len3": "keys: all length 3",
     "keys_rows1024": "keys: rows of 1024",
     "rowsum": "row sums", "colsum": "column sums", "rowsum_short": "row sums, short rows",
+    "sum2d_f32": "sum(A) f32, a matrix", "maxabs2d_f32": "max(abs(A-B)) f32, matrices",
 }
 
 
