@@ -7,6 +7,8 @@
  */
 #include "_redjit.h"
 
+#include <signal.h>
+#include <stdatomic.h>
 #include <string.h>
 
 /* ---- exceptions ------------------------------------------------------------------- */
@@ -91,6 +93,53 @@ static int add_exceptions(PyObject *m)
     return 0;
 }
 
+/* ---- Ctrl-C ------------------------------------------------------------------------- */
+
+/* A run sits in red_run with the GIL released, where Python's SIGINT handler can only
+ * note the signal: Ctrl-C would wait for the run to end.  So a handler of ours goes in
+ * front of Python's when the module is imported: it calls red_interrupt (a counter,
+ * safe in a signal handler) on the context of the run the main thread is in, if any,
+ * then passes the signal on to Python's.  The run returns RED_ERR_INTERRUPTED and the
+ * KeyboardInterrupt Python noted is raised.  A run costs two atomic stores.  Where
+ * nothing handled SIGINT before (an embedding that leaves it alone) nothing is
+ * installed; a later signal.signal(SIGINT, ...) replaces ours, and then runs are no
+ * longer interrupted, as before. */
+static _Atomic(red_ctx *) main_run;
+static struct sigaction prev_sigint;
+static int sigint_hooked;
+static unsigned long main_ident;
+
+static void on_sigint(int sig, siginfo_t *info, void *uc)
+{
+    red_ctx *c = atomic_load_explicit(&main_run, memory_order_relaxed);
+    if (c) red_interrupt(c);
+    if (prev_sigint.sa_flags & SA_SIGINFO) prev_sigint.sa_sigaction(sig, info, uc);
+    else if (prev_sigint.sa_handler != SIG_DFL && prev_sigint.sa_handler != SIG_IGN) prev_sigint.sa_handler(sig);
+}
+
+static void hook_sigint(void)
+{
+    /* the main thread, as Python's threading module names it: signals are its business */
+    PyObject *threading = PyImport_ImportModule("threading");
+    PyObject *mt = threading ? PyObject_CallMethod(threading, "main_thread", NULL) : NULL;
+    PyObject *ident = mt ? PyObject_GetAttrString(mt, "ident") : NULL;
+    main_ident = ident ? PyLong_AsUnsignedLong(ident) : 0;
+    Py_XDECREF(ident);
+    Py_XDECREF(mt);
+    Py_XDECREF(threading);
+    PyErr_Clear();   /* without it, Ctrl-C just waits for the run, as before */
+    struct sigaction cur;
+    if (!main_ident || sigaction(SIGINT, NULL, &cur) != 0) return;
+    int handled = cur.sa_flags & SA_SIGINFO ? cur.sa_sigaction != NULL
+                                            : cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN;
+    if (!handled) return;
+    prev_sigint = cur;
+    struct sigaction sa = cur;
+    sa.sa_sigaction = on_sigint;
+    sa.sa_flags = cur.sa_flags | SA_SIGINFO;
+    if (sigaction(SIGINT, &sa, NULL) == 0) sigint_hooked = 1;
+}
+
 /* ---- one run -------------------------------------------------------------------------- */
 
 /* Bind `kwargs` to `e`, run without the GIL, return the results.  The borrowed
@@ -107,9 +156,17 @@ static PyObject *bind_run(rjp_context *owner, red_expr *e, PyObject *kwargs)
      * scalars become Python numbers, so they come back with the run's own copy */
     int rc = red_expr_set_option(e, RED_OPT_RESULTS, H.device ? RED_RESULTS_DEVICE_ARRAYS : RED_RESULTS_HOST);
     if (!rc) {
+        int watched = sigint_hooked && PyThread_get_thread_ident() == main_ident;
+        if (watched) atomic_store_explicit(&main_run, owner->ctx, memory_order_relaxed);
         Py_BEGIN_ALLOW_THREADS
         rc = red_run(e);
         Py_END_ALLOW_THREADS
+        if (watched) atomic_store_explicit(&main_run, NULL, memory_order_relaxed);
+        /* Ctrl-C: Python's handler raises KeyboardInterrupt (or does what it was told) */
+        if (rc == RED_ERR_INTERRUPTED && watched && PyErr_CheckSignals() < 0) {
+            rjp_holds_release(&H);
+            return NULL;
+        }
     }
     rjp_holds_release(&H);
     if (rc) {
@@ -716,6 +773,7 @@ PyMODINIT_FUNC PyInit__redjit(void)
     }
     default_ctx = (rjp_context *)PyObject_CallNoArgs((PyObject *)&rjp_context_type);
     if (!default_ctx) goto fail;
+    if (!sigint_hooked) hook_sigint();
     return m;
 fail:
     Py_DECREF(m);
