@@ -27,8 +27,25 @@ static void buffer_dealloc(rjp_buffer *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* Whether the strides are those of Fortran order (an exporter must refuse a request for
+ * an F-contiguous view otherwise; C order is what results are made in). */
+static int buffer_f_contiguous(const rjp_buffer *self)
+{
+    Py_ssize_t st = self->itemsize;
+    for (int d = 0; d < self->ndim; d++) {
+        if (self->shape[d] > 1 && self->strides[d] != st) return 0;
+        st *= self->shape[d];
+    }
+    return 1;
+}
+
 static int buffer_get(rjp_buffer *self, Py_buffer *view, int flags)
 {
+    if ((flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS && !buffer_f_contiguous(self)) {
+        PyErr_SetString(PyExc_BufferError, "a redjit result is in C order, not Fortran order");
+        view->obj = NULL;
+        return -1;
+    }
     Py_INCREF(self);
     view->obj = (PyObject *)self;
     view->buf = self->data;

@@ -374,3 +374,23 @@ def test_device_array_exports_only_where_it_is(cu, gpu):
         r.__dlpack__(dl_device=(1, 0))
     with pytest.raises(ValueError):
         r.__array__(copy=False)
+
+
+def test_result_buffer_refuses_a_fortran_view():
+    # defect: the owner of a result's memory (redjit._Buffer) handed out its C-ordered
+    # matrix to a request for a Fortran-contiguous view
+    r = redjit.eval("A[i,j]*2", A=np.arange(12.0).reshape(3, 4))
+    owner = r.base
+    while owner is not None and type(owner).__name__ != "_Buffer":
+        owner = getattr(owner, "obj", None) if isinstance(owner, memoryview) else getattr(owner, "base", None)
+    assert owner is not None
+    view = (ctypes.c_char * 128)()
+    get = ctypes.pythonapi.PyObject_GetBuffer
+    get.argtypes = [ctypes.py_object, ctypes.c_void_p, ctypes.c_int]
+    get.restype = ctypes.c_int
+    PyBUF_F_CONTIGUOUS, PyBUF_C_CONTIGUOUS = 0x0058, 0x0038
+    with pytest.raises(BufferError):
+        get(owner, ctypes.addressof(view), PyBUF_F_CONTIGUOUS)
+    assert get(owner, ctypes.addressof(view), PyBUF_C_CONTIGUOUS) == 0
+    ctypes.pythonapi.PyBuffer_Release.argtypes = [ctypes.c_void_p]
+    ctypes.pythonapi.PyBuffer_Release(ctypes.addressof(view))
