@@ -543,6 +543,11 @@ static int cai_value(const char *name, PyObject *value, PyObject *cai, rjp_value
     if (stream && stream != Py_None) {
         void *sp = PyLong_AsVoidPtr(stream);
         if (PyErr_Occurred()) goto out;
+        if (!sp) {   /* the interface's description forbids 0: legacy or per-thread default? */
+            rjp_raise_bind("cannot bind '%s': its __cuda_array_interface__ names stream 0, which the interface "
+                           "does not allow (1: the legacy default stream, 2: the per-thread one)", name);
+            goto out;
+        }
         if ((uintptr_t)sp != 1 && sync_stream(name, sp) < 0) goto out;
     }
     ret = 0;

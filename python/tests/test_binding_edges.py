@@ -394,3 +394,10 @@ def test_result_buffer_refuses_a_fortran_view():
     assert get(owner, ctypes.addressof(view), PyBUF_C_CONTIGUOUS) == 0
     ctypes.pythonapi.PyBuffer_Release.argtypes = [ctypes.c_void_p]
     ctypes.pythonapi.PyBuffer_Release(ctypes.addressof(view))
+
+
+def test_cuda_array_interface_stream_zero_is_refused():
+    # defect: stream 0, which the interface's description forbids as ambiguous, was
+    # taken as the legacy default stream
+    with pytest.raises(redjit.BindingError, match="stream 0"):
+        describe(CAI(stream=0))
