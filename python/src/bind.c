@@ -299,7 +299,10 @@ static PyObject *key_shape, *key_typestr, *key_data, *key_strides, *key_mask, *k
 
 static int init_strings(void)
 {
-    if (str_dlpack) return 0;
+    /* all or nothing: after a failure half-way (out of memory) the next call tries again
+     * instead of finding str_dlpack set and some keys still NULL */
+    static int ready;
+    if (ready) return 0;
     str_dlpack = PyUnicode_InternFromString("__dlpack__");
     str_dlpack_device = PyUnicode_InternFromString("__dlpack_device__");
     str_cai = PyUnicode_InternFromString("__cuda_array_interface__");
@@ -314,10 +317,16 @@ static int init_strings(void)
     key_strides = PyUnicode_InternFromString("strides");
     key_mask = PyUnicode_InternFromString("mask");
     key_stream = PyUnicode_InternFromString("stream");
-    return str_dlpack && str_dlpack_device && str_cai && kw_stream && kw_stream_version && max_version &&
-                   legacy_stream && key_shape && key_typestr && key_data && key_strides && key_mask && key_stream
-               ? 0
-               : -1;
+    ready = str_dlpack && str_dlpack_device && str_cai && kw_stream && kw_stream_version && max_version &&
+            legacy_stream && key_shape && key_typestr && key_data && key_strides && key_mask && key_stream;
+    if (!ready) {
+        PyObject **all[] = {&str_dlpack, &str_dlpack_device, &str_cai, &kw_stream, &kw_stream_version,
+                            &max_version, &legacy_stream, &key_shape, &key_typestr, &key_data, &key_strides,
+                            &key_mask, &key_stream};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) Py_CLEAR(*all[i]);
+        return -1;
+    }
+    return 0;
 }
 
 static int dlpack_value(const char *name, PyObject *value, int *legacy, rjp_holds *H, rjp_value *out)
