@@ -164,22 +164,26 @@ static int view_array(const char *name, Py_buffer *v, red_dtype dt, rjp_value *o
     return 0;
 }
 
+/* A probe failed (a property that raises, as PyTorch's __cuda_array_interface__ does on a
+ * CPU tensor): forget it and try the next way, unless it is Ctrl-C or out of memory,
+ * which stand (-1). */
+static int probe_failed(void)
+{
+    if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt) || PyErr_ExceptionMatches(PyExc_MemoryError)) return -1;
+    PyErr_Clear();
+    return 0;
+}
+
 /* bfloat16 arrays of ml_dtypes (NumPy has no bfloat16 of its own, and refuses to
  * export one through the buffer protocol): bound through a uint16 view. */
 static int ml_bfloat16(const char *name, PyObject *value, rjp_holds *H, int *done, rjp_value *out)
 {
     *done = 0;
     PyObject *dt = PyObject_GetAttrString(value, "dtype");
-    if (!dt) {
-        PyErr_Clear();
-        return 0;
-    }
+    if (!dt) return probe_failed();
     PyObject *dname = PyObject_GetAttrString(dt, "name");
     Py_DECREF(dt);
-    if (!dname) {
-        PyErr_Clear();
-        return 0;
-    }
+    if (!dname) return probe_failed();
     int is_bf16 = PyUnicode_Check(dname) && PyUnicode_CompareWithASCIIString(dname, "bfloat16") == 0;
     Py_DECREF(dname);
     if (!is_bf16) return 0;
@@ -645,7 +649,7 @@ int rjp_convert(const char *name, PyObject *value, rjp_holds *H, rjp_value *out)
             PyErr_Clear();
             return dlpack_value(name, value, legacy, H, out);
         }
-        PyErr_Clear();
+        if (probe_failed() < 0) return -1;
         if (kind == KIND_DLPACK) return dlpack_value(name, value, legacy, H, out);
     }
     /* NumPy arrays and scalars (np.float32(2) is a typed scalar), memoryview, array.array */

@@ -401,3 +401,21 @@ def test_cuda_array_interface_stream_zero_is_refused():
     # taken as the legacy default stream
     with pytest.raises(redjit.BindingError, match="stream 0"):
         describe(CAI(stream=0))
+
+
+def test_ctrl_c_in_a_property_is_not_swallowed():
+    # defect: a KeyboardInterrupt raised while the binding probed __cuda_array_interface__
+    # was cleared, and the binding went on to other protocols
+    class Interrupted:
+        @property
+        def __cuda_array_interface__(self):
+            raise KeyboardInterrupt
+
+        def __dlpack__(self, stream=None, max_version=None):
+            raise AssertionError("not reached")
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    with pytest.raises(KeyboardInterrupt):
+        describe(Interrupted())
