@@ -144,16 +144,20 @@ typedef struct red_array {
 
 /* Fill `a` for `data` of the given type and shape; `strides` NULL means
  * C order (row-major, contiguous).  Host memory.  Returns RED_ERR_ARG for
- * ndim outside 0..RED_MAX_DIMS or a negative extent. */
+ * ndim outside 0..RED_MAX_DIMS, a negative extent, or more elements than an
+ * int64 counts. */
 RED_API int red_array_init(red_array *a, void *data, red_dtype dtype, int ndim,
                            const int64_t *shape, const int64_t *strides);
 
 /* Fill `a` from a DLPack DLTensor (pass a `const DLTensor *`).  Byte offset,
  * strides (NULL = compact row-major), CPU and CUDA devices are honoured;
- * unsupported dtypes or devices give RED_ERR_BIND. */
+ * unsupported dtypes or devices, a NULL shape with ndim > 0, a negative or
+ * overflowing shape, and NULL data for a tensor with elements give
+ * RED_ERR_BIND; NULL arguments RED_ERR_ARG. */
 RED_API int red_array_from_dlpack(red_array *a, const void *dltensor);
 
-/* Number of elements (product of the shape; 1 for a scalar). */
+/* Number of elements (product of the shape; 1 for a scalar; INT64_MAX where
+ * the product does not fit in an int64). */
 RED_API int64_t red_array_size(const red_array *a);
 
 /* ---- Context ------------------------------------------------------------- */
@@ -243,7 +247,10 @@ RED_API int red_expr_set_option(red_expr *e, red_option opt, int value);
 
 /* Bind an array (any rank 0..8) to `name`.  The descriptor is copied; the
  * data is borrowed (see OWNERSHIP).  A 0-d array binds a scalar of its type.
- * Binding a name the expression does not use is not an error. */
+ * Binding a name the expression does not use is not an error.  RED_ERR_BIND
+ * (with the name in the message) for an unknown dtype or memory kind, a rank
+ * outside 0..8, a negative extent, more than 2^48 elements, NULL data for a
+ * non-empty array, or strides whose span in bytes does not fit in an int64. */
 RED_API int red_bind_array(red_expr *e, const char *name, const red_array *a);
 /* Bind a scalar by value.  These are "weak" like literals: `x * t` stays
  * f32 for f32 `x` whether `t` was bound as f64 or i64. */
@@ -345,7 +352,8 @@ typedef struct red_cache_info {
  * across evaluations); valid until red_device_free or red_close. */
 RED_API int red_device_alloc(red_ctx *ctx, size_t bytes, void **ptr);
 RED_API void red_device_free(red_ctx *ctx, void *ptr);
-/* Copy `bytes` between host and device memory (synchronous). */
+/* Copy `bytes` between host and device memory (synchronous).  A memory kind
+ * other than RED_MEM_HOST (or 0) and RED_MEM_CUDA gives RED_ERR_ARG. */
 RED_API int red_memcpy(red_ctx *ctx, void *dst, red_memory dst_memory, const void *src,
                        red_memory src_memory, size_t bytes);
 
@@ -369,7 +377,9 @@ typedef struct red_binding {
  *   - results[i].data != NULL: the result is written there (shape must
  *     match, dtype converted);
  *   - results[i].data == NULL: a buffer is allocated (release it with
- *     red_free) and results[i] describes it.
+ *     red_free; red_device_free for device memory) and results[i]
+ *     describes it.  When the call fails, no buffer is left allocated and
+ *     those results[i].data are NULL again.
  * `*count` (may be NULL) receives the number of results the expression has. */
 RED_API int red_eval(red_ctx *ctx, const char *text,
                      const red_binding *binds, int nbinds,

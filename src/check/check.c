@@ -1292,6 +1292,9 @@ static int lower_result(ck *c, const ast_stmt *st, const ast_node *e, const char
                     return err_at(c, st->idx_pos[j], RED_ERR_SHAPE,
                                   "index '%s' on the left side is not a free index of the right side",
                                   st->idx[j]);
+                if (nd >= RED_MAX_DIMS)   /* dims has RED_MAX_DIMS entries */
+                    return err_at(c, st->idx_pos[j], RED_ERR_LIMIT, "a result with more than %d dimensions",
+                                  RED_MAX_DIMS);
                 dims[nd++] = top.vars[j];
             }
         } else {

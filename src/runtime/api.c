@@ -100,7 +100,7 @@ RED_API int red_array_init(red_array *a, void *data, red_dtype dtype, int ndim, 
         if (shape[d] < 0) return RED_ERR_ARG;
         a->shape[d] = shape[d];
         a->strides[d] = strides ? strides[d] : s;
-        s *= shape[d] > 0 ? shape[d] : 1;
+        if (__builtin_mul_overflow(s, shape[d] > 0 ? shape[d] : 1, &s)) return RED_ERR_ARG;
     }
     return RED_OK;
 }
@@ -108,15 +108,17 @@ RED_API int red_array_init(red_array *a, void *data, red_dtype dtype, int ndim, 
 RED_API int64_t red_array_size(const red_array *a)
 {
     if (!a) return 0;
-    int64_t n = 1;
-    for (int d = 0; d < a->ndim && d < RED_MAX_DIMS; d++) n *= a->shape[d];
+    int64_t n = 1;   /* INT64_MAX where the product does not fit */
+    for (int d = 0; d < a->ndim && d < RED_MAX_DIMS; d++)
+        if (__builtin_mul_overflow(n, a->shape[d], &n)) return INT64_MAX;
     return n;
 }
 
 RED_API int red_array_from_dlpack(red_array *a, const void *dltensor)
 {
     const DLTensor *t = dltensor;
-    if (!a || !t || t->ndim < 0 || t->ndim > RED_MAX_DIMS) return RED_ERR_BIND;
+    if (!a || !t) return RED_ERR_ARG;
+    if (t->ndim < 0 || t->ndim > RED_MAX_DIMS || (t->ndim > 0 && !t->shape)) return RED_ERR_BIND;
     memset(a, 0, sizeof *a);
     if (t->dtype.lanes != 1) return RED_ERR_BIND;
     int code = t->dtype.code, bits = t->dtype.bits;
@@ -134,14 +136,19 @@ RED_API int red_array_from_dlpack(red_array *a, const void *dltensor)
     else if (t->device.device_type == kDLCUDA) a->memory = RED_MEM_CUDA;
     else return RED_ERR_BIND;
     a->device_id = t->device.device_id;
-    a->data = (char *)t->data + t->byte_offset;
     a->ndim = t->ndim;
-    int64_t s = 1;
+    int64_t s = 1, n = 1;
     for (int d = t->ndim - 1; d >= 0; d--) {
+        if (t->shape[d] < 0) return RED_ERR_BIND;
         a->shape[d] = t->shape[d];
         a->strides[d] = t->strides ? t->strides[d] : s;
-        s *= t->shape[d] > 0 ? t->shape[d] : 1;
+        if (__builtin_mul_overflow(s, t->shape[d] > 0 ? t->shape[d] : 1, &s) ||
+            __builtin_mul_overflow(n, t->shape[d], &n))
+            return RED_ERR_BIND;
     }
+    /* no data and an offset would make a pointer that passes red_bind_array's NULL test */
+    if (!t->data && n > 0) return RED_ERR_BIND;
+    a->data = t->data ? (char *)t->data + t->byte_offset : NULL;
     return RED_OK;
 }
 
@@ -678,6 +685,27 @@ RED_API int red_bind_array(red_expr *e, const char *name, const red_array *a)
                       name, (long long)n);
         return fail(e, RED_ERR_BIND);
     }
+    /* the bytes the strides span must fit in int64, or an element's offset would wrap and
+     * read the wrong element (or outside the array) */
+    if (n > 0) {
+        int64_t span = 0, t;
+        for (int d = 0; d < a->ndim; d++) {
+            if (a->strides[d] == INT64_MIN) {
+                span = -1;
+                break;
+            }
+            int64_t st = a->strides[d] < 0 ? -a->strides[d] : a->strides[d];
+            if (__builtin_mul_overflow(st, a->shape[d] - 1, &t) || __builtin_add_overflow(span, t, &span)) {
+                span = -1;
+                break;
+            }
+        }
+        if (span < 0 || __builtin_mul_overflow(span, (int64_t)red_dtype_size(a->dtype), &span)) {
+            util_diag_set(&e->diag, RED_ERR_BIND,
+                          "cannot bind '%s': its strides span more bytes than an int64 holds", name);
+            return fail(e, RED_ERR_BIND);
+        }
+    }
     if (a->memory != 0 && a->memory != RED_MEM_HOST && a->memory != RED_MEM_CUDA) {
         util_diag_set(&e->diag, RED_ERR_BIND, "cannot bind '%s': unknown memory kind %d", name, (int)a->memory);
         return fail(e, RED_ERR_BIND);
@@ -1211,10 +1239,19 @@ RED_API int red_result_copy(red_expr *e, int i, const red_array *dst)
     if (!e || !dst) return RED_ERR_ARG;
     int rc = red_result(e, i, &src, NULL);
     if (rc) return rc;
-    if (dst->ndim != src.ndim || red_dtype_size(dst->dtype) == 0 ||
-        (dst->memory != 0 && dst->memory != RED_MEM_HOST)) {
+    if (dst->ndim != src.ndim) {
         util_diag_set(&e->diag, RED_ERR_BIND, "result %d has %d dimension%s; the destination has %d", i,
                       src.ndim, src.ndim == 1 ? "" : "s", dst->ndim);
+        return fail(e, RED_ERR_BIND);
+    }
+    if (red_dtype_size(dst->dtype) == 0) {
+        util_diag_set(&e->diag, RED_ERR_BIND, "result %d: the destination's dtype %d is unknown", i, (int)dst->dtype);
+        return fail(e, RED_ERR_BIND);
+    }
+    /* (RED_MEM_CUDA goes on to the device copy below; it was refused here by mistake) */
+    if (dst->memory != 0 && dst->memory != RED_MEM_HOST && dst->memory != RED_MEM_CUDA) {
+        util_diag_set(&e->diag, RED_ERR_BIND, "result %d: the destination's memory kind %d is unknown", i,
+                      (int)dst->memory);
         return fail(e, RED_ERR_BIND);
     }
     for (int d = 0; d < src.ndim; d++)
@@ -1357,13 +1394,26 @@ RED_API int red_eval(red_ctx *ctx, const char *text, const red_binding *binds, i
     if (!rc) rc = red_run(&e);
     if (!rc) {
         if (count) *count = e.nresults;
-        for (int i = 0; i < nresults && i < e.nresults && !rc; i++) {
+        int n = nresults < e.nresults ? nresults : e.nresults;
+        unsigned char *mine = n > 0 ? calloc((size_t)n, 1) : NULL;   /* detached by this call */
+        if (n > 0 && !mine) rc = RED_ERR_NOMEM;
+        for (int i = 0; i < n && !rc; i++) {
             if (results[i].data) {
                 rc = red_result_copy(&e, i, &results[i]);
             } else {
                 rc = result_detach(&e, i, &results[i], 1);
+                mine[i] = !rc;
             }
         }
+        /* a later result failed: the buffers detached for earlier ones go back, so a
+         * failed call leaves the caller nothing to free */
+        for (int i = 0; rc && mine && i < n; i++)
+            if (mine[i]) {
+                if (results[i].memory == RED_MEM_CUDA) red_device_free(ctx, results[i].data);
+                else red_free(results[i].data);
+                results[i].data = NULL;
+            }
+        free(mine);
     }
     expr_release(&e);
     return rc;
@@ -1472,6 +1522,10 @@ RED_API int red_memcpy(red_ctx *ctx, void *dst, red_memory dst_memory, const voi
                        size_t bytes)
 {
     if (!ctx || (bytes && (!dst || !src))) return RED_ERR_ARG;
+    /* 0 is host memory, as in red_array; anything else unknown is refused, not memcpy'd */
+    if ((dst_memory && dst_memory != RED_MEM_HOST && dst_memory != RED_MEM_CUDA) ||
+        (src_memory && src_memory != RED_MEM_HOST && src_memory != RED_MEM_CUDA))
+        return RED_ERR_ARG;
     int dd = dst_memory == RED_MEM_CUDA, sd = src_memory == RED_MEM_CUDA;
     if (!dd && !sd) {
         memcpy(dst, src, bytes);

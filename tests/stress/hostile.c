@@ -8,6 +8,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "redjit.h"
 
+#include <dlpack/dlpack.h>
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,6 +208,71 @@ int main(void)
          S(RED_ERR_INDEX), 1, NULL, NULL);
     eval("x[i*2^62] over 0..5, f64", "sum(x[i*4611686018427387904]) over i in 0..5", b, nb,
          S(RED_ERR_INDEX), 1, NULL, NULL);
+
+    /* descriptors whose numbers overflow (a review of the C API, 2026-11-23): refused, not
+     * wrapped.  Strides of 2^62 elements made every x[i] read x[0] (sum 4 instead of 10). */
+    {
+        red_expr *e = NULL;
+        int rc = red_prepare(ctx, "sum(x)", &e);
+        red_array a;
+        red_array_init(&a, xs, RED_F64, 1, &four, (const int64_t[]){(int64_t)1 << 62});
+        rc = rc ? rc : red_bind_array(e, "x", &a);
+        check_value("strides spanning past int64", rc == RED_ERR_BIND && strstr(red_expr_errmsg(e), "'x'") &&
+                    strstr(red_expr_errmsg(e), "strides"), red_expr_errmsg(e));
+        red_array_init(&a, xs, RED_F64, 1, &four, (const int64_t[]){INT64_MIN});
+        check_value("stride INT64_MIN", red_bind_array(e, "x", &a) == RED_ERR_BIND, red_expr_errmsg(e));
+        red_array_init(&a, xs + 3, RED_F64, 1, &four, (const int64_t[]){-1});   /* x reversed: fine */
+        double r = 0;
+        rc = red_bind_array(e, "x", &a);
+        rc = rc ? rc : red_run(e);
+        rc = rc ? rc : red_result_f64(e, 0, &r);
+        check_value("negative stride", rc == RED_OK && r == 10, red_expr_errmsg(e));
+        red_finalize(e);
+        int64_t huge[3] = {(int64_t)1 << 40, (int64_t)1 << 40, 4};
+        check_value("red_array_init, 2^82 elements", red_array_init(&a, xs, RED_F64, 3, huge, NULL) == RED_ERR_ARG,
+                    "accepted");
+        a.ndim = 3;
+        memcpy(a.shape, huge, sizeof huge);
+        check_value("red_array_size, 2^82 elements", red_array_size(&a) == INT64_MAX, "wrapped");
+        /* DLPack tensors with no shape, a negative extent, or no data behind an offset */
+        int64_t shape[1] = {4}, neg[1] = {-4};
+        DLTensor dt = {.data = xs, .device = {kDLCPU, 0}, .ndim = 1, .dtype = {kDLFloat, 64, 1}, .shape = NULL};
+        check_value("dlpack, NULL shape", red_array_from_dlpack(&a, &dt) == RED_ERR_BIND, "accepted");
+        dt.shape = neg;
+        check_value("dlpack, negative extent", red_array_from_dlpack(&a, &dt) == RED_ERR_BIND, "accepted");
+        dt.shape = shape;
+        dt.data = NULL;
+        dt.byte_offset = 64;
+        check_value("dlpack, NULL data + offset", red_array_from_dlpack(&a, &dt) == RED_ERR_BIND, "accepted");
+        check_value("dlpack, NULL arguments", red_array_from_dlpack(NULL, &dt) == RED_ERR_ARG &&
+                    red_array_from_dlpack(&a, NULL) == RED_ERR_ARG, "not RED_ERR_ARG");
+        /* red_eval whose second result does not fit: the first one's buffer, detached for the
+         * caller, must not be left allocated (LeakSanitizer would see it) */
+        double two[2];
+        red_binding bx = {"x", {0}};
+        red_array_init(&bx.array, xs, RED_F64, 1, &four, NULL);
+        red_array res[2];
+        memset(res, 0, sizeof res);
+        red_array_init(&res[1], two, RED_F64, 1, (const int64_t[]){2}, NULL);
+        rc = red_eval(ctx, "sum(x), x*2", &bx, 1, res, 2, NULL);
+        check_value("red_eval failing on its second result", rc == RED_ERR_BIND && res[0].data == NULL,
+                    red_errmsg(ctx));
+        /* a result copied into device memory: refused for what it is, not for its rank */
+        red_expr *e2 = NULL;
+        rc = red_prepare(ctx, "x*2", &e2);
+        rc = rc ? rc : red_bind_array(e2, "x", &bx.array);
+        rc = rc ? rc : red_run(e2);
+        double out[4];
+        red_array_init(&a, out, RED_F64, 1, &four, NULL);
+        a.memory = RED_MEM_CUDA;
+        rc = rc ? rc : red_result_copy(e2, 0, &a);
+        check_value("result copied into device memory after a CPU run",
+                    rc == RED_ERR_UNSUPPORTED && strstr(red_expr_errmsg(e2), "device memory"), red_expr_errmsg(e2));
+        red_finalize(e2);
+        double dst[4];
+        check_value("red_memcpy, unknown memory kinds",
+                    red_memcpy(ctx, dst, (red_memory)7, xs, (red_memory)9, sizeof dst) == RED_ERR_ARG, "copied");
+    }
 
     /* the context still works */
     if (eval("afterwards: sum(x)", "sum(x)", b, nb, S(RED_OK), 1, &v, NULL) == RED_OK)
