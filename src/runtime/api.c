@@ -1395,8 +1395,10 @@ RED_API int red_eval(red_ctx *ctx, const char *text, const red_binding *binds, i
     if (!rc) {
         if (count) *count = e.nresults;
         int n = nresults < e.nresults ? nresults : e.nresults;
-        unsigned char *mine = n > 0 ? calloc((size_t)n, 1) : NULL;   /* detached by this call */
-        if (n > 0 && !mine) rc = RED_ERR_NOMEM;
+        /* which results this call detached; on the stack for the usual few, so a cached
+         * expression's red_eval allocates nothing more for it */
+        unsigned char few[64] = {0}, *mine = n <= 64 ? few : calloc((size_t)n, 1);
+        if (!mine) rc = RED_ERR_NOMEM;
         for (int i = 0; i < n && !rc; i++) {
             if (results[i].data) {
                 rc = red_result_copy(&e, i, &results[i]);
@@ -1413,7 +1415,7 @@ RED_API int red_eval(red_ctx *ctx, const char *text, const red_binding *binds, i
                 else red_free(results[i].data);
                 results[i].data = NULL;
             }
-        free(mine);
+        if (mine != few) free(mine);
     }
     expr_release(&e);
     return rc;
