@@ -321,20 +321,39 @@ int main(int argc, char **argv)
                opt.calls, us / opt.calls, (double)h);
     }
 
+    // Sum over the first n floats of x, and max |x - b| over the first n of each (the 1-D
+    // cases and the matrix cases, which CUB sees as one flat range)
+    auto sum_f32 = [&](const char *id, long long n) {
+        Inputs in;
+        in.add(x, n * 4);
+        in.rotate();
+        tb = 0;
+        CK(cub::DeviceReduce::Sum(nullptr, tb, x, outf, n));
+        tmp.ensure(tb);
+        Timing t = time_case([&](int r) { CK(cub::DeviceReduce::Sum(tmp.p, tb, in.get<float>(0, r), outf, n)); }, in.k);
+        head(id, n, "cub", in.total(), t, in.k);
+        printf(", \"value\": %.17g}\n", (double)fetch(outf));
+    };
+    auto maxabs_f32 = [&](const char *id, long long n) {
+        Inputs in;
+        in.add(x, n * 4);
+        in.add(bf, n * 4);
+        in.rotate();
+        auto zip = [&](int r) { return thrust::make_zip_iterator(thrust::make_tuple(in.get<float>(0, r), in.get<float>(1, r))); };
+        const float lo = -INFINITY;
+        tb = 0;
+        CK(cub::DeviceReduce::TransformReduce(nullptr, tb, zip(0), outf, n, cuda::maximum<float>{}, AbsDiff{}, lo));
+        tmp.ensure(tb);
+        Timing t = time_case([&](int r) {
+            CK(cub::DeviceReduce::TransformReduce(tmp.p, tb, zip(r), outf, n, cuda::maximum<float>{}, AbsDiff{}, lo));
+        }, in.k);
+        head(id, n, "cub", in.total(), t, in.k);
+        printf(", \"variant\": \"TransformReduce(zip)\", \"value\": %.17g}\n", (double)fetch(outf));
+    };
+
     // sum f32 over the curve's sizes (prefixes of x)
     if (wanted("sum_f32"))
-        for (int c : opt.curve) {
-            long long n = 1LL << c;
-            Inputs in;
-            in.add(x, n * 4);
-            in.rotate();
-            tb = 0;
-            CK(cub::DeviceReduce::Sum(nullptr, tb, x, outf, n));
-            tmp.ensure(tb);
-            Timing t = time_case([&](int r) { CK(cub::DeviceReduce::Sum(tmp.p, tb, in.get<float>(0, r), outf, n)); }, in.k);
-            head("sum_f32", n, "cub", in.total(), t, in.k);
-            printf(", \"value\": %.17g}\n", (double)fetch(outf));
-        }
+        for (int c : opt.curve) sum_f32("sum_f32", 1LL << c);
 
     if (wanted("sum_f64")) {
         Inputs in;
@@ -373,66 +392,26 @@ int main(int argc, char **argv)
         printf(", \"value\": %.17g}\n", (double)fetch(outf));
     }
 
-    if (wanted("dot_f32") || wanted("maxabs_f32")) {
+    if (wanted("dot_f32")) {
         Inputs in;
         in.add(x, N * 4);
         in.add(bf, N * 4);
         in.rotate();
         auto zip = [&](int r) { return thrust::make_zip_iterator(thrust::make_tuple(in.get<float>(0, r), in.get<float>(1, r))); };
-        if (wanted("dot_f32")) {
-            tb = 0;
-            CK(cub::DeviceReduce::TransformReduce(nullptr, tb, zip(0), outf, N, cuda::std::plus<float>{}, Mul{}, 0.0f));
-            tmp.ensure(tb);
-            Timing t = time_case([&](int r) {
-                CK(cub::DeviceReduce::TransformReduce(tmp.p, tb, zip(r), outf, N, cuda::std::plus<float>{}, Mul{}, 0.0f));
-            }, in.k);
-            head("dot_f32", N, "cub", in.total(), t, in.k);
-            printf(", \"variant\": \"TransformReduce(zip)\", \"value\": %.17g}\n", (double)fetch(outf));
-        }
-        if (wanted("maxabs_f32")) {
-            const float lo = -INFINITY;
-            tb = 0;
-            CK(cub::DeviceReduce::TransformReduce(nullptr, tb, zip(0), outf, N, cuda::maximum<float>{}, AbsDiff{}, lo));
-            tmp.ensure(tb);
-            Timing t = time_case([&](int r) {
-                CK(cub::DeviceReduce::TransformReduce(tmp.p, tb, zip(r), outf, N, cuda::maximum<float>{}, AbsDiff{}, lo));
-            }, in.k);
-            head("maxabs_f32", N, "cub", in.total(), t, in.k);
-            printf(", \"variant\": \"TransformReduce(zip)\", \"value\": %.17g}\n", (double)fetch(outf));
-        }
-    }
-
-    // whole-array reductions of a rows x cols matrix (redjit's sum2d_f32, maxabs2d_f32): CUB
-    // sees the same bytes as one flat range, as it would be called on a contiguous matrix
-    if (wanted("sum2d_f32")) {
-        long long n = opt.rows * opt.cols;
-        Inputs in;
-        in.add(x, n * 4);
-        in.rotate();
         tb = 0;
-        CK(cub::DeviceReduce::Sum(nullptr, tb, x, outf, n));
-        tmp.ensure(tb);
-        Timing t = time_case([&](int r) { CK(cub::DeviceReduce::Sum(tmp.p, tb, in.get<float>(0, r), outf, n)); }, in.k);
-        head("sum2d_f32", n, "cub", in.total(), t, in.k);
-        printf(", \"value\": %.17g}\n", (double)fetch(outf));
-    }
-    if (wanted("maxabs2d_f32") && opt.rows * opt.cols <= N) {
-        long long n = opt.rows * opt.cols;
-        Inputs in;
-        in.add(x, n * 4);
-        in.add(bf, n * 4);
-        in.rotate();
-        auto zip = [&](int r) { return thrust::make_zip_iterator(thrust::make_tuple(in.get<float>(0, r), in.get<float>(1, r))); };
-        const float lo = -INFINITY;
-        tb = 0;
-        CK(cub::DeviceReduce::TransformReduce(nullptr, tb, zip(0), outf, n, cuda::maximum<float>{}, AbsDiff{}, lo));
+        CK(cub::DeviceReduce::TransformReduce(nullptr, tb, zip(0), outf, N, cuda::std::plus<float>{}, Mul{}, 0.0f));
         tmp.ensure(tb);
         Timing t = time_case([&](int r) {
-            CK(cub::DeviceReduce::TransformReduce(tmp.p, tb, zip(r), outf, n, cuda::maximum<float>{}, AbsDiff{}, lo));
+            CK(cub::DeviceReduce::TransformReduce(tmp.p, tb, zip(r), outf, N, cuda::std::plus<float>{}, Mul{}, 0.0f));
         }, in.k);
-        head("maxabs2d_f32", n, "cub", in.total(), t, in.k);
+        head("dot_f32", N, "cub", in.total(), t, in.k);
         printf(", \"variant\": \"TransformReduce(zip)\", \"value\": %.17g}\n", (double)fetch(outf));
     }
+    if (wanted("maxabs_f32")) maxabs_f32("maxabs_f32", N);
+
+    // whole-array reductions of a rows x cols matrix (redjit's sum2d_f32, maxabs2d_f32)
+    if (wanted("sum2d_f32")) sum_f32("sum2d_f32", opt.rows * opt.cols);
+    if (wanted("maxabs2d_f32") && opt.rows * opt.cols <= N) maxabs_f32("maxabs2d_f32", opt.rows * opt.cols);
 
     if (wanted("sumsq_f32")) {
         Inputs in;
