@@ -252,6 +252,62 @@ static void test_calls(red_ctx *ctx)
     if (!measure(ctx, "argmax(x), device x", "argmax(x)", dev_binds, 4, per)) steady("argmax", per);
 }
 
+/* The kernel a run of `text` launches last, with A bound as the 64 x 64
+ * device matrix seen through `nd` extents and strides (elements) from
+ * element `off` on; "" when the run fails. */
+static const char *kernel_for(red_ctx *ctx, const char *text, int nd, const int64_t *shape, const int64_t *strides,
+                              int off)
+{
+    static char name[64];
+    name[0] = 0;
+    red_expr *e = NULL;
+    red_array a;
+    if (red_prepare(ctx, text, &e)) return name;
+    red_array_init(&a, (float *)dA + off, RED_F32, nd, shape, strides);
+    a.memory = RED_MEM_CUDA;
+    int rc = red_bind_array(e, "A", &a);
+    if (!rc) rc = red_run(e);
+    CHECK(rc == RED_OK, "%s: %s", text, red_expr_errmsg(e));
+    if (!rc) snprintf(name, sizeof name, "%s", fc_last_launch(NULL, NULL));
+    red_finalize(e);
+    return name;
+}
+
+/* Reductions over several dimensions take the 16-byte-load kernels where
+ * those dimensions make one contiguous run in every array (gpu.c vec_ok),
+ * and the others where they do not. */
+static void test_vec_choice(red_ctx *ctx)
+{
+    const int64_t sq[2] = {ROWS, COLS}, rm[2] = {COLS, 1}, tr[2] = {1, COLS};
+    const int64_t s3[3] = {4, 16, COLS}, r3[3] = {16 * COLS, COLS, 1};
+    const int64_t s3g[3] = {4, 8, COLS}, r3g[3] = {16 * COLS, 2 * COLS, 1};   /* every other row */
+    const int64_t one[2] = {1, 4000}, odd[2] = {7, 1};                        /* an extent-1 dimension */
+    const int64_t cnt[2] = {60, 65}, crm[2] = {65, 1};                        /* rows off 16 bytes */
+    const struct {
+        const char *text;
+        int nd;
+        const int64_t *shape, *strides;
+        int off;
+        const char *want;
+    } t[] = {
+        {"sum(A)", 2, sq, rm, 0, "rj_persistv"},
+        {"max(abs(A - 1)), argmax(A)", 2, sq, rm, 0, "rj_persistv"},
+        {"sum(A)", 2, cnt, crm, 4, "rj_persistv"},
+        {"sum(A)", 2, one, odd, 0, "rj_persistv"},
+        {"sum(A)", 3, s3, r3, 0, "rj_persistv"},
+        {"sum(A)", 2, sq, tr, 0, "rj_persist"},     /* transposed */
+        {"sum(A)", 2, sq, rm, 1, "rj_persist"},     /* off 16 bytes */
+        {"sum(A)", 3, s3g, r3g, 0, "rj_persist"},   /* a gap between rows */
+        {"sum(A[i,j] * j)", 2, sq, rm, 0, "rj_persist"},   /* an index used as a value */
+        {"sum(A[i,j] * A[j,i]) over i, j", 2, sq, rm, 0, "rj_persist"},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        const char *k = kernel_for(ctx, t[i].text, t[i].nd, t[i].shape, t[i].strides, t[i].off);
+        CHECK(strcmp(k, t[i].want) == 0, "%s over a %dd view (case %zu): launched %s, expected %s", t[i].text, t[i].nd,
+              i, k, t[i].want);
+    }
+}
+
 /* The segment count of a ranged pass under auto is taken again when the
  * arrays change (another offsets array, another length), not otherwise. */
 static void test_count_key(red_ctx *ctx)
@@ -791,6 +847,7 @@ int main(int argc, char **argv)
     }
     test_calls(ctx);
     test_count_key(ctx);
+    test_vec_choice(ctx);
     test_refused_rebind();
     test_async(ctx);
     test_async_chain(ctx);

@@ -719,23 +719,42 @@ static int is_free(const plan_pass *ps, int v)
     return 0;
 }
 
+/* Position of v among the pass's reduced indices, or -1. */
+static int red_pos(const plan_pass *ps, int v)
+{
+    for (int d = 0; d < ps->nred; d++)
+        if (ps->red[d] == v) return d;
+    return -1;
+}
+
 /* The loads of a contiguous reduction (see cg_kernel.vec): every load
- * reached from x is a bound array whose subscripts are the pass's one
- * reduced index, in exactly one dimension, and free indices, all plain and
- * in range by construction (so no check), of a 4- or 8-byte type.  Collects
- * the distinct ones into list; 0 where any load is not so. */
+ * reached from x is a bound array whose subscripts are the pass's reduced
+ * indices, each once, in consecutive dimensions in the pass's order, and
+ * free indices, all plain and in range by construction (so no check), of a
+ * 4- or 8-byte type.  With more than one reduced index, none may be used
+ * but as such a subscript (acc_elem_v defines only the flat position).
+ * Collects the distinct loads into list; 0 where any load is not so. */
 static int vec_loads(gen *g, const ir *x, const ir **list, int *n, int max)
 {
+    const plan_pass *ps = g->ps;
+    if (x->kind == IR_INDEX) return ps->nred == 1 || red_pos(ps, x->slot) < 0;
     if (x->kind == IR_LOAD) {
-        int nred = 0;
+        int first = -1;
         if (x->slot < 0 || x->nargs > RED_MAX_DIMS) return 0;
         for (int d = 0; d < x->nargs; d++) {
             const ir *sub = x->args[d];
             if (sub->kind != IR_INDEX || !proven_in_range(g, x, d)) return 0;
-            if (sub->slot == g->ps->red[0]) nred++;
-            else if (!is_free(g->ps, sub->slot)) return 0;
+            int k = red_pos(ps, sub->slot);
+            if (k < 0) {
+                if (!is_free(ps, sub->slot)) return 0;
+                continue;
+            }
+            if (k == 0 && first < 0) first = d;
+            if (first < 0 || d - first != k) return 0;   /* out of order, or twice */
         }
-        if (nred != 1) return 0;
+        if (first < 0 || first + ps->nred > x->nargs) return 0;
+        for (int k = 0; k < ps->nred; k++)
+            if (x->args[first + k]->slot != ps->red[k]) return 0;
         switch (buf_dtype(g, x->slot)) {
         case RED_I32: case RED_U32: case RED_F32: case RED_I64: case RED_U64: case RED_F64: break;
         default: return 0;
@@ -754,7 +773,8 @@ static int vec_loads(gen *g, const ir *x, const ir **list, int *n, int max)
 /* For acc_load_v and acc_elem_1: the free indices from o, and b<id>, the
  * address of element 0 of output o's domain in each array of a contiguous
  * reduction (recording, for the runtime's vec_ok, where its parameters are
- * and which dimension the reduced index runs along). */
+ * and in which dimensions the reduced indices run).  The last reduced
+ * dimension has stride 1 there (vec_ok). */
 static void emit_vec_bases(gen *g, const ir *const *loads, int n)
 {
     const plan_pass *ps = g->ps;
@@ -768,9 +788,12 @@ static void emit_vec_bases(gen *g, const ir *const *loads, int n)
         const char *t = tname[x->type];
         k->vec_base[i] = base;
         k->vec_ndim[i] = nd;
-        util_buf_printf(o, "    const %s *b%d = (const %s *)P.v[%d] + lo[0]", t, x->id, t, base);
+        util_buf_printf(o, "    const %s *b%d = (const %s *)P.v[%d]", t, x->id, t, base);
         for (int d = 0; d < nd; d++) {
-            if (x->args[d]->slot == ps->red[0]) k->vec_rdim[i] = d;
+            int r = red_pos(ps, x->args[d]->slot);
+            if (r == 0) k->vec_rdim[i] = d;
+            if (r == ps->nred - 1) util_buf_printf(o, " + lo[%d]", r);
+            else if (r >= 0) util_buf_printf(o, " + lo[%d] * P.v[%d]", r, base + 1 + nd + d);
             else util_buf_printf(o, " + i%d * P.v[%d]", x->args[d]->slot, base + 1 + nd + d);
         }
         util_buf_puts(o, ";\n");
@@ -791,9 +814,10 @@ static void emit_acc_elem_v(gen *g)
     const plan_pass *ps = g->ps;
     cg_kernel *k = g->k;
     util_buf *o = g->o;
-    if ((k->kind != CG_FULL && k->kind != CG_PARTIAL) || k->ordered || ps->nred != 1 || ps->key ||
-        g->p->vars[ps->red[0]].lo)
+    if ((k->kind != CG_FULL && k->kind != CG_PARTIAL) || k->ordered || ps->nred < 1 || ps->key)
         return;
+    for (int d = 0; d < ps->nred; d++)
+        if (g->p->vars[ps->red[d]].lo) return;
     const ir *loads[8];
     int n = 0;
     for (int q = 0; q < ps->nreds; q++)
@@ -806,7 +830,11 @@ static void emit_acc_elem_v(gen *g)
     int vec = (int)(16 / esz);
     k->vec = vec;
     k->vec_esz = (int)esz;
-    k->vec_lo = k->lay.var_lo[ps->red[0]];
+    k->vec_nred = ps->nred;
+    for (int d = 0; d < ps->nred; d++) {
+        k->vec_lo[d] = k->lay.var_lo[ps->red[d]];
+        k->vec_sz[d] = k->lay.var_sz[ps->red[d]];
+    }
     k->nvec = n;
     /* the loads apart from the folds (Vld, acc_load_v), so that a batch's
      * loads are all issued before the first fold: with both in one function
@@ -830,8 +858,13 @@ static void emit_acc_elem_v(gen *g)
         begin_function(g);
         util_buf_puts(o, "    {\n");
         emit_free_vars(g, "o");
-        util_buf_printf(o, "    const long long i%d = lo[0] + u * %d + %d;\n    (void)i%d;\n", ps->red[0], vec, c,
-                        ps->red[0]);
+        /* one reduced index: its value; several: the flat position (for
+         * argmin and argmax), the indices themselves being unused */
+        if (ps->nred == 1)
+            util_buf_printf(o, "    const long long i%d = lo[0] + u * %d + %d;\n    (void)i%d;\n", ps->red[0], vec, c,
+                            ps->red[0]);
+        else
+            util_buf_printf(o, "    const long long t = u * %d + %d;\n    (void)t;\n", vec, c);
         for (int i = 0; i < n; i++) {
             g->done[loads[i]->id] = 1;
             util_buf_printf(o, "    const %s v%d = L.q%d.c[%d];\n", tname[loads[i]->type], loads[i]->id, loads[i]->id, c);
@@ -843,7 +876,7 @@ static void emit_acc_elem_v(gen *g)
                      "const long long *lo, long long t)\n{\n");
     begin_function(g);
     emit_vec_bases(g, loads, n);
-    util_buf_printf(o, "    const long long i%d = lo[0] + t;\n    (void)i%d;\n", ps->red[0], ps->red[0]);
+    if (ps->nred == 1) util_buf_printf(o, "    const long long i%d = lo[0] + t;\n    (void)i%d;\n", ps->red[0], ps->red[0]);
     for (int i = 0; i < n; i++) {
         g->done[loads[i]->id] = 1;
         util_buf_printf(o, "    const %s v%d = b%d[t];\n", tname[loads[i]->type], loads[i]->id, loads[i]->id);

@@ -47,10 +47,15 @@ typedef struct cg_kernel {
     /* Contiguous reductions (acc_elem_v; rj_persistv for full ones, rj_seg1v
      * and rj_seg32v for the others): vec elements of vec_esz bytes a 16-byte
      * load from each of nvec arrays, whose parameter blocks start at
-     * vec_base[], with vec_ndim[] dimensions, the reduced index in dimension
-     * vec_rdim[]; it starts at parameter vec_lo.  vec is 0 where the pass
-     * does not qualify. */
-    int vec, vec_esz, vec_lo, nvec;
+     * vec_base[], with vec_ndim[] dimensions, the pass's vec_nred reduced
+     * indices in dimensions vec_rdim[] .. vec_rdim[] + vec_nred - 1, in the
+     * pass's order (the domain's flat order, the last index fastest);
+     * reduced index k starts at parameter vec_lo[k] and runs over
+     * vec_sz[k] values.  The runtime takes the kernels only where those
+     * dimensions make one contiguous run in every array (vec_ok).  vec is 0
+     * where the pass does not qualify. */
+    int vec, vec_esz, nvec, vec_nred;
+    int vec_lo[RED_MAX_DIMS], vec_sz[RED_MAX_DIMS];
     int vec_unroll;     /* RJ_VUNROLL: vectors of each array a batch loads  */
     int vec_base[8], vec_ndim[8], vec_rdim[8];
 } cg_kernel;

@@ -8,6 +8,7 @@
 #include "gpu.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -830,9 +831,13 @@ static void set_array(long long *P, int base, CUdeviceptr ptr, const vm_buf *b)
 
 /* Whether a pass can take its 16-byte-load kernels (cuda.c, acc_elem_v:
  * rj_persistv, rj_seg1v, rj_seg32v): in every array it loads, the reduced
- * index's dimension has stride 1, every other dimension a stride of a
- * multiple of 16 bytes (or one element), and the first element of the
- * domain sits on 16 bytes, so that every vector of every output does. */
+ * indices' dimensions make one contiguous run (the last of stride 1, each
+ * other the stride of the run inside it; a dimension the domain holds at
+ * one value has any stride), so that the domain's flat position is an
+ * element offset; every other dimension has a stride of a multiple of 16
+ * bytes (or one element), and the first element of the domain sits on 16
+ * bytes, so that every vector of every output does.  A matrix's sum(A)
+ * then reads it as one range, with no division per element. */
 static int vec_ok(const run_ctx *r, const pass_entry *e)
 {
     const cg_kernel *k = &e->k;
@@ -840,12 +845,20 @@ static int vec_ok(const run_ctx *r, const pass_entry *e)
     if (!k->vec) return 0;
     for (int l = 0; l < k->nvec; l++) {
         const long long *a = P + k->vec_base[l];   /* pointer, extents, strides */
-        int nd = k->vec_ndim[l];
-        if (a[1 + nd + k->vec_rdim[l]] != 1 ||
-            ((unsigned long long)a[0] + (unsigned long long)P[k->vec_lo] * k->vec_esz) % 16)
-            return 0;
+        int nd = k->vec_ndim[l], rd = k->vec_rdim[l];
+        unsigned long long first = 0;   /* element offset of the domain's first element */
+        long long run = 1;              /* the stride the next dimension out must have */
+        for (int q = k->vec_nred - 1; q >= 0; q--) {
+            long long sz = P[k->vec_sz[q]], stride = a[1 + nd + rd + q];
+            /* (the kernel adds the last one's start unscaled) */
+            if ((sz != 1 || (q == k->vec_nred - 1 && P[k->vec_lo[q]])) && stride != run) return 0;
+            first += (unsigned long long)P[k->vec_lo[q]] * (unsigned long long)stride;
+            if (sz > 1 && run > LLONG_MAX / sz) return 0;
+            run *= sz > 1 ? sz : 1;
+        }
+        if (((unsigned long long)a[0] + first * (unsigned long long)k->vec_esz) % 16) return 0;
         for (int d = 0; d < nd; d++)
-            if (d != k->vec_rdim[l] && a[1 + d] > 1 && (a[1 + nd + d] * k->vec_esz) % 16) return 0;
+            if ((d < rd || d >= rd + k->vec_nred) && a[1 + d] > 1 && (a[1 + nd + d] * k->vec_esz) % 16) return 0;
     }
     return 1;
 }
