@@ -1020,7 +1020,15 @@ int gpu_column_layout(const cg_kernel *k, const vm_buf *bufs)
  * warp; CSR lengths 10..50: 179 against 440), else a warp on an
  * occupancy-sized grid (rows of 16384: 279 us against 344 with a block; rows
  * of 1024: 142 against 161).  Few long segments, and columns, split each
- * output's domain into chunks. */
+ * output's domain into chunks.
+ * Tried for short rows and dropped (H200, 2026-11-23, 2^26 f32, us for CSR
+ * lengths 10..50 / all of length 3): 8 lanes a row 153 / 1096 against a
+ * thread's 114 / 150; a thread a row reading its block's span of values
+ * from shared memory, staged in one pass of coalesced loads before the
+ * rows were folded, 165 / 550: a block had one span's loads in flight at a
+ * time, where the thread per row keeps 8 loads of each thread in flight
+ * (a staged kernel would need the next span's copy overlapping this one's
+ * fold, cp.async or the bulk copy engine). */
 gpu_seg_choice gpu_choose_segments(long long nout, long long total, int columns, int nsm)
 {
     gpu_seg_choice c = {0};
