@@ -591,7 +591,10 @@ static void test_workspace_results(red_ctx *ctx)
                       "workspace results (mode %d): published (%lld), with no copy (%lld) and no synchronisation "
                       "(%lld)", mode, pubs, fc_count("cuMemcpyDtoHAsync"), fc_count("cuStreamSynchronize"));
             else if (k == 4)
-                CHECK(pubs == 0 && fc_count("cuStreamQuery") >= 8 && fc_count("cuMemcpyDtoHAsync") == 1 &&
+                /* at least one query before giving up: how many fit in the
+                 * millisecond depends on the machine (2 under valgrind on a
+                 * loaded CI machine) */
+                CHECK(pubs == 0 && fc_count("cuStreamQuery") >= 1 && fc_count("cuMemcpyDtoHAsync") == 1 &&
                           fc_count("cuStreamSynchronize") == 2,
                       "workspace results (mode %d), not published, long: the stream asked (%lld), then one copy "
                       "(%lld) and two synchronisations (%lld)", mode, fc_count("cuStreamQuery"),
