@@ -801,14 +801,15 @@ static void emit_vec_bases(gen *g, const ir *const *loads, int n)
 }
 
 /* acc_load_v and acc_elem_v: the elements u*RJ_VEC .. u*RJ_VEC + RJ_VEC-1
- * of output o's domain, from one 16-byte load of each array (acc_load_v),
- * folded into `a` in order (acc_elem_v); acc_elem_1 one element; for
- * rj_run_v.  Emitted only where the pass qualifies (no ordered
- * operator, one plain reduced index, loads as vec_loads takes them, all of
- * one size); the runtime takes them only where, in every such array, the
- * reduced index's dimension has stride 1, every other dimension a stride
- * of a multiple of 16 bytes, and the domain's first element sits on 16
- * bytes (gpu.c, vec_ok). */
+ * of output o's domain (flat positions, the last reduced index fastest),
+ * from one 16-byte load of each array (acc_load_v), folded into `a` in
+ * order (acc_elem_v); acc_elem_1 one element; for rj_run_v.  Emitted only
+ * where the pass qualifies (no ordered operator, no ranged reduced index,
+ * loads as vec_loads takes them, all of one size); the runtime takes them
+ * only where, in every such array, the reduced dimensions make one
+ * contiguous run ending in stride 1, every other dimension has a stride of
+ * a multiple of 16 bytes, and the domain's first element sits on 16 bytes
+ * (gpu.c, vec_ok). */
 static void emit_acc_elem_v(gen *g)
 {
     const plan_pass *ps = g->ps;

@@ -858,7 +858,9 @@ static int vec_ok(const run_ctx *r, const pass_entry *e)
         }
         if (((unsigned long long)a[0] + first * (unsigned long long)k->vec_esz) % 16) return 0;
         for (int d = 0; d < nd; d++)
-            if ((d < rd || d >= rd + k->vec_nred) && a[1 + d] > 1 && (a[1 + nd + d] * k->vec_esz) % 16) return 0;
+            if ((d < rd || d >= rd + k->vec_nred) && a[1 + d] > 1 &&
+                ((unsigned long long)a[1 + nd + d] * (unsigned long long)k->vec_esz) % 16)   /* no signed overflow */
+                return 0;
     }
     return 1;
 }
