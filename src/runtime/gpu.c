@@ -8,7 +8,6 @@
 #include "gpu.h"
 
 #include <dlfcn.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -853,8 +852,7 @@ static int vec_ok(const run_ctx *r, const pass_entry *e)
             /* (the kernel adds the last one's start unscaled) */
             if ((sz != 1 || (q == k->vec_nred - 1 && P[k->vec_lo[q]])) && stride != run) return 0;
             first += (unsigned long long)P[k->vec_lo[q]] * (unsigned long long)stride;
-            if (sz > 1 && run > LLONG_MAX / sz) return 0;
-            run *= sz > 1 ? sz : 1;
+            if (__builtin_mul_overflow(run, sz > 1 ? sz : 1, &run)) return 0;
         }
         if (((unsigned long long)a[0] + first * (unsigned long long)k->vec_esz) % 16) return 0;
         for (int d = 0; d < nd; d++)
