@@ -739,7 +739,7 @@ static int vec_loads(gen *g, const ir *x, const ir **list, int *n, int max)
     const plan_pass *ps = g->ps;
     if (x->kind == IR_INDEX) return ps->nred == 1 || red_pos(ps, x->slot) < 0;
     if (x->kind == IR_LOAD) {
-        int first = -1;
+        int first = -1, seen = 0;
         if (x->slot < 0 || x->nargs > RED_MAX_DIMS) return 0;
         for (int d = 0; d < x->nargs; d++) {
             const ir *sub = x->args[d];
@@ -751,10 +751,9 @@ static int vec_loads(gen *g, const ir *x, const ir **list, int *n, int max)
             }
             if (k == 0 && first < 0) first = d;
             if (first < 0 || d - first != k) return 0;   /* out of order, or twice */
+            seen++;
         }
-        if (first < 0 || first + ps->nred > x->nargs) return 0;
-        for (int k = 0; k < ps->nred; k++)
-            if (x->args[first + k]->slot != ps->red[k]) return 0;
+        if (seen != ps->nred) return 0;   /* one missing */
         switch (buf_dtype(g, x->slot)) {
         case RED_I32: case RED_U32: case RED_F32: case RED_I64: case RED_U64: case RED_F64: break;
         default: return 0;
