@@ -1737,12 +1737,23 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
         size_t ws_before = ws_used;
         uint64_t kh = 0;   /* count_key of a keyed pass's arrays (0: not kept) */
         int guessed = 0;
+        /* a keyed pass over a ranged index (`over i in 1..n by k[i]`): the
+         * domain's size comes from bounds only the device can read, as for
+         * a full reduction below (it was taken as 1, and every key past
+         * the first element's was lost) */
+        long long keyN = L1;
+        if (ps->key && ranged) {
+            rc = count_on_device(&r, e, 1, 1, &keyN);
+            if (!rc && keyN > ((long long)1 << 40))
+                rc = util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large: %lld elements (at most 2^40)", keyN);
+            if (rc) break;
+        }
     keys_again:;
         long long nkeys = 0;
         int sorted = 1;
         CUdeviceptr offs = 0;
         if (ps->key) {
-            long long N = L1;
+            long long N = keyN;
             params[0] = N;
             params[7] = 0;
             /* the last pass of a run read back at its end may take the key
@@ -1823,7 +1834,7 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
             if (grid > (long long)g->nsm * 32) grid = (long long)g->nsm * 32;
             if (nout > 0) rc = launch(&r, e, "rj_map", grid);
         } else if (ps->key) {
-            long long N = L1;
+            long long N = keyN;
             params[0] = N;
             if (nkeys == 0) {
                 /* nothing to reduce: the result is empty */
