@@ -308,6 +308,57 @@ static void test_vec_choice(red_ctx *ctx)
     }
 }
 
+/* The last kernel a keyed expression launched, with x a view of dx (type
+ * xt, xoff bytes in, n elements xstride apart) and seg n keys from dseg,
+ * soff of them in. */
+static const char *key_kernel_for(red_ctx *ctx, const char *text, red_dtype xt, int xoff, int64_t n, int64_t xstride,
+                                  int soff)
+{
+    static char name[64];
+    name[0] = 0;
+    red_expr *e = NULL;
+    red_array x, seg;
+    if (red_prepare(ctx, text, &e)) return name;
+    red_array_init(&x, (char *)dx + xoff, xt, 1, &n, &xstride);
+    red_array_init(&seg, (int32_t *)dseg + soff, RED_I32, 1, &n, NULL);
+    x.memory = seg.memory = RED_MEM_CUDA;
+    int rc = red_bind_array(e, "x", &x);
+    if (!rc) rc = red_bind_array(e, "seg", &seg);
+    if (!rc) rc = red_run(e);
+    CHECK(rc == RED_OK, "%s: %s", text, red_expr_errmsg(e));
+    if (!rc) snprintf(name, sizeof name, "%s", fc_last_launch(NULL, NULL));
+    red_finalize(e);
+    return name;
+}
+
+/* Sorted keys take rj_kfusedv where the keys and the values are contiguous,
+ * of one element size, and start on 16 bytes; rj_kfused otherwise. */
+static void test_key_vec_choice(red_ctx *ctx)
+{
+    const struct {
+        const char *text;
+        red_dtype xt;
+        int xoff;
+        int64_t n, xstride;
+        int soff;
+        const char *want;
+    } t[] = {
+        {"sum(x[i]) by seg[i]", RED_F32, 0, N, 1, 0, "rj_kfusedv"},
+        {"sum(x[i]) by seg[i]", RED_F32, 16, N - 8, 1, 4, "rj_kfusedv"},      /* both 16 bytes in */
+        {"sum(x[i] * i) by seg[i]", RED_F32, 0, N, 1, 0, "rj_kfusedv"},       /* the index as a value */
+        {"max(abs(x[i])) by seg[i] / 3", RED_F32, 0, N, 1, 0, "rj_kfusedv"},  /* a computed key */
+        {"sum(x[i]) by seg[i]", RED_I32, 0, N, 1, 0, "rj_kfusedv"},           /* an 8-byte accumulator */
+        {"sum(x[i]) by seg[i]", RED_F32, 4, N - 8, 1, 0, "rj_kfused"},        /* values off 16 bytes */
+        {"sum(x[i]) by seg[i]", RED_F32, 0, N - 8, 1, 1, "rj_kfused"},        /* keys off 16 bytes */
+        {"sum(x[i]) by seg[i]", RED_F32, 0, N / 2, 2, 0, "rj_kfused"},        /* strided values */
+        {"sum(x[i]) by seg[i]", RED_F64, 0, N / 2, 1, 0, "rj_kfused"},        /* 8-byte values, 4-byte keys */
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        const char *k = key_kernel_for(ctx, t[i].text, t[i].xt, t[i].xoff, t[i].n, t[i].xstride, t[i].soff);
+        CHECK(strcmp(k, t[i].want) == 0, "%s (case %zu): launched %s, expected %s", t[i].text, i, k, t[i].want);
+    }
+}
+
 /* The segment count of a ranged pass under auto is taken again when the
  * arrays change (another offsets array, another length), not otherwise. */
 static void test_count_key(red_ctx *ctx)
@@ -851,6 +902,7 @@ int main(int argc, char **argv)
     test_calls(ctx);
     test_count_key(ctx);
     test_vec_choice(ctx);
+    test_key_vec_choice(ctx);
     test_refused_rebind();
     test_async(ctx);
     test_async_chain(ctx);

@@ -640,6 +640,7 @@ static void emit_out_range(gen *g)
 }
 
 static void emit_fold(gen *g);
+static int kvt(void);
 
 static void emit_acc_elem(gen *g)
 {
@@ -799,6 +800,45 @@ static void emit_vec_bases(gen *g, const ir *const *loads, int n)
     }
 }
 
+/* For a keyed pass's rj_kfusedv (rj_reduce.cuh): element c of vector u of
+ * its arrays, from Vld L, folded into `a` (acc_one_v) and its key (key_v);
+ * one copy each, c a constant once inlined into the kernel's unrolled
+ * loops. */
+static void emit_key_v(gen *g, const ir *const *loads, int n)
+{
+    const plan_pass *ps = g->ps;
+    util_buf *o = g->o;
+    for (int f = 0; f < 2; f++) {
+        begin_function(g);
+        if (f == 0)
+            util_buf_puts(o, "__device__ __forceinline__ void acc_one_v(Acc &a, const Params &P, const Vld &L, "
+                             "const long long *lo, long long u, int c)\n{\n");
+        else
+            util_buf_puts(o, "__device__ __forceinline__ long long key_v(const Params &P, const Vld &L, "
+                             "const long long *lo, long long u, int c)\n{\n");
+        util_buf_puts(o, "    (void)P;\n    (void)lo;\n");
+        if (ps->nred == 1)
+            util_buf_printf(o, "    const long long i%d = lo[0] + u * %d + c;\n    (void)i%d;\n", ps->red[0], g->k->vec,
+                            ps->red[0]);
+        else
+            util_buf_printf(o, "    const long long t = u * %d + c;\n    (void)t;\n", g->k->vec);
+        for (int i = 0; i < n; i++) {
+            g->done[loads[i]->id] = 1;
+            util_buf_printf(o, "    const %s v%d = L.q%d.c[c];\n    (void)v%d;\n", tname[loads[i]->type], loads[i]->id,
+                            loads[i]->id, loads[i]->id);
+        }
+        if (f == 0) {
+            emit_fold(g);
+        } else {
+            emit(g, ps->key);
+            util_buf_puts(o, "    return ");
+            ref(g, ps->key);
+            util_buf_puts(o, ";\n");
+        }
+        util_buf_puts(o, "}\n");
+    }
+}
+
 /* acc_load_v and acc_elem_v: the elements u*RJ_VEC .. u*RJ_VEC + RJ_VEC-1
  * of output o's domain (flat positions, the last reduced index fastest),
  * from one 16-byte load of each array (acc_load_v), folded into `a` in
@@ -814,8 +854,9 @@ static void emit_acc_elem_v(gen *g)
     const plan_pass *ps = g->ps;
     cg_kernel *k = g->k;
     util_buf *o = g->o;
-    if ((k->kind != CG_FULL && k->kind != CG_PARTIAL) || k->ordered || ps->nred < 1 || ps->key)
+    if ((k->kind != CG_FULL && k->kind != CG_PARTIAL && k->kind != CG_KEYED) || k->ordered || ps->nred < 1)
         return;
+    if (ps->key && kvt() < 0) return;
     for (int d = 0; d < ps->nred; d++)
         if (g->p->vars[ps->red[d]].lo) return;
     const ir *loads[8];
@@ -823,6 +864,7 @@ static void emit_acc_elem_v(gen *g)
     for (int q = 0; q < ps->nreds; q++)
         for (int c = 0; c < ps->reds[q].ncomp; c++)
             if (!vec_loads(g, ps->reds[q].map[c], loads, &n, 8)) return;
+    if (ps->key && !vec_loads(g, ps->key, loads, &n, 8)) return;
     if (n == 0) return;
     size_t esz = red_dtype_size(buf_dtype(g, loads[0]->slot));
     for (int i = 1; i < n; i++)
@@ -852,7 +894,12 @@ static void emit_acc_elem_v(gen *g)
     for (int i = 0; i < n; i++)
         util_buf_printf(o, "    L.q%d = ((const rj_vec<%s, %d> *)b%d)[u];\n", loads[i]->id, tname[loads[i]->type], vec,
                         loads[i]->id);
-    util_buf_puts(o, "}\n__device__ __forceinline__ void acc_elem_v(Acc &a, const Params &P, const Vld &L, long long o, "
+    util_buf_puts(o, "}\n");
+    if (ps->key) {
+        emit_key_v(g, loads, n);
+        return;
+    }
+    util_buf_puts(o, "__device__ __forceinline__ void acc_elem_v(Acc &a, const Params &P, const Vld &L, long long o, "
                      "const long long *lo, long long u)\n{\n    (void)P;\n    (void)o;\n");
     for (int c = 0; c < vec; c++) {
         begin_function(g);
@@ -991,7 +1038,11 @@ static const struct {
     {"rj_kscan", "RJ_ENTRY rj_kscan(Params P) { rj_key_scan(P); }\n"},
     {"rj_koffs", "RJ_ENTRY rj_koffs(Params P) { rj_key_offsets(P); }\n"},
     /* at most 64 registers: four blocks an SM, as many as its shared memory holds */
-    {"rj_kfused", "extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK, 4) rj_kfused(Params P) { rj_key_fused(P); }\n"},
+    {"rj_kfused", "extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK, 4) rj_kfused(Params P) { rj_key_fused<false>(P); }\n"},
+    /* the same two over 16-byte loads (vec_ok): a group of their own, so
+     * that a pass compiles one of the two fused kernels, not both */
+    {"rj_kendsv", "RJ_ENTRY rj_kendsv(Params P) { rj_key_ends(P); }\n"},
+    {"rj_kfusedv", "extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK, RJ_KMINB) rj_kfusedv(Params P) { rj_key_fused<true>(P); }\n"},
     {"rj_kpriv", "RJ_ENTRY rj_kpriv(Params P) { rj_keyed_private(P); }\n"},
     {"rj_kcomb", "RJ_ENTRY rj_kcomb(Params P) { rj_keyed_combine(P); }\n"},
     {"rj_split1", "RJ_ENTRY rj_split1(Params P) { rj_split_threads(P); }\n"},
@@ -1016,6 +1067,7 @@ static const char *const group_entries[CG_NGROUPS] = {   /* names, each NUL-term
     [CG_G_KPRIV] = "rj_kscan\0rj_kpriv\0rj_kcomb\0",
     [CG_G_SPLIT1] = "rj_split1\0rj_splitf\0",
     [CG_G_SPLITB] = "rj_splitb\0rj_splitf\0",
+    [CG_G_KSORTEDV] = "rj_kendsv\0rj_kfusedv\0",
 };
 
 int cg_group_has(int group, const char *entry)
@@ -1041,6 +1093,7 @@ int cg_group_usable(int group, const cg_kernel *k)
     if (group == CG_G_MAP) return 0;
     if (group == CG_G_PERSISTV) return k->vec > 0 && kind == CG_FULL;
     if (group == CG_G_SEG1V || group == CG_G_SEG32V) return k->vec > 0 && kind == CG_PARTIAL;
+    if (group == CG_G_KSORTEDV) return k->vec > 0 && kind == CG_KEYED;
     if (group == CG_G_KSORTED || group == CG_G_KOFFS || group == CG_G_KPRIV) return kind == CG_KEYED;
     if (group == CG_G_SPLIT1 || group == CG_G_SPLITB) return kind == CG_PARTIAL || kind == CG_KEYED;
     return 1;
@@ -1096,6 +1149,36 @@ static int vunroll(void)
     int v = u ? atoi(u) : 0;
     if (v == 1 || v == 2 || v == 4 || v == 8) return v;
     return 2;
+}
+
+/* 16-byte loads of each array a lane of rj_kfusedv takes a tile
+ * (rj_reduce.cuh, RJ_KVE): 0, the default, lets the kernel choose from its
+ * accumulator's and key's sizes (4 for f32 values and i32 keys: 16
+ * elements a lane).  Measured on the H200 (bench/sweep.sh REDJIT_KVT,
+ * 2026-11-24, 2^26 f32 values, i32 keys, us at off / 2 / 4): one segment
+ * 157.7 / 147.1 / 152.3, lengths 10..50 289.4 / 205.8 / 179.6, all of
+ * length 3 289.7 / 208.6 / 219.9, rows of 1024 191.7 / 152.8 / 161.2.
+ * REDJIT_KVT (1, 2, 4 or 8) overrides it for sweeps, and "off" (-1) keeps
+ * keyed passes on rj_kfused's scalar loads. */
+static int kvt(void)
+{
+    const char *u = getenv("REDJIT_KVT");
+    if (u && strcmp(u, "off") == 0) return -1;
+    int v = u ? atoi(u) : 0;
+    return v == 1 || v == 2 || v == 4 || v == 8 ? v : 0;
+}
+
+/* Blocks an SM rj_kfusedv is compiled for (__launch_bounds__): 3 allows 80
+ * registers, where at 4 (64) its 16 elements a lane spilled.  Tuned on the
+ * H200 (bench/sweep.sh REDJIT_KMINB, 2026-11-24, 2^26 f32 values, i32 keys;
+ * us at 3 / 4: one segment 151.0 / 152.1, lengths 10..50 179.5 / 173.2 and
+ * 179.5 / 179.6, all of length 3 212.5 / 219.9, rows of 1024 156.9 /
+ * 161.2).  REDJIT_KMINB (1 to 8) overrides it for sweeps. */
+static int kminb(void)
+{
+    const char *u = getenv("REDJIT_KMINB");
+    int v = u ? atoi(u) : 0;
+    return v >= 1 && v <= 8 ? v : 3;
 }
 
 /* The prelude's optional groups (rj_prelude.cuh) and the names that need
@@ -1171,7 +1254,8 @@ int cg_generate(const plan *p, int pi, util_arena *a, cg_kernel *out, util_diag 
         for (int q = 0; q < ps->nreds; q++) direct &= is_arg(ps->reds[q].rop);
         util_buf_printf(o, "#define RJ_FOLD_DIRECT %d\n", direct);
         out->vec_unroll = vunroll();
-        util_buf_printf(o, "#define RJ_VEC %d\n#define RJ_VUNROLL %d\n", out->vec, out->vec_unroll);
+        util_buf_printf(o, "#define RJ_VEC %d\n#define RJ_VUNROLL %d\n#define RJ_KVT %d\n#define RJ_KMINB %d\n", out->vec,
+                        out->vec_unroll, ps->key && kvt() > 0 ? kvt() : 0, kminb());
         util_buf_puts(o, rj_reduce_cuh);
         util_buf_puts(o, "#define RJ_ENTRY extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK)\n");
     }

@@ -45,7 +45,8 @@ typedef struct cg_kernel {
     } loads[8];
     int loads_overflow; /* more loads than recorded                         */
     /* Contiguous reductions (acc_elem_v; rj_persistv for full ones, rj_seg1v
-     * and rj_seg32v for the others): vec elements of vec_esz bytes a 16-byte
+     * and rj_seg32v for the others; for keyed passes, with the key's loads
+     * among the arrays, acc_one_v and key_v: rj_kendsv and rj_kfusedv): vec elements of vec_esz bytes a 16-byte
      * load from each of nvec arrays, whose parameter blocks start at
      * vec_base[], with vec_ndim[] dimensions, the pass's vec_nred reduced
      * indices in dimensions vec_rdim[] .. vec_rdim[] + vec_nred - 1, in the
@@ -74,7 +75,7 @@ int cg_generate(const plan *p, int pi, util_arena *a, cg_kernel *out, util_diag 
  * body made by cg_generate.  CG_ALL_GROUPS: every usable group at once (for
  * red_precompile and red_explain). */
 enum { CG_G_MAP, CG_G_TREE, CG_G_SEQ, CG_G_PERSIST, CG_G_PERSISTV, CG_G_SEG1, CG_G_SEG32, CG_G_SEG1V, CG_G_SEG32V, CG_G_SEGB, CG_G_COUNT,
-       CG_G_KSORTED, CG_G_KOFFS, CG_G_KPRIV, CG_G_SPLIT1, CG_G_SPLITB, CG_NGROUPS, CG_ALL_GROUPS = -1 };
+       CG_G_KSORTED, CG_G_KOFFS, CG_G_KPRIV, CG_G_SPLIT1, CG_G_SPLITB, CG_G_KSORTEDV, CG_NGROUPS, CG_ALL_GROUPS = -1 };
 int cg_group_of(const char *entry);
 int cg_group_has(int group, const char *entry);
 int cg_group_usable(int group, const cg_kernel *k);

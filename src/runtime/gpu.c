@@ -1154,7 +1154,8 @@ static int run_segments(run_ctx *r, pass_entry *e, long long nout, long long tot
         if (c.occupancy_grid) strategy = RED_STRATEGY_PERSISTENT;
         /* contiguous rows: the same with 16-byte loads (auto only: the
          * forced strategies keep the scalar kernels to compare against) */
-        if ((group == 1 || group == 32) && vec_ok(r, e)) k = group == 1 ? "rj_seg1v" : "rj_seg32v";
+        if ((group == 1 || group == 32) && e->k.kind == CG_PARTIAL && vec_ok(r, e))
+            k = group == 1 ? "rj_seg1v" : "rj_seg32v";
     }
     }
     if (strategy == RED_STRATEGY_PERSISTENT) {
@@ -1456,7 +1457,8 @@ static int key_segments(run_ctx *r, pass_entry *e, const plan_pass *ps, long lon
     *offs = 0;
     util_diag alloc = {0};
     if (mode != KEYS_SCAN) {
-        rc = launch(r, e, "rj_kends", 1);
+        /* the module rj_kfused or rj_kfusedv comes in */
+        rc = launch(r, e, mode == KEYS_FUSED && vec_ok(r, e) ? "rj_kendsv" : "rj_kends", 1);
         if (!rc) rc = read_ws_stats(r, st);
         if (rc) return rc;
         *flag_dirty = 0;   /* rj_kends cleared it */
@@ -1513,8 +1515,9 @@ static int key_segments(run_ctx *r, pass_entry *e, const plan_pass *ps, long lon
 }
 
 /* Sorted keys in one pass (rj_kfused, for accumulators of up to 32 bytes,
- * whose tiles fit in shared memory): a grid that fills the GPU once, each
- * warp on a contiguous range, two items a block for the last block to fold.
+ * whose tiles fit in shared memory; rj_kfusedv where vec_ok): a grid that
+ * fills the GPU once, each warp on a contiguous range, two items a block for
+ * the last block to fold.
  * *bad: the kernel found the keys unsorted, or one outside 0..nkeys-1; with
  * bad NULL the flag (key statistics [2]) is left for the run's last read. */
 static int key_fused(run_ctx *r, pass_entry *e, long long N, long long nkeys, int zero_flag, int *bad)
@@ -1526,12 +1529,17 @@ static int key_fused(run_ctx *r, pass_entry *e, long long N, long long nkeys, in
      * rj_kscan (which leaves its "sorted" there) or a raised flag it is
      * cleared here */
     if (zero_flag) CU(g->cu.MemsetD8Async(r->ws + 64 + 16, 0, 8, r->s), "cuMemsetD8Async");
+    /* contiguous arrays: 16-byte loads, each warp's range a multiple of
+     * rj_kfusedv's largest tile */
+    int vec = vec_ok(r, e);
+    const char *kn = vec ? "rj_kfusedv" : "rj_kfused";
+    long long tile = vec ? 512 : 32;
     long long grid = 1;
-    int rc = occupancy_grid(r, e, "rj_kfused", &grid);
+    int rc = occupancy_grid(r, e, kn, &grid);
     if (rc) return rc;
     long long wpb = BLOCK / 32, nw = grid * wpb;
     if (nw > cdiv(N, 256)) nw = cdiv(N, 256);   /* at least a tile (32 RJ_KT, at most 256 elements) each */
-    long long per = cdiv(cdiv(N, nw), 32) * 32;
+    long long per = cdiv(cdiv(N, nw), tile) * tile;
     grid = cdiv(cdiv(N, per), wpb);
     CUdeviceptr items;
     size_t kbytes = (size_t)(2 * grid) * 8;
@@ -1544,7 +1552,7 @@ static int key_fused(run_ctx *r, pass_entry *e, long long N, long long nkeys, in
     P[5] = per;
     P[7] = 0;
     P[8] = (long long)items;
-    rc = launch(r, e, "rj_kfused", grid);
+    rc = launch(r, e, kn, grid);
     if (rc || !bad) return rc;   /* no bad: the caller reads the flag later */
     long long chk[3] = {0, 0, 0};
     rc = read_ws_stats(r, chk);

@@ -265,7 +265,7 @@ __device__ __forceinline__ void rj_full_persistent(const Params &P)
     rj_persist_finish(P, rj_full_block_fold(P, blockIdx.x));
 }
 
-#if RJ_VEC
+#if RJ_VEC && !RJ_KEYED
 // A batch of RJ_VUNROLL whole vectors folded into `in` in order: into
 // fresh accumulators first, combined in order, as rj_fold_batch does;
 // argmin and argmax straight into `in`.
@@ -677,9 +677,10 @@ __device__ __forceinline__ void rj_key_scan(const Params &P)
 // rows) and is never written.  Keys with no elements get the identity from
 // the element after them, as with the segment starts.
 
-// elements a lane folds in a row: the tile, keys and accumulators, sits in
-// shared memory (8 warps, each lane's row padded by one against bank
-// conflicts); the host uses this kernel for accumulators of up to 32 bytes
+// elements a lane folds in a row in rj_kfused: the tile, keys and
+// accumulators, sits in shared memory (8 warps, each lane's row padded by
+// one against bank conflicts); the host uses these kernels for accumulators
+// of up to 32 bytes
 #define RJ_KT (sizeof(Acc) <= 8 ? 8 : sizeof(Acc) <= 16 ? 4 : 2)
 #define RJ_KROW (RJ_KT + 1)
 #define RJ_KTILE (sizeof(Acc) <= 32 ? 32 * RJ_KROW : 1)
@@ -709,6 +710,7 @@ __device__ __forceinline__ void rj_key_gap(const Params &P, long long kp, long l
     acc_init(id);
     for (long long q = kp + 1 > 0 ? kp + 1 : 0; q < k && q < nk; q++) acc_write(P, q, id);
 }
+
 
 // Reduce by key the items (ik, ia) begin..end-1, sorted by key, a warp at a
 // time, 32 items a step.  Complete runs are written, except the first when
@@ -780,17 +782,247 @@ __device__ __forceinline__ void rj_key_items(const Params &P, const long long *i
     ta = ca;
 }
 
-// A warp's elements begin..end-1 (see above); sk and sa: its tile in shared
-// memory.  Returns its first complete run in hk/ha (-1 if none) and its last
-// run in tk/ta (ha and ta valid in lane 0); writes every other run.
-__device__ __forceinline__ void rj_key_tiles(const Params &P, rj_flt &F, const long long *lo, const long long *sz,
-                                             rj_key *sk, Acc *sa, long long begin, long long end, long long &hk,
-                                             Acc &ha, long long &tk, Acc &ta, int &bad)
+// One tile's fold (see above): this lane's KT consecutive elements k[],
+// x[], in order; kprev: the key of the element before them.  Its first run
+// may come from the lane before; a run that starts and ends here is written
+// now.  The carry (ck, ca in lane 0: the run open before this tile) becomes
+// the run open at its end; the warp's first complete run goes to hk/ha
+// while `want`.
+//
+// S: the completed runs go through shared memory, sv/sk (32 KT slots of the
+// warp's), in key order, and are written from there, 32 consecutive keys a
+// store.  Stored from the fold itself, a warp's store of runs of 3 touched
+// a sector a lane: the keys of length 3 took 238 us, and 163 without any
+// stores (2^26 f32, H200), the L2 88% busy; through the slots, 213.  A
+// lane's slots follow the lanes' before it: e1, e2, then the runs inside
+// it, as many as its heads (counted before the fold).  (Slots indexed by
+// key, which need no count or scan but a second fold for tiles whose keys
+// have gaps, were slower: 219 to 226 us, and NVRTC took 30% longer.)
+template <int KT, bool S>
+__device__ __forceinline__ void rj_key_fold(const Params &P, const rj_key (&k)[KT], const Acc (&x)[KT], rj_key kprev,
+                                            rj_key &ck, Acc &ca, bool &live, bool &want, long long &hk, Acc &ha,
+                                            int &bad, Acc *sv, rj_key *sk)
 {
     const unsigned full = 0xffffffffu;
     int lane = threadIdx.x & 31;
     long long nk = P.v[RJ_NOUT];
     rj_ukey unk = (rj_ukey)nk;   // int keys: nk is at most 2^31
+    rj_key fk = k[0], curk = fk;
+    bool head0 = fk != kprev;   // past the end: the same key, never
+    if (head0) {
+        bad |= fk < kprev || (rj_ukey)fk >= unk;
+        if ((long long)fk > (long long)kprev + 1) rj_key_gap(P, kprev, fk, nk);
+    }
+    // without branches but for the rare gap: every element selects whether
+    // it starts a run, and the run it ends is stored under a predicate (a
+    // branch an element diverged for short runs)
+    bool e1 = head0 && (lane > 0 || live);   // the run coming in ends here
+    int base = 0, total = 0, sb = 0;
+    if constexpr (S) {
+        int nh = 0;   // heads after the first element: runs this lane completes
+#pragma unroll
+        for (int j = 1; j < KT; j++) nh += k[j] != k[j - 1];
+        int mine = e1 + nh, incl = mine;
+#pragma unroll
+        for (int d = 1; d < 32; d <<= 1) {
+            int o = __shfl_up_sync(full, incl, d);
+            if (lane >= d) incl += o;
+        }
+        base = incl - mine;
+        total = __shfl_sync(full, incl, 31);
+        sb = base + e1 + 1;
+    }
+    Acc cur = x[0], fa;
+    acc_init(fa);
+    bool closed = false;   // the first run ended in this lane
+    unsigned gaps = 0;     // bit j: keys missing between elements j-1 and j
+#pragma unroll
+    for (int j = 1; j < KT; j++) {
+        rj_key kj = k[j];
+        bool nb = kj != curk;
+        bad |= nb && (kj < curk || (rj_ukey)kj >= unk);
+        gaps |= (nb && (long long)kj > (long long)curk + 1 ? 1u : 0u) << j;
+        if constexpr (S) {   // runs after the first: slots sb, sb + 1, ...
+            if (nb && closed) {
+                sv[sb] = cur;
+                sk[sb] = curk;
+            }
+            sb += nb && closed;
+        } else {
+            if (nb && closed && (rj_ukey)curk < unk) acc_write(P, curk, cur);
+        }
+        if (nb && !closed) fa = cur;
+        closed |= nb;
+        Acc c = cur;
+        acc_combine(c, x[j]);
+        cur = nb ? x[j] : c;
+        curk = kj;
+    }
+    while (gaps) {   // keys with no elements between this lane's runs
+        // the pair around the lowest gap, picked out by selects: one copy
+        // of the loop, and no index into k[] that is not a constant (which
+        // would put k[] in local memory)
+        int jg = __ffs(gaps) - 1;
+        gaps &= gaps - 1;
+        rj_key ka = k[0], kb = k[0];
+#pragma unroll
+        for (int j = 1; j < KT; j++) {
+            ka = j == jg ? k[j - 1] : ka;
+            kb = j == jg ? k[j] : kb;
+        }
+        rj_key_gap(P, ka, kb, nk);
+    }
+    unsigned heads = __ballot_sync(full, head0), starts = heads | __ballot_sync(full, closed);
+    if (lane == 0 && !head0) {   // lane 0's first run goes on with the carry
+        Acc c = ca;
+        acc_combine(c, closed ? fa : cur);
+        if (closed) fa = c;
+        else cur = c;
+    }
+    // v: the run open at the end of each lane, folded over the lanes it
+    // spans (from the last lane at or before this one that starts a run)
+    int m = 31 - __clz((starts | 1u) & (full >> (31 - lane)));
+#if __CUDA_ARCH__ >= 800
+    int longest = (int)__reduce_max_sync(full, (unsigned)(lane - m + 1));
+#else
+    int longest = lane - m + 1;
+    for (int d = 16; d > 0; d >>= 1) longest = max(longest, __shfl_xor_sync(full, longest, d));
+#endif
+    Acc v = cur;
+    for (int s = 1; s < longest; s <<= 1) {   // uniform
+        Acc o = acc_shfl_idx(v, lane >= s ? lane - s : 0);
+        if (lane - s >= m) {
+            acc_combine(o, v);
+            v = o;
+        }
+    }
+    Acc before = acc_shfl_idx(v, lane > 0 ? lane - 1 : 0);   // the run coming into this lane
+    // what completes here: e1, the run coming in, ended before this lane;
+    // e2, this lane's first run, ended inside it
+    bool e2 = closed;
+    rj_key e1k = kprev, e2k = fk;
+    Acc e1a = lane > 0 ? before : ca, e2a = fa;
+    if (closed && !head0 && lane > 0) {
+        e2a = before;
+        acc_combine(e2a, fa);
+    }
+    // the warp's first complete run is kept for the block: the lowest
+    int held = -1;
+    bool held1 = false;
+    unsigned any = __ballot_sync(full, e1 || e2);
+    if (want && any) {   // uniform
+        held = __ffs(any) - 1;
+        held1 = rj_shfl_idx(e1, held);
+        Acc h = acc_shfl_idx(held1 ? e1a : e2a, held);
+        rj_key hkey = __shfl_sync(full, held1 ? e1k : e2k, held);
+        if (lane == 0) {
+            ha = h;
+            hk = hkey;
+        }
+        want = false;
+    }
+    if constexpr (S) {
+        // e1 and e2 take the lane's first slots; the held run is slot 0
+        // (no lane before it completed a run), which the flush leaves out
+        if (e1) {
+            sv[base] = e1a;
+            sk[base] = e1k;
+        }
+        if (e2) {
+            sv[base + e1] = e2a;
+            sk[base + e1] = e2k;
+        }
+        __syncwarp();
+        for (int q = lane + (held >= 0); q < total; q += 32) {   // key order: coalesced
+            rj_key kq = sk[q];
+            if ((rj_ukey)kq < unk) acc_write(P, kq, sv[q]);
+            else bad = 1;
+        }
+        __syncwarp();   // read before the next tile's slots are written
+    } else {
+        if (e1 && !(lane == held && held1)) rj_key_put(P, e1k, e1a, nk, bad);
+        if (e2 && !(lane == held && !held1)) rj_key_put(P, e2k, e2a, nk, bad);
+    }
+    Acc nc = acc_shfl_idx(v, 31);   // the run open at the tile's end
+    if (lane == 0) ca = nc;
+    ck = __shfl_sync(full, curk, 31);
+    live = true;
+}
+
+#if RJ_VEC
+// rj_kfusedv, where every array the pass loads (keys and values) is
+// contiguous with elements of one size (the runtime's vec_ok): each lane
+// takes RJ_KVE consecutive elements a tile, RJ_KVT 16-byte loads of each
+// array, straight into registers, with no index arithmetic per element and
+// no trip through shared memory.  RJ_KVE: 16 where the lane's keys and
+// accumulators fit 32 registers, else fewer (REDJIT_KVT, cuda.c, for
+// sweeps).  The host's ranges are multiples of 512 elements, 32 RJ_KVE.
+#if RJ_KVT
+#define RJ_KVE_WANT (RJ_VEC * RJ_KVT)
+#else
+#define RJ_KVE_BYTES (sizeof(Acc) + sizeof(rj_key))
+#define RJ_KVE_WANT (RJ_VEC * (RJ_VEC * 4 * RJ_KVE_BYTES <= 128 ? 4 : RJ_VEC * 2 * RJ_KVE_BYTES <= 128 ? 2 : 1))
+#endif
+// halved, down to one vector, until a warp's 32 RJ_KVE result slots
+// (rj_key_fold: an accumulator and a key each) take at most 4 KB: 32 KB a
+// block (REDJIT_KVT could ask for more than fits)
+__host__ __device__ constexpr int rj_kve_fit(int want)
+{
+    return want > RJ_VEC && want * (int)(sizeof(Acc) + sizeof(rj_key)) > 128 ? rj_kve_fit(want / 2) : want;
+}
+#define RJ_KVE rj_kve_fit(RJ_KVE_WANT)
+
+// A tile of rj_kfusedv: lane l's elements base + l KT .. + KT-1; a tile
+// that ends past `end` (a warp's last) element by element, past the end
+// the last key again with no value.
+template <int KT>
+__device__ __forceinline__ void rj_key_load_v(const Params &P, rj_flt &F, const long long *lo, const long long *sz,
+                                              long long base, long long end, rj_key (&k)[KT], Acc (&x)[KT])
+{
+    long long t0 = base + (threadIdx.x & 31) * KT;
+    if (base + 32 * KT <= end) {   // uniform
+        constexpr int NV = KT / RJ_VEC;
+        Vld L[NV];
+        long long u = t0 / RJ_VEC;
+#pragma unroll
+        for (int v = 0; v < NV; v++) acc_load_v(L[v], P, 0, lo, u + v);
+#pragma unroll
+        for (int v = 0; v < NV; v++)
+#pragma unroll
+            for (int c = 0; c < RJ_VEC; c++) {
+                k[v * RJ_VEC + c] = (rj_key)key_v(P, L[v], lo, u + v, c);
+                acc_init(x[v * RJ_VEC + c]);
+                acc_one_v(x[v * RJ_VEC + c], P, L[v], lo, u + v, c);
+            }
+    } else {
+#pragma unroll
+        for (int j = 0; j < KT; j++) {
+            long long t = t0 + j, tc = t < end ? t : end - 1;
+            acc_init(x[j]);
+            k[j] = (rj_key)key_at(F, P, lo, sz, tc);
+            if (t < end) acc_elem(x[j], F, P, 0, lo, sz, t);
+        }
+    }
+}
+#else
+#define RJ_KVE 1
+template <int KT>
+__device__ void rj_key_load_v(const Params &P, rj_flt &F, const long long *lo, const long long *sz, long long base,
+                              long long end, rj_key (&k)[KT], Acc (&x)[KT]);   // never used
+#endif
+
+// A warp's elements begin..end-1 (see above): rj_kfused's tiles (V false)
+// through shared memory, rj_kfusedv's (V) straight from 16-byte loads.
+// Returns its first complete run in hk/ha (-1 if none) and its last run in
+// tk/ta (ha and ta valid in lane 0); writes every other run.
+template <bool V>
+__device__ __forceinline__ void rj_key_tiles(const Params &P, rj_flt &F, const long long *lo, const long long *sz,
+                                             long long begin, long long end, long long &hk, Acc &ha, long long &tk,
+                                             Acc &ta, int &bad)
+{
+    constexpr int KT = V ? RJ_KVE : RJ_KT;
+    const unsigned full = 0xffffffffu;
+    int lane = threadIdx.x & 31;
     // the carry: the run open before this tile, its fold in lane 0; at the
     // start, the key before the range, whose run is not this warp's
     rj_key ck = begin > 0 ? (rj_key)key_at(F, P, lo, sz, begin - 1) : (rj_key)-1;
@@ -800,39 +1032,31 @@ __device__ __forceinline__ void rj_key_tiles(const Params &P, rj_flt &F, const l
     acc_init(ha);
     hk = -1;
     bool live = false, want = true, shares = false;
-    for (long long base = begin; base < end; base += 32 * RJ_KT) {   // uniform in the warp
-        {
-            rj_key k[RJ_KT];
-            Acc x[RJ_KT];
+    for (long long base = begin; base < end; base += 32 * KT) {   // uniform in the warp
+        rj_key k[KT];
+        Acc x[KT];
+        if constexpr (V) {
+            rj_key_load_v<KT>(P, F, lo, sz, base, end, k, x);
+        } else {
 #pragma unroll
-            for (int j = 0; j < RJ_KT; j++) {   // past the end: the last key again, no value
+            for (int j = 0; j < KT; j++) {   // past the end: the last key again, no value
                 long long t = base + j * 32 + lane, tc = t < end ? t : end - 1;
                 acc_init(x[j]);
                 k[j] = (rj_key)key_at(F, P, lo, sz, tc);
                 if (t < end) acc_elem(x[j], F, P, 0, lo, sz, t);
             }
-#if !RJ_ORDERED
-            // the carry's key all through the tile: each lane folds its share
-            bool same = true;
-#pragma unroll
-            for (int j = 0; j < RJ_KT; j++) same &= k[j] == ck;
-            if (__all_sync(full, same)) {
-#pragma unroll
-                for (int j = 0; j < RJ_KT; j++) acc_combine(lp, x[j]);
-                shares = live = true;
-                continue;
-            }
-#endif
-            __syncwarp();   // the last tile is read
-#pragma unroll
-            for (int j = 0; j < RJ_KT; j++) {
-                int e = j * 32 + lane, q = e / RJ_KT * RJ_KROW + e % RJ_KT;
-                sk[q] = k[j];
-                sa[q] = x[j];
-            }
-            __syncwarp();
         }
 #if !RJ_ORDERED
+        // the carry's key all through the tile: each lane folds its share
+        bool same = true;
+#pragma unroll
+        for (int j = 0; j < KT; j++) same &= k[j] == ck;
+        if (__all_sync(full, same)) {
+#pragma unroll
+            for (int j = 0; j < KT; j++) acc_combine(lp, x[j]);
+            shares = live = true;
+            continue;
+        }
         if (shares) {   // the shares join the carry, in lane 0
             Acc w = rj_warp_reduce<1>(lp, 32);
             if (lane == 0) acc_combine(ca, w);
@@ -840,98 +1064,40 @@ __device__ __forceinline__ void rj_key_tiles(const Params &P, rj_flt &F, const l
             shares = false;
         }
 #endif
-        // this lane's elements, in order: its first run may come from the
-        // lane before; a run that starts and ends here is written now
-        const rj_key *rk = sk + lane * RJ_KROW;
-        const Acc *ra = sa + lane * RJ_KROW;
-        rj_key kprev = lane > 0 ? rk[-2] : ck;   // the row before ends with its pad
-        rj_key fk = rk[0], curk = fk;
-        bool head0 = fk != kprev;   // past the end: the same key, never
-        if (head0) {
-            bad |= fk < kprev || (rj_ukey)fk >= unk;
-            if ((long long)fk > (long long)kprev + 1) rj_key_gap(P, kprev, fk, nk);
-        }
-        // without branches but for the rare gap: every element selects
-        // whether it starts a run, and the run it ends is stored under a
-        // predicate (a branch an element diverged for short runs)
-        Acc cur = ra[0], fa;
-        acc_init(fa);
-        bool closed = false, gaps = false;   // the first run ended in this lane
+        if constexpr (V) {
+            // the runs this tile completes go out through shared memory
+            // (rj_key_fold, S)
+            __shared__ Acc sv[RJ_BLOCK / 32][32 * KT];
+            __shared__ rj_key sks[RJ_BLOCK / 32][32 * KT];
+            rj_key kprev = __shfl_up_sync(full, k[KT - 1], 1);
+            if (lane == 0) kprev = ck;
+            rj_key_fold<KT, true>(P, k, x, kprev, ck, ca, live, want, hk, ha, bad, sv[threadIdx.x >> 5],
+                                  sks[threadIdx.x >> 5]);
+        } else {
+            // loaded in coalesced rows, folded along a lane's own row: the
+            // tile passes through shared memory (each lane's row padded by
+            // one against bank conflicts; the row before ends with its pad)
+            __shared__ rj_key sk[RJ_BLOCK / 32][RJ_KTILE];
+            __shared__ Acc sa[RJ_BLOCK / 32][RJ_KTILE];
+            rj_key *wk = sk[threadIdx.x >> 5];
+            Acc *wa = sa[threadIdx.x >> 5];
+            __syncwarp();   // the last tile is read
 #pragma unroll
-        for (int j = 1; j < RJ_KT; j++) {
-            rj_key kj = rk[j];
-            Acc xj = ra[j];
-            bool nb = kj != curk;
-            bad |= nb && (kj < curk || (rj_ukey)kj >= unk);
-            gaps |= nb && (long long)kj > (long long)curk + 1;
-            if (nb && closed && (rj_ukey)curk < unk) acc_write(P, curk, cur);
-            if (nb && !closed) fa = cur;
-            closed |= nb;
-            Acc c = cur;
-            acc_combine(c, xj);
-            cur = nb ? xj : c;
-            curk = kj;
-        }
-        if (gaps) {   // keys with no elements between this lane's runs
-#pragma unroll 1
-            for (int j = 1; j < RJ_KT; j++)
-                if ((long long)rk[j] > (long long)rk[j - 1] + 1) rj_key_gap(P, rk[j - 1], rk[j], nk);
-        }
-        unsigned heads = __ballot_sync(full, head0), starts = heads | __ballot_sync(full, closed);
-        if (lane == 0 && !head0) {   // lane 0's first run goes on with the carry
-            Acc c = ca;
-            acc_combine(c, closed ? fa : cur);
-            if (closed) fa = c;
-            else cur = c;
-        }
-        // v: the run open at the end of each lane, folded over the lanes it
-        // spans (from the last lane at or before this one that starts a run)
-        int m = 31 - __clz((starts | 1u) & (full >> (31 - lane)));
-#if __CUDA_ARCH__ >= 800
-        int longest = (int)__reduce_max_sync(full, (unsigned)(lane - m + 1));
-#else
-        int longest = lane - m + 1;
-        for (int d = 16; d > 0; d >>= 1) longest = max(longest, __shfl_xor_sync(full, longest, d));
-#endif
-        Acc v = cur;
-        for (int s = 1; s < longest; s <<= 1) {   // uniform
-            Acc o = acc_shfl_idx(v, lane >= s ? lane - s : 0);
-            if (lane - s >= m) {
-                acc_combine(o, v);
-                v = o;
+            for (int j = 0; j < KT; j++) {
+                int e = j * 32 + lane, q = e / RJ_KT * RJ_KROW + e % RJ_KT;
+                wk[q] = k[j];
+                wa[q] = x[j];
             }
-        }
-        Acc before = acc_shfl_idx(v, lane > 0 ? lane - 1 : 0);   // the run coming into this lane
-        // what completes here: e1, the run coming in, ended before this lane;
-        // e2, this lane's first run, ended inside it
-        bool e1 = head0 && (lane > 0 || live), e2 = closed;
-        rj_key e1k = lane > 0 ? kprev : ck, e2k = fk;
-        Acc e1a = lane > 0 ? before : ca, e2a = fa;
-        if (closed && !head0 && lane > 0) {
-            e2a = before;
-            acc_combine(e2a, fa);
-        }
-        // the warp's first complete run is kept for the block: the lowest
-        int held = -1;
-        bool held1 = false;
-        unsigned any = __ballot_sync(full, e1 || e2);
-        if (want && any) {   // uniform
-            held = __ffs(any) - 1;
-            held1 = rj_shfl_idx(e1, held);
-            Acc h = acc_shfl_idx(held1 ? e1a : e2a, held);
-            rj_key hkey = __shfl_sync(full, held1 ? e1k : e2k, held);
-            if (lane == 0) {
-                ha = h;
-                hk = hkey;
+            __syncwarp();
+            const rj_key *rk = wk + lane * RJ_KROW;
+            const Acc *ra = wa + lane * RJ_KROW;
+#pragma unroll
+            for (int j = 0; j < KT; j++) {
+                k[j] = rk[j];
+                x[j] = ra[j];
             }
-            want = false;
+            rj_key_fold<KT, false>(P, k, x, lane > 0 ? rk[-2] : ck, ck, ca, live, want, hk, ha, bad, nullptr, nullptr);
         }
-        if (e1 && !(lane == held && held1)) rj_key_put(P, e1k, e1a, nk, bad);
-        if (e2 && !(lane == held && !held1)) rj_key_put(P, e2k, e2a, nk, bad);
-        Acc nc = acc_shfl_idx(v, 31);   // the run open at the tile's end
-        if (lane == 0) ca = nc;
-        ck = __shfl_sync(full, curk, 31);
-        live = true;
     }
 #if !RJ_ORDERED
     if (shares) {
@@ -971,11 +1137,10 @@ __device__ __forceinline__ void rj_key_block_items(const Params &P, long long *s
 
 // One pass over sorted keys: warp w takes elements [w per, (w+1) per).
 // Block b leaves two items at P.v[RJ_OFFS] (keys) and P.v[RJ_PARTIALS]
-// (folds), 2b and 2b+1; the last block folds them all.
-__device__ __forceinline__ void rj_key_fused(const Params &P)
+// (folds), 2b and 2b+1; the last block folds them all.  V: rj_kfusedv's
+// tiles (per a multiple of 512).
+template <bool V> __device__ __forceinline__ void rj_key_fused(const Params &P)
 {
-    __shared__ rj_key sk[RJ_BLOCK / 32][RJ_KTILE];
-    __shared__ Acc sa[RJ_BLOCK / 32][RJ_KTILE];
     __shared__ long long ik[2 * (RJ_BLOCK / 32)];   // the warps' items
     __shared__ Acc ia[2 * (RJ_BLOCK / 32)];
     __shared__ int last;
@@ -992,7 +1157,7 @@ __device__ __forceinline__ void rj_key_fused(const Params &P)
     long long hk = -1, tk;
     Acc ha, ta;
     if (b < e) {
-        rj_key_tiles(P, F, lo, sz, sk[warp], sa[warp], b, e, hk, ha, tk, ta, bad);
+        rj_key_tiles<V>(P, F, lo, sz, b, e, hk, ha, tk, ta, bad);
     } else {   // no elements: empty items with the last key
         acc_init(ha);
         acc_init(ta);
