@@ -782,6 +782,15 @@ __device__ __forceinline__ void rj_key_items(const Params &P, const long long *i
     ta = ca;
 }
 
+// A completed run in rj_key_fold's slots: aligned to its size where that
+// is 8 or 16 bytes (f32 values with i32 keys, f64 with i64), so that it
+// goes in and out of shared memory in one access
+#define RJ_SLOT_BYTES (sizeof(Acc) + sizeof(rj_key))
+struct alignas(RJ_SLOT_BYTES == 8 ? 8 : RJ_SLOT_BYTES == 16 ? 16 : (alignof(Acc) > alignof(rj_key) ? alignof(Acc) : alignof(rj_key))) RjSlot {
+    Acc a;
+    rj_key k;
+};
+
 // One tile's fold (see above): this lane's KT consecutive elements k[],
 // x[], in order; kprev: the key of the element before them.  Its first run
 // may come from the lane before; a run that starts and ends here is written
@@ -793,15 +802,17 @@ __device__ __forceinline__ void rj_key_items(const Params &P, const long long *i
 // warp's), in key order, and are written from there, 32 consecutive keys a
 // store.  Stored from the fold itself, a warp's store of runs of 3 touched
 // a sector a lane: the keys of length 3 took 238 us, and 163 without any
-// stores (2^26 f32, H200), the L2 88% busy; through the slots, 213.  A
-// lane's slots follow the lanes' before it: e1, e2, then the runs inside
-// it, as many as its heads (counted before the fold).  (Slots indexed by
-// key, which need no count or scan but a second fold for tiles whose keys
-// have gaps, were slower: 219 to 226 us, and NVRTC took 30% longer.)
+// stores (2^26 f32, H200), the L2 88% busy; through the slots, 213, and
+// 195 once the keys' checks moved out of the loop and a slot became one
+// 8-byte store.  A lane's slots follow the lanes' before it: e1, e2, then
+// the runs inside it, as many as its heads (counted before the fold).
+// (Slots indexed by key, which need no count or scan but a second fold for
+// tiles whose keys have gaps, were slower: 219 to 226 us, and NVRTC took
+// 30% longer.)
 template <int KT, bool S>
 __device__ __forceinline__ void rj_key_fold(const Params &P, const rj_key (&k)[KT], const Acc (&x)[KT], rj_key kprev,
                                             rj_key &ck, Acc &ca, bool &live, bool &want, long long &hk, Acc &ha,
-                                            int &bad, Acc *sv, rj_key *sk)
+                                            int &bad, RjSlot *sl)
 {
     const unsigned full = 0xffffffffu;
     int lane = threadIdx.x & 31;
@@ -817,11 +828,22 @@ __device__ __forceinline__ void rj_key_fold(const Params &P, const rj_key (&k)[K
     // it starts a run, and the run it ends is stored under a predicate (a
     // branch an element diverged for short runs)
     bool e1 = head0 && (lane > 0 || live);   // the run coming in ends here
+    // the lane's keys checked once rather than at each element: none
+    // decreases, so the first and the last bound the others in range; a
+    // key with no elements between two of them shows as steps that add up
+    // to more than the heads
+    int nh = 0;   // heads after the first element: runs this lane completes
+    bool up = true;
+#pragma unroll
+    for (int j = 1; j < KT; j++) {
+        nh += k[j] != k[j - 1];
+        up &= k[j] >= k[j - 1];
+    }
+    rj_key kl = k[KT - 1];
+    bad |= !up || (rj_ukey)fk >= unk || (rj_ukey)kl >= unk;
+    bool gapped = up && (long long)kl - (long long)fk > nh;
     int base = 0, total = 0, sb = 0;
     if constexpr (S) {
-        int nh = 0;   // heads after the first element: runs this lane completes
-#pragma unroll
-        for (int j = 1; j < KT; j++) nh += k[j] != k[j - 1];
         int mine = e1 + nh, incl = mine;
 #pragma unroll
         for (int d = 1; d < 32; d <<= 1) {
@@ -835,17 +857,16 @@ __device__ __forceinline__ void rj_key_fold(const Params &P, const rj_key (&k)[K
     Acc cur = x[0], fa;
     acc_init(fa);
     bool closed = false;   // the first run ended in this lane
-    unsigned gaps = 0;     // bit j: keys missing between elements j-1 and j
 #pragma unroll
     for (int j = 1; j < KT; j++) {
         rj_key kj = k[j];
         bool nb = kj != curk;
-        bad |= nb && (kj < curk || (rj_ukey)kj >= unk);
-        gaps |= (nb && (long long)kj > (long long)curk + 1 ? 1u : 0u) << j;
         if constexpr (S) {   // runs after the first: slots sb, sb + 1, ...
             if (nb && closed) {
-                sv[sb] = cur;
-                sk[sb] = curk;
+                RjSlot t;
+                t.a = cur;
+                t.k = curk;
+                sl[sb] = t;   // one shared store where they fit 8 or 16 bytes
             }
             sb += nb && closed;
         } else {
@@ -857,6 +878,11 @@ __device__ __forceinline__ void rj_key_fold(const Params &P, const rj_key (&k)[K
         acc_combine(c, x[j]);
         cur = nb ? x[j] : c;
         curk = kj;
+    }
+    unsigned gaps = 0;   // bit j: keys with no elements between elements j-1 and j
+    if (gapped) {
+#pragma unroll
+        for (int j = 1; j < KT; j++) gaps |= ((long long)k[j] > (long long)k[j - 1] + 1 ? 1u : 0u) << j;
     }
     while (gaps) {   // keys with no elements between this lane's runs
         // the pair around the lowest gap, picked out by selects: one copy
@@ -925,17 +951,21 @@ __device__ __forceinline__ void rj_key_fold(const Params &P, const rj_key (&k)[K
         // e1 and e2 take the lane's first slots; the held run is slot 0
         // (no lane before it completed a run), which the flush leaves out
         if (e1) {
-            sv[base] = e1a;
-            sk[base] = e1k;
+            RjSlot t;
+            t.a = e1a;
+            t.k = e1k;
+            sl[base] = t;
         }
         if (e2) {
-            sv[base + e1] = e2a;
-            sk[base + e1] = e2k;
+            RjSlot t;
+            t.a = e2a;
+            t.k = e2k;
+            sl[base + e1] = t;
         }
         __syncwarp();
         for (int q = lane + (held >= 0); q < total; q += 32) {   // key order: coalesced
-            rj_key kq = sk[q];
-            if ((rj_ukey)kq < unk) acc_write(P, kq, sv[q]);
+            RjSlot t = sl[q];
+            if ((rj_ukey)t.k < unk) acc_write(P, t.k, t.a);
             else bad = 1;
         }
         __syncwarp();   // read before the next tile's slots are written
@@ -964,11 +994,11 @@ __device__ __forceinline__ void rj_key_fold(const Params &P, const rj_key (&k)[K
 #define RJ_KVE_WANT (RJ_VEC * (RJ_VEC * 4 * RJ_KVE_BYTES <= 128 ? 4 : RJ_VEC * 2 * RJ_KVE_BYTES <= 128 ? 2 : 1))
 #endif
 // halved, down to one vector, until a warp's 32 RJ_KVE result slots
-// (rj_key_fold: an accumulator and a key each) take at most 4 KB: 32 KB a
-// block (REDJIT_KVT could ask for more than fits)
+// (rj_key_fold) take at most 4 KB: 32 KB a block (REDJIT_KVT could ask for
+// more than fits; one vector of the largest slot takes 40 KB)
 __host__ __device__ constexpr int rj_kve_fit(int want)
 {
-    return want > RJ_VEC && want * (int)(sizeof(Acc) + sizeof(rj_key)) > 128 ? rj_kve_fit(want / 2) : want;
+    return want > RJ_VEC && want * (int)sizeof(RjSlot) > 128 ? rj_kve_fit(want / 2) : want;
 }
 #define RJ_KVE rj_kve_fit(RJ_KVE_WANT)
 
@@ -1067,12 +1097,10 @@ __device__ __forceinline__ void rj_key_tiles(const Params &P, rj_flt &F, const l
         if constexpr (V) {
             // the runs this tile completes go out through shared memory
             // (rj_key_fold, S)
-            __shared__ Acc sv[RJ_BLOCK / 32][32 * KT];
-            __shared__ rj_key sks[RJ_BLOCK / 32][32 * KT];
+            __shared__ RjSlot sl[RJ_BLOCK / 32][32 * KT];
             rj_key kprev = __shfl_up_sync(full, k[KT - 1], 1);
             if (lane == 0) kprev = ck;
-            rj_key_fold<KT, true>(P, k, x, kprev, ck, ca, live, want, hk, ha, bad, sv[threadIdx.x >> 5],
-                                  sks[threadIdx.x >> 5]);
+            rj_key_fold<KT, true>(P, k, x, kprev, ck, ca, live, want, hk, ha, bad, sl[threadIdx.x >> 5]);
         } else {
             // loaded in coalesced rows, folded along a lane's own row: the
             // tile passes through shared memory (each lane's row padded by
@@ -1096,7 +1124,7 @@ __device__ __forceinline__ void rj_key_tiles(const Params &P, rj_flt &F, const l
                 k[j] = rk[j];
                 x[j] = ra[j];
             }
-            rj_key_fold<KT, false>(P, k, x, lane > 0 ? rk[-2] : ck, ck, ca, live, want, hk, ha, bad, nullptr, nullptr);
+            rj_key_fold<KT, false>(P, k, x, lane > 0 ? rk[-2] : ck, ck, ca, live, want, hk, ha, bad, nullptr);
         }
     }
 #if !RJ_ORDERED
