@@ -995,7 +995,8 @@ __device__ __forceinline__ void rj_key_fold(const Params &P, const rj_key (&k)[K
 #endif
 // halved, down to one vector, until a warp's 32 RJ_KVE result slots
 // (rj_key_fold) take at most 4 KB: 32 KB a block (REDJIT_KVT could ask for
-// more than fits; one vector of the largest slot takes 40 KB)
+// more than fits).  At one vector a lane the largest slot (a 32-byte
+// accumulator, an 8-byte key) takes 5 KB a warp, 40 KB a block.
 __host__ __device__ constexpr int rj_kve_fit(int want)
 {
     return want > RJ_VEC && want * (int)sizeof(RjSlot) > 128 ? rj_kve_fit(want / 2) : want;
@@ -1097,7 +1098,7 @@ __device__ __forceinline__ void rj_key_tiles(const Params &P, rj_flt &F, const l
         if constexpr (V) {
             // the runs this tile completes go out through shared memory
             // (rj_key_fold, S)
-            __shared__ RjSlot sl[RJ_BLOCK / 32][32 * KT];
+            __shared__ RjSlot sl[RJ_BLOCK / 32][sizeof(Acc) <= 32 ? 32 * KT : 1];   // (not used past 32 bytes)
             rj_key kprev = __shfl_up_sync(full, k[KT - 1], 1);
             if (lane == 0) kprev = ck;
             rj_key_fold<KT, true>(P, k, x, kprev, ck, ca, live, want, hk, ha, bad, sl[threadIdx.x >> 5]);
