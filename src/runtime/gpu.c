@@ -1415,7 +1415,7 @@ int gpu_copy(gpu_dev *g, void *dst, int dst_dev, const void *src, int src_dev, s
  * rj_kfused(v) then found the keys unsorted, and what it wrote, a fault
  * included (an argmax of a "key with no elements" between two keys out of
  * order), does not count: the record is cleared for the pass's rerun. */
-static int read_ws_stats_keys(run_ctx *r, long long st[3], int keys_flag)
+static int read_ws_stats(run_ctx *r, long long st[3], int keys_flag)
 {
     gpu_dev *g = r->g;
     util_diag *diag = r->diag;
@@ -1431,8 +1431,6 @@ static int read_ws_stats_keys(run_ctx *r, long long st[3], int keys_flag)
     }
     return w[0] ? report_device_fault(r, w, r->bufs) : 0;
 }
-
-static int read_ws_stats(run_ctx *r, long long st[3]) { return read_ws_stats_keys(r, st, 0); }
 
 /* rj_koffs over N elements: a grid that fills the GPU once (it walks the keys
  * in steps of the grid; 2048 elements a block a step), or fewer blocks. */
@@ -1469,7 +1467,7 @@ static int key_segments(run_ctx *r, pass_entry *e, const plan_pass *ps, long lon
     if (mode != KEYS_SCAN) {
         /* the module rj_kfused or rj_kfusedv comes in */
         rc = launch(r, e, mode == KEYS_FUSED && vec_ok(r, e) ? "rj_kendsv" : "rj_kends", 1);
-        if (!rc) rc = read_ws_stats(r, st);
+        if (!rc) rc = read_ws_stats(r, st, 0);
         if (rc) return rc;
         *flag_dirty = 0;   /* rj_kends cleared it */
     }
@@ -1487,7 +1485,7 @@ static int key_segments(run_ctx *r, pass_entry *e, const plan_pass *ps, long lon
         params[1] = st[1] + 1;
         rc = key_offsets(r, e, N);
         long long chk[3];
-        if (!rc) rc = read_ws_stats(r, chk);
+        if (!rc) rc = read_ws_stats(r, chk, 0);
         if (rc) return rc;
         if (!chk[2]) {
             *nkeys = st[1] + 1;
@@ -1502,7 +1500,7 @@ static int key_segments(run_ctx *r, pass_entry *e, const plan_pass *ps, long lon
     long long init[3] = {0x7fffffffffffffffll, -1, 1};
     CU(g->cu.MemcpyHtoDAsync(r->ws + 64, init, 24, r->s), "cuMemcpyHtoDAsync");
     rc = launch(r, e, "rj_kscan", cdiv(N, BLOCK) < 8 * g->nsm ? cdiv(N, BLOCK) : 8 * g->nsm);
-    if (!rc) rc = read_ws_stats(r, st);
+    if (!rc) rc = read_ws_stats(r, st, 0);
     if (rc) return rc;
     *sorted = (int)(st[2] & 0xffffffff) != 0;
     if (st[0] < 0)
@@ -1565,7 +1563,7 @@ static int key_fused(run_ctx *r, pass_entry *e, long long N, long long nkeys, in
     rc = launch(r, e, kn, grid);
     if (rc || !bad) return rc;   /* no bad: the caller reads the flag later */
     long long chk[3] = {0, 0, 0};
-    rc = read_ws_stats_keys(r, chk, 1);
+    rc = read_ws_stats(r, chk, 1);
     *bad = chk[2] != 0;
     return rc;
 }
@@ -1755,15 +1753,14 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
         size_t ws_before = ws_used;
         uint64_t kh = 0;   /* count_key of a keyed pass's arrays (0: not kept) */
         int guessed = 0;
-        /* a keyed pass over a ranged index (`over i in 1..n by k[i]`): the
-         * domain's size comes from bounds only the device can read, as for
-         * a full reduction below (it was taken as 1, and every key past
-         * the first element's was lost) */
-        long long keyN = L1;
-        if (ps->key && ranged) {
-            rc = count_on_device(&r, e, 1, 1, &keyN);
-            if (!rc && keyN > ((long long)1 << 40))
-                rc = util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large: %lld elements (at most 2^40)", keyN);
+        /* the one domain of a full or keyed reduction: over a ranged index
+         * (`over i in 1..n`, `... by k[i]`) its size comes from bounds only
+         * the device can read */
+        long long N1 = L1;
+        if (ps->nreds && (ps->key || ps->nfree == 0) && ranged) {
+            rc = count_on_device(&r, e, 1, 1, &N1);
+            if (!rc && N1 > ((long long)1 << 40))
+                rc = util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large: %lld elements (at most 2^40)", N1);
             if (rc) break;
         }
     keys_again:;
@@ -1771,7 +1768,7 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
         int sorted = 1;
         CUdeviceptr offs = 0;
         if (ps->key) {
-            long long N = keyN;
+            long long N = N1;
             params[0] = N;
             params[7] = 0;
             /* the last pass of a run read back at its end may take the key
@@ -1852,7 +1849,7 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
             if (grid > (long long)g->nsm * 32) grid = (long long)g->nsm * 32;
             if (nout > 0) rc = launch(&r, e, "rj_map", grid);
         } else if (ps->key) {
-            long long N = keyN;
+            long long N = N1;
             params[0] = N;
             if (nkeys == 0) {
                 /* nothing to reduce: the result is empty */
@@ -1913,16 +1910,7 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
                 }
             }
         } else if (ps->nfree == 0) {
-            long long N = L1;
-            if (ranged) {
-                /* the domain's size comes from bounds only the device can read */
-                long long cnt = 0;
-                rc = count_on_device(&r, e, 1, 1, &cnt);
-                N = cnt;
-                if (N > ((long long)1 << 40))
-                    rc = util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large: %lld elements (at most 2^40)", N);
-            }
-            if (!rc) rc = run_full(&r, e, N, strategy, e->k.ordered);
+            rc = run_full(&r, e, N1, strategy, e->k.ordered);
         } else {
             long long total = ranged ? -1 : nout * L1;
             rc = run_segments(&r, e, nout, total, strategy);
