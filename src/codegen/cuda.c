@@ -1153,15 +1153,16 @@ static int vunroll(void)
 
 /* 16-byte loads of each array a lane of rj_kfusedv takes a tile
  * (rj_reduce.cuh, RJ_KVE): 0, the default, lets the kernel choose from its
- * accumulator's and key's sizes (4 for f32 values and i32 keys: 16
- * elements a lane).  Measured on the H200 (bench/sweep.sh REDJIT_KVT,
+ * accumulator's and key's sizes (4, the most, for f32 values and i32 keys:
+ * 16 elements a lane).  Measured on the H200 (bench/sweep.sh REDJIT_KVT,
  * 2026-11-24, 2^26 f32 values, i32 keys, us at off / 2 / 4): one segment
  * 157.7 / 147.1 / 152.3, lengths 10..50 289.4 / 205.8 / 179.6, all of
  * length 3 289.7 / 208.6 / 219.9, rows of 1024 191.7 / 152.8 / 161.2;
  * with the keys checked once a lane and 8-byte slots (at 3 blocks an SM,
  * the same day): 161.7 / 146.5 / 148.7, 263.9 / 181.7 / 164.0, 279.3 /
- * 192.8 / 195.4, 189.8 / 153.0 / 154.6.  REDJIT_KVT (1, 2, 4 or 8) overrides it for sweeps, and "off" (-1) keeps
- * keyed passes on rj_kfused's scalar loads. */
+ * 192.8 / 195.4, 189.8 / 153.0 / 154.6.  REDJIT_KVT (1, 2, 4 or 8)
+ * overrides it for sweeps, and "off" (-1) keeps keyed passes on rj_kfused's
+ * scalar loads. */
 static int kvt(void)
 {
     const char *u = getenv("REDJIT_KVT");

@@ -46,9 +46,10 @@ typedef struct cg_kernel {
     int loads_overflow; /* more loads than recorded                         */
     /* Contiguous reductions (acc_elem_v; rj_persistv for full ones, rj_seg1v
      * and rj_seg32v for the others; for keyed passes, with the key's loads
-     * among the arrays, acc_one_v and key_v: rj_kendsv and rj_kfusedv): vec elements of vec_esz bytes a 16-byte
-     * load from each of nvec arrays, whose parameter blocks start at
-     * vec_base[], with vec_ndim[] dimensions, the pass's vec_nred reduced
+     * among the arrays, acc_one_v and key_v: rj_kendsv and rj_kfusedv): vec
+     * elements of vec_esz bytes a 16-byte load from each of nvec arrays,
+     * whose parameter blocks start at vec_base[], with vec_ndim[]
+     * dimensions, the pass's vec_nred reduced
      * indices in dimensions vec_rdim[] .. vec_rdim[] + vec_nred - 1, in the
      * pass's order (the domain's flat order, the last index fastest);
      * reduced index k starts at parameter vec_lo[k] and runs over

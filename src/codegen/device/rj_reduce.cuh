@@ -711,7 +711,6 @@ __device__ __forceinline__ void rj_key_gap(const Params &P, long long kp, long l
     for (long long q = kp + 1 > 0 ? kp + 1 : 0; q < k && q < nk; q++) acc_write(P, q, id);
 }
 
-
 // Reduce by key the items (ik, ia) begin..end-1, sorted by key, a warp at a
 // time, 32 items a step.  Complete runs are written, except the first when
 // keep_first (it goes to hk/ha, -1 if none completed); the run open at the
@@ -786,7 +785,8 @@ __device__ __forceinline__ void rj_key_items(const Params &P, const long long *i
 // is 8 or 16 bytes (f32 values with i32 keys, f64 with i64), so that it
 // goes in and out of shared memory in one access
 #define RJ_SLOT_BYTES (sizeof(Acc) + sizeof(rj_key))
-struct alignas(RJ_SLOT_BYTES == 8 ? 8 : RJ_SLOT_BYTES == 16 ? 16 : (alignof(Acc) > alignof(rj_key) ? alignof(Acc) : alignof(rj_key))) RjSlot {
+#define RJ_SLOT_ALIGN (alignof(Acc) > alignof(rj_key) ? alignof(Acc) : alignof(rj_key))
+struct alignas(RJ_SLOT_BYTES == 8 ? 8 : RJ_SLOT_BYTES == 16 ? 16 : RJ_SLOT_ALIGN) RjSlot {
     Acc a;
     rj_key k;
 };
@@ -798,8 +798,8 @@ struct alignas(RJ_SLOT_BYTES == 8 ? 8 : RJ_SLOT_BYTES == 16 ? 16 : (alignof(Acc)
 // the run open at its end; the warp's first complete run goes to hk/ha
 // while `want`.
 //
-// S: the completed runs go through shared memory, sv/sk (32 KT slots of the
-// warp's), in key order, and are written from there, 32 consecutive keys a
+// S: the completed runs go through shared memory, sl (the warp's 32 KT
+// slots), in key order, and are written from there, 32 consecutive keys a
 // store.  Stored from the fold itself, a warp's store of runs of 3 touched
 // a sector a lane: the keys of length 3 took 238 us, and 163 without any
 // stores (2^26 f32, H200), the L2 88% busy; through the slots, 213, and
@@ -824,9 +824,6 @@ __device__ __forceinline__ void rj_key_fold(const Params &P, const rj_key (&k)[K
         bad |= fk < kprev || (rj_ukey)fk >= unk;
         if ((long long)fk > (long long)kprev + 1) rj_key_gap(P, kprev, fk, nk);
     }
-    // without branches but for the rare gap: every element selects whether
-    // it starts a run, and the run it ends is stored under a predicate (a
-    // branch an element diverged for short runs)
     bool e1 = head0 && (lane > 0 || live);   // the run coming in ends here
     // the lane's keys checked once rather than at each element: none
     // decreases, so the first and the last bound the others in range; a
@@ -854,6 +851,9 @@ __device__ __forceinline__ void rj_key_fold(const Params &P, const rj_key (&k)[K
         total = __shfl_sync(full, incl, 31);
         sb = base + e1 + 1;
     }
+    // without branches but for the rare gap: every element selects whether
+    // it starts a run, and the run it ends is stored under a predicate (a
+    // branch an element diverged for short runs)
     Acc cur = x[0], fa;
     acc_init(fa);
     bool closed = false;   // the first run ended in this lane
@@ -984,24 +984,18 @@ __device__ __forceinline__ void rj_key_fold(const Params &P, const rj_key (&k)[K
 // contiguous with elements of one size (the runtime's vec_ok): each lane
 // takes RJ_KVE consecutive elements a tile, RJ_KVT 16-byte loads of each
 // array, straight into registers, with no index arithmetic per element and
-// no trip through shared memory.  RJ_KVE: 16 where the lane's keys and
-// accumulators fit 32 registers, else fewer (REDJIT_KVT, cuda.c, for
-// sweeps).  The host's ranges are multiples of 512 elements, 32 RJ_KVE.
-#if RJ_KVT
-#define RJ_KVE_WANT (RJ_VEC * RJ_KVT)
-#else
-#define RJ_KVE_BYTES (sizeof(Acc) + sizeof(rj_key))
-#define RJ_KVE_WANT (RJ_VEC * (RJ_VEC * 4 * RJ_KVE_BYTES <= 128 ? 4 : RJ_VEC * 2 * RJ_KVE_BYTES <= 128 ? 2 : 1))
-#endif
-// halved, down to one vector, until a warp's 32 RJ_KVE result slots
-// (rj_key_fold) take at most 4 KB: 32 KB a block (REDJIT_KVT could ask for
-// more than fits).  At one vector a lane the largest slot (a 32-byte
-// accumulator, an 8-byte key) takes 5 KB a warp, 40 KB a block.
+// no trip through shared memory.  RJ_KVE: 4 vectors (16 elements of 4
+// bytes), or RJ_KVT of them (REDJIT_KVT, cuda.c, for sweeps), halved down
+// to one vector until a lane's keys and accumulators, as its result slots
+// (rj_key_fold), take at most 128 bytes: 32 registers, and 32 KB of slots a
+// block.  (At one vector the largest slot, a 32-byte accumulator and an
+// 8-byte key, takes 160 bytes a lane: 40 KB a block.)  The host's ranges
+// are multiples of 512 elements, 32 RJ_KVE.
 __host__ __device__ constexpr int rj_kve_fit(int want)
 {
     return want > RJ_VEC && want * (int)sizeof(RjSlot) > 128 ? rj_kve_fit(want / 2) : want;
 }
-#define RJ_KVE rj_kve_fit(RJ_KVE_WANT)
+#define RJ_KVE rj_kve_fit(RJ_VEC * (RJ_KVT ? RJ_KVT : 4))
 
 // A tile of rj_kfusedv: lane l's elements base + l KT .. + KT-1; a tile
 // that ends past `end` (a warp's last) element by element, past the end
