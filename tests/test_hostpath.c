@@ -252,25 +252,34 @@ static void test_calls(red_ctx *ctx)
     if (!measure(ctx, "argmax(x), device x", "argmax(x)", dev_binds, 4, per)) steady("argmax", per);
 }
 
-/* The kernel a run of `text` launches last, with A bound as the 64 x 64
- * device matrix seen through `nd` extents and strides (elements) from
- * element `off` on; "" when the run fails. */
-static const char *kernel_for(red_ctx *ctx, const char *text, int nd, const int64_t *shape, const int64_t *strides,
-                              int off)
+/* The kernel a run of `text` launches last with the nb bindings b on the
+ * device; "" when the run fails. */
+static const char *last_kernel(red_ctx *ctx, const char *text, red_binding *b, int nb)
 {
     static char name[64];
     name[0] = 0;
     red_expr *e = NULL;
-    red_array a;
     if (red_prepare(ctx, text, &e)) return name;
-    red_array_init(&a, (float *)dA + off, RED_F32, nd, shape, strides);
-    a.memory = RED_MEM_CUDA;
-    int rc = red_bind_array(e, "A", &a);
+    int rc = 0;
+    for (int i = 0; i < nb && !rc; i++) {
+        b[i].array.memory = RED_MEM_CUDA;
+        rc = red_bind_array(e, b[i].name, &b[i].array);
+    }
     if (!rc) rc = red_run(e);
     CHECK(rc == RED_OK, "%s: %s", text, red_expr_errmsg(e));
     if (!rc) snprintf(name, sizeof name, "%s", fc_last_launch(NULL, NULL));
     red_finalize(e);
     return name;
+}
+
+/* The same with A the 64 x 64 device matrix seen through `nd` extents and
+ * strides (elements) from element `off` on. */
+static const char *kernel_for(red_ctx *ctx, const char *text, int nd, const int64_t *shape, const int64_t *strides,
+                              int off)
+{
+    red_binding a = {"A", {0}};
+    red_array_init(&a.array, (float *)dA + off, RED_F32, nd, shape, strides);
+    return last_kernel(ctx, text, &a, 1);
 }
 
 /* Reductions over several dimensions take the 16-byte-load kernels where
@@ -308,27 +317,15 @@ static void test_vec_choice(red_ctx *ctx)
     }
 }
 
-/* The last kernel a keyed expression launched, with x a view of dx (type
- * xt, xoff bytes in, n elements xstride apart) and seg n keys from dseg,
- * soff of them in. */
+/* The same for a keyed expression, with x a view of dx (type xt, xoff bytes
+ * in, n elements xstride apart) and seg n keys from dseg, soff of them in. */
 static const char *key_kernel_for(red_ctx *ctx, const char *text, red_dtype xt, int xoff, int64_t n, int64_t xstride,
                                   int soff)
 {
-    static char name[64];
-    name[0] = 0;
-    red_expr *e = NULL;
-    red_array x, seg;
-    if (red_prepare(ctx, text, &e)) return name;
-    red_array_init(&x, (char *)dx + xoff, xt, 1, &n, &xstride);
-    red_array_init(&seg, (int32_t *)dseg + soff, RED_I32, 1, &n, NULL);
-    x.memory = seg.memory = RED_MEM_CUDA;
-    int rc = red_bind_array(e, "x", &x);
-    if (!rc) rc = red_bind_array(e, "seg", &seg);
-    if (!rc) rc = red_run(e);
-    CHECK(rc == RED_OK, "%s: %s", text, red_expr_errmsg(e));
-    if (!rc) snprintf(name, sizeof name, "%s", fc_last_launch(NULL, NULL));
-    red_finalize(e);
-    return name;
+    red_binding b[2] = {{"x", {0}}, {"seg", {0}}};
+    red_array_init(&b[0].array, (char *)dx + xoff, xt, 1, &n, &xstride);
+    red_array_init(&b[1].array, (int32_t *)dseg + soff, RED_I32, 1, &n, NULL);
+    return last_kernel(ctx, text, b, 2);
 }
 
 /* Sorted keys take rj_kfusedv where the keys and the values are contiguous,
