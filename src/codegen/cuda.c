@@ -641,6 +641,7 @@ static void emit_out_range(gen *g)
 
 static void emit_fold(gen *g);
 static int kvt(void);
+static int kdb(void);
 
 static void emit_acc_elem(gen *g)
 {
@@ -1171,17 +1172,38 @@ static int kvt(void)
     return v == 1 || v == 2 || v == 4 || v == 8 ? v : 0;
 }
 
-/* Blocks an SM rj_kfusedv is compiled for (__launch_bounds__): 3 allows 80
- * registers, where at 4 (64) its 16 elements a lane spilled.  Tuned on the
- * H200 (bench/sweep.sh REDJIT_KMINB, 2026-11-24, 2^26 f32 values, i32 keys;
- * us at 3 / 4: one segment 151.0 / 152.1, lengths 10..50 179.5 / 173.2 and
- * 179.5 / 179.6, all of length 3 212.5 / 219.9, rows of 1024 156.9 /
- * 161.2).  REDJIT_KMINB (1 to 8) overrides it for sweeps. */
+/* rj_kfusedv issues a tile's loads as soon as the tile before it is
+ * converted, so that they are in flight while it folds (RJ_KDB, 1 unless
+ * REDJIT_KDB=0, for sweeps).  Measured on the H200 (2026-11-24, 2^26 f32
+ * values, i32 keys, us for one segment / lengths 10..50 / all of length 3
+ * / rows of 1024, two runs each): loaded when it comes, 3 blocks an SM,
+ * 147.3-149.0 / 164.8-166.1 / 192.4-198.1 / 152.2-152.8; issued ahead,
+ * 2 blocks an SM (kminb()), 143.4-145.9 / 161.9-162.2 / 184.1-186.1 /
+ * 144.7-146.8; issued ahead at 3 blocks an SM, 239.2 / 260.1 / 265.3 /
+ * 257.7 (80 registers: it spilled); 8 elements a lane, 3 blocks an SM,
+ * 143.1-144.3 / 163.4-164.7 / 180.8-182.0 / 144.5-149.1, but that spilled
+ * for 8-byte values and for 12-byte accumulators.  Asking L2 for the
+ * next tile (prefetch.global.L2, one or two tiles ahead) instead was
+ * slower: 187.5 / 198.2 / 219.0 / 191.6 at one. */
+static int kdb(void)
+{
+    const char *u = getenv("REDJIT_KDB");
+    return !(u && strcmp(u, "0") == 0);
+}
+
+/* Blocks an SM rj_kfusedv is compiled for (__launch_bounds__): 2 allows
+ * 128 registers, which its two tiles in flight (kdb()) need: 96 to 119
+ * for the kv_* cases' kernels, none spilling, where at 3 (80) they
+ * spilled 12 to 238 bytes.  Loading each tile when it came, 3 did best
+ * (H200, bench/sweep.sh REDJIT_KMINB, 2026-11-24, 2^26 f32 values, i32
+ * keys; us at 3 / 4: one segment 151.0 / 152.1, lengths 10..50 179.5 /
+ * 173.2 and 179.5 / 179.6, all of length 3 212.5 / 219.9, rows of 1024
+ * 156.9 / 161.2).  REDJIT_KMINB (1 to 8) overrides it for sweeps. */
 static int kminb(void)
 {
     const char *u = getenv("REDJIT_KMINB");
     int v = u ? atoi(u) : 0;
-    return v >= 1 && v <= 8 ? v : 3;
+    return v >= 1 && v <= 8 ? v : 2;
 }
 
 /* The prelude's optional groups (rj_prelude.cuh) and the names that need
@@ -1259,6 +1281,7 @@ int cg_generate(const plan *p, int pi, util_arena *a, cg_kernel *out, util_diag 
         out->vec_unroll = vunroll();
         util_buf_printf(o, "#define RJ_VEC %d\n#define RJ_VUNROLL %d\n#define RJ_KVT %d\n#define RJ_KMINB %d\n", out->vec,
                         out->vec_unroll, ps->key && kvt() > 0 ? kvt() : 0, kminb());
+        util_buf_printf(o, "#define RJ_KDB %d\n", ps->key && out->vec ? kdb() : 0);
         util_buf_puts(o, rj_reduce_cuh);
         util_buf_puts(o, "#define RJ_ENTRY extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK)\n");
     }

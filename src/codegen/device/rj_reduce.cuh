@@ -1000,40 +1000,75 @@ __host__ __device__ constexpr int rj_kve_fit(int want)
 // A tile of rj_kfusedv: lane l's elements base + l KT .. + KT-1; a tile
 // that ends past `end` (a warp's last) element by element, past the end
 // the last key again with no value.
+// A tile's parts: rj_key_vloads, a whole tile's 16-byte loads of each
+// array (vectors u .. u + KT/RJ_VEC - 1 of this lane); rj_key_conv, its
+// keys and values from them; rj_key_cut, a tile cut short by `end`, element
+// by element, past the end the last key again with no value.
+template <int KT>
+__device__ __forceinline__ void rj_key_vloads(const Params &P, const long long *lo, long long u,
+                                              Vld (&L)[KT / RJ_VEC])
+{
+#pragma unroll
+    for (int v = 0; v < KT / RJ_VEC; v++) acc_load_v(L[v], P, 0, lo, u + v);
+}
+
+template <int KT>
+__device__ __forceinline__ void rj_key_conv(const Params &P, const long long *lo, long long u,
+                                            const Vld (&L)[KT / RJ_VEC], rj_key (&k)[KT], Acc (&x)[KT])
+{
+    constexpr int NV = KT / RJ_VEC;
+#pragma unroll
+    for (int v = 0; v < NV; v++)
+#pragma unroll
+        for (int c = 0; c < RJ_VEC; c++) {
+            k[v * RJ_VEC + c] = (rj_key)key_v(P, L[v], lo, u + v, c);
+            acc_init(x[v * RJ_VEC + c]);
+            acc_one_v(x[v * RJ_VEC + c], P, L[v], lo, u + v, c);
+        }
+}
+
+template <int KT>
+__device__ __forceinline__ void rj_key_cut(const Params &P, rj_flt &F, const long long *lo, const long long *sz,
+                                           long long t0, long long end, rj_key (&k)[KT], Acc (&x)[KT])
+{
+#pragma unroll
+    for (int j = 0; j < KT; j++) {
+        long long t = t0 + j, tc = t < end ? t : end - 1;
+        acc_init(x[j]);
+        k[j] = (rj_key)key_at(F, P, lo, sz, tc);
+        if (t < end) acc_elem(x[j], F, P, 0, lo, sz, t);
+    }
+}
+
+// A tile of rj_kfusedv: lane l's elements base + l KT .. + KT-1.
 template <int KT>
 __device__ __forceinline__ void rj_key_load_v(const Params &P, rj_flt &F, const long long *lo, const long long *sz,
                                               long long base, long long end, rj_key (&k)[KT], Acc (&x)[KT])
 {
     long long t0 = base + (threadIdx.x & 31) * KT;
     if (base + 32 * KT <= end) {   // uniform
-        constexpr int NV = KT / RJ_VEC;
-        Vld L[NV];
+        Vld L[KT / RJ_VEC];
         long long u = t0 / RJ_VEC;
-#pragma unroll
-        for (int v = 0; v < NV; v++) acc_load_v(L[v], P, 0, lo, u + v);
-#pragma unroll
-        for (int v = 0; v < NV; v++)
-#pragma unroll
-            for (int c = 0; c < RJ_VEC; c++) {
-                k[v * RJ_VEC + c] = (rj_key)key_v(P, L[v], lo, u + v, c);
-                acc_init(x[v * RJ_VEC + c]);
-                acc_one_v(x[v * RJ_VEC + c], P, L[v], lo, u + v, c);
-            }
+        rj_key_vloads<KT>(P, lo, u, L);
+        rj_key_conv<KT>(P, lo, u, L, k, x);
     } else {
-#pragma unroll
-        for (int j = 0; j < KT; j++) {
-            long long t = t0 + j, tc = t < end ? t : end - 1;
-            acc_init(x[j]);
-            k[j] = (rj_key)key_at(F, P, lo, sz, tc);
-            if (t < end) acc_elem(x[j], F, P, 0, lo, sz, t);
-        }
+        rj_key_cut<KT>(P, F, lo, sz, t0, end, k, x);
     }
 }
 #else
 #define RJ_KVE 1
+struct Vld {};   // never used
 template <int KT>
 __device__ void rj_key_load_v(const Params &P, rj_flt &F, const long long *lo, const long long *sz, long long base,
-                              long long end, rj_key (&k)[KT], Acc (&x)[KT]);   // never used
+                              long long end, rj_key (&k)[KT], Acc (&x)[KT]);
+template <int KT>
+__device__ void rj_key_vloads(const Params &P, const long long *lo, long long u, Vld (&L)[1]);
+template <int KT>
+__device__ void rj_key_conv(const Params &P, const long long *lo, long long u, const Vld (&L)[1], rj_key (&k)[KT],
+                            Acc (&x)[KT]);
+template <int KT>
+__device__ void rj_key_cut(const Params &P, rj_flt &F, const long long *lo, const long long *sz, long long t0,
+                           long long end, rj_key (&k)[KT], Acc (&x)[KT]);
 #endif
 
 // A warp's elements begin..end-1 (see above): rj_kfused's tiles (V false)
@@ -1057,11 +1092,26 @@ __device__ __forceinline__ void rj_key_tiles(const Params &P, rj_flt &F, const l
     acc_init(ha);
     hk = -1;
     bool live = false, want = true, shares = false;
+#if RJ_KDB
+    // the next tile's loads issued as soon as this one's are converted, in
+    // flight while it folds
+    Vld L[V ? KT / (RJ_VEC ? RJ_VEC : 1) : 1];
+    long long lt0 = (threadIdx.x & 31) * KT;
+    if constexpr (V)
+        if (begin + 32 * KT <= end) rj_key_vloads<KT>(P, lo, (begin + lt0) / RJ_VEC, L);
+#endif
     for (long long base = begin; base < end; base += 32 * KT) {   // uniform in the warp
         rj_key k[KT];
         Acc x[KT];
         if constexpr (V) {
+#if RJ_KDB
+            if (base + 32 * KT <= end) rj_key_conv<KT>(P, lo, (base + lt0) / RJ_VEC, L, k, x);
+            else rj_key_cut<KT>(P, F, lo, sz, base + lt0, end, k, x);
+            long long nb = base + 32 * KT;
+            if (nb + 32 * KT <= end) rj_key_vloads<KT>(P, lo, (nb + lt0) / RJ_VEC, L);
+#else
             rj_key_load_v<KT>(P, F, lo, sz, base, end, k, x);
+#endif
         } else {
 #pragma unroll
             for (int j = 0; j < KT; j++) {   // past the end: the last key again, no value
