@@ -1028,7 +1028,15 @@ int gpu_column_layout(const cg_kernel *k, const vm_buf *bufs)
  * rows were folded, 165 / 550: a block had one span's loads in flight at a
  * time, where the thread per row keeps 8 loads of each thread in flight
  * (a staged kernel would need the next span's copy overlapping this one's
- * fold, cp.async or the bulk copy engine). */
+ * fold, cp.async or the bulk copy engine).  Also dropped (2026-11-24):
+ * rows folded in one pass over their elements as sorted keys are
+ * (rj_kfusedv's tile fold), an element's key its row, from a window of row
+ * starts each lane read ahead and counted at their positions in shared
+ * memory, the offsets checked as read.  Right on every case, but 217 to 242
+ * us for lengths 10..50 and 382 to 402 for length 3: ncu counted 124.5 M
+ * warp instructions for lengths 10..50 against 66.8 M for rj_kfusedv over
+ * the same number of tiles (keys, 149 us), so the fold, not the memory,
+ * bounds it. */
 gpu_seg_choice gpu_choose_segments(long long nout, long long total, int columns, int nsm)
 {
     gpu_seg_choice c = {0};
