@@ -292,6 +292,8 @@ static void test_vec_choice(red_ctx *ctx)
     const int64_t s3g[3] = {4, 8, COLS}, r3g[3] = {16 * COLS, 2 * COLS, 1};   /* every other row */
     const int64_t one[2] = {1, 4000}, odd[2] = {7, 1};                        /* an extent-1 dimension */
     const int64_t cnt[2] = {60, 65}, crm[2] = {65, 1};                        /* rows off 16 bytes */
+    const int64_t l1[2] = {1, 4096}, lr1[2] = {4096, 1}, l2[2] = {2, 2048}, lr2[2] = {2048, 1};   /* long rows */
+    const int64_t ls2[2] = {1, 2};                                            /* and interleaved */
     const struct {
         const char *text;
         int nd;
@@ -309,6 +311,9 @@ static void test_vec_choice(red_ctx *ctx)
         {"sum(A)", 3, s3g, r3g, 0, "rj_persist"},   /* a gap between rows */
         {"sum(A[i,j] * j)", 2, sq, rm, 0, "rj_persist"},   /* an index used as a value */
         {"sum(A[i,j] * A[j,i]) over i, j", 2, sq, rm, 0, "rj_persist"},
+        {"sum(A[i,j]) over j", 2, l1, lr1, 0, "rj_segbv"},    /* rows of 4096: a block each */
+        {"sum(A[i,j]) over j", 2, l2, lr2, 0, "rj_seg32v"},   /* of 2048: a warp */
+        {"sum(A[i,j]) over j", 2, l2, ls2, 0, "rj_seg32"},    /* interleaved: no 16-byte loads */
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         const char *k = kernel_for(ctx, t[i].text, t[i].nd, t[i].shape, t[i].strides, t[i].off);

@@ -48,6 +48,11 @@ static void choices(void)
     CHECK(c.occupancy_grid == 1 && c.group == 32, "a warp per output runs on the occupancy grid");
     c = gpu_choose_segments(100, 800, 0, 132);
     CHECK(c.group == 1 && !c.occupancy_grid, "a thread per output");
+    /* a block where rows of 4096 or more take 16-byte loads (rj_segbv) */
+    CHECK(!gpu_choose_segments(n26 / 1024, n26, 0, 132).long_rows, "rows of 1024: a warp");
+    CHECK(gpu_choose_segments(16384, n28, 0, 132).long_rows, "row sums 16384 x 16384: a block");
+    CHECK(gpu_choose_segments(33, 33 * 4099, 0, 132).long_rows, "33 rows of 4099: a block");
+    CHECK(!gpu_choose_segments(33, 33 * 4095, 0, 132).long_rows, "33 rows of 4095: a warp");
 }
 
 typedef struct arr {

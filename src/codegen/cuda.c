@@ -1033,6 +1033,7 @@ static const struct {
     {"rj_seg32", "RJ_ENTRY rj_seg32(Params P) { rj_segmented(P, 32); }\n"},
     {"rj_seg1v", "RJ_ENTRY rj_seg1v(Params P) { rj_segmented_vec(P, 1); }\n"},
     {"rj_seg32v", "RJ_ENTRY rj_seg32v(Params P) { rj_segmented_vec(P, 32); }\n"},
+    {"rj_segbv", "RJ_ENTRY rj_segbv(Params P) { rj_segmented_vec_block(P); }\n"},
     {"rj_segb", "RJ_ENTRY rj_segb(Params P) { rj_segmented(P, RJ_BLOCK); }\n"},
     {"rj_count", "RJ_ENTRY rj_count(Params P) { rj_count_all(P); }\n"},
     {"rj_kends", "RJ_ENTRY rj_kends(Params P) { rj_key_ends(P); }\n"},
@@ -1069,6 +1070,7 @@ static const char *const group_entries[CG_NGROUPS] = {   /* names, each NUL-term
     [CG_G_SPLIT1] = "rj_split1\0rj_splitf\0",
     [CG_G_SPLITB] = "rj_splitb\0rj_splitf\0",
     [CG_G_KSORTEDV] = "rj_kendsv\0rj_kfusedv\0",
+    [CG_G_SEGBV] = "rj_segbv\0",
 };
 
 int cg_group_has(int group, const char *entry)
@@ -1093,7 +1095,7 @@ int cg_group_usable(int group, const cg_kernel *k)
     if (kind == CG_MAP) return group == CG_G_MAP;
     if (group == CG_G_MAP) return 0;
     if (group == CG_G_PERSISTV) return k->vec > 0 && kind == CG_FULL;
-    if (group == CG_G_SEG1V || group == CG_G_SEG32V) return k->vec > 0 && kind == CG_PARTIAL;
+    if (group == CG_G_SEG1V || group == CG_G_SEG32V || group == CG_G_SEGBV) return k->vec > 0 && kind == CG_PARTIAL;
     if (group == CG_G_KSORTEDV) return k->vec > 0 && kind == CG_KEYED;
     if (group == CG_G_KSORTED || group == CG_G_KOFFS || group == CG_G_KPRIV) return kind == CG_KEYED;
     if (group == CG_G_SPLIT1 || group == CG_G_SPLITB) return kind == CG_PARTIAL || kind == CG_KEYED;

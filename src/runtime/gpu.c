@@ -1037,6 +1037,18 @@ int gpu_column_layout(const cg_kernel *k, const vm_buf *bufs)
  * warp instructions for lengths 10..50 against 66.8 M for rj_kfusedv over
  * the same number of tiles (keys, 149 us), so the fold, not the memory,
  * bounds it. */
+/* The average row from which contiguous rows take a block each (rj_segbv)
+ * rather than a warp (rj_seg32v): row sums of 16384 x 16384 f32 took 243.2
+ * to 245.1 us against 252.3 to 253.1 (H200, 2026-11-24, at 2048 and 4096
+ * alike; CuPy 248, CUB 242).  REDJIT_SEGBV_MIN, for sweeps (0: never). */
+static double segbv_min(void)
+{
+    const char *v = getenv("REDJIT_SEGBV_MIN");
+    if (!v) return 4096;
+    double d = atof(v);
+    return d > 0 ? d : 1e300;
+}
+
 gpu_seg_choice gpu_choose_segments(long long nout, long long total, int columns, int nsm)
 {
     gpu_seg_choice c = {0};
@@ -1074,6 +1086,7 @@ gpu_seg_choice gpu_choose_segments(long long nout, long long total, int columns,
         c.kernel = "rj_seg32";
         c.group = 32;
         c.occupancy_grid = 1;
+        c.long_rows = avg >= segbv_min();
     }
     return c;
 }
@@ -1160,6 +1173,10 @@ static int run_segments(run_ctx *r, pass_entry *e, long long nout, long long tot
         k = c.kernel;
         group = c.group;
         if (c.occupancy_grid) strategy = RED_STRATEGY_PERSISTENT;
+        if (c.long_rows && e->k.kind == CG_PARTIAL && vec_ok(r, e)) {
+            grid = nout < (long long)g->nsm * 64 ? nout : (long long)g->nsm * 64;
+            return launch(r, e, "rj_segbv", grid);
+        }
         /* contiguous rows: the same with 16-byte loads (auto only: the
          * forced strategies keep the scalar kernels to compare against) */
         if ((group == 1 || group == 32) && e->k.kind == CG_PARTIAL && vec_ok(r, e))

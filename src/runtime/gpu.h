@@ -122,6 +122,7 @@ typedef struct gpu_seg_choice {
     int group;
     long long chunks;
     int occupancy_grid;
+    int long_rows;   /* a warp per output, where a block over 16-byte loads (rj_segbv) is faster */
 } gpu_seg_choice;
 gpu_seg_choice gpu_choose_segments(long long nout, long long total, int columns, int nsm);
 struct cg_kernel;

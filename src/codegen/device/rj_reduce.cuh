@@ -345,6 +345,18 @@ __device__ __forceinline__ void rj_full_persistent_vec(const Params &P)
     rj_persist_finish(P, rj_full_vec_fold(P, blockIdx.x));
 }
 
+// A block per output over 16-byte vectors (rj_segbv): long contiguous rows.
+__device__ __forceinline__ void rj_segmented_vec_block(const Params &P)
+{
+    long long nout = P.v[RJ_NOUT];
+    for (long long o = blockIdx.x; o < nout; o += gridDim.x) {   // uniform in the block
+        long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+        long long cnt = out_range(P, o, lo, sz);
+        Acc a = rj_block_reduce(rj_run_v(P, o, lo, 0, cnt, threadIdx.x, RJ_BLOCK));
+        if (threadIdx.x == 0) acc_write(P, o, a);
+    }
+}
+
 // rj_segmented's thread (group 1) and warp (32) per output over 16-byte
 // vectors: rows whose reduced dimension is contiguous.
 __device__ __forceinline__ void rj_segmented_vec(const Params &P, int group)
