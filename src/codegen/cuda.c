@@ -809,7 +809,7 @@ static void emit_key_v(gen *g, const ir *const *loads, int n)
 {
     const plan_pass *ps = g->ps;
     util_buf *o = g->o;
-    for (int f = 0; f < 2; f++) {
+    for (int f = 0; f < (ps->key ? 2 : 1); f++) {
         begin_function(g);
         if (f == 0)
             util_buf_puts(o, "__device__ __forceinline__ void acc_one_v(Acc &a, const Params &P, const Vld &L, "
@@ -840,6 +840,30 @@ static void emit_key_v(gen *g, const ir *const *loads, int n)
     }
 }
 
+/* Does x use an index other than the pass's reduced ones? */
+static int uses_free_index(const plan_pass *ps, const ir *x)
+{
+    if (x->kind == IR_INDEX && red_pos(ps, x->slot) < 0) return 1;
+    for (int i = 0; i < x->nargs; i++)
+        if (uses_free_index(ps, x->args[i])) return 1;
+    return 0;
+}
+
+/* A candidate for rj_seg1a (rj_reduce.cuh): one output index, one reduced
+ * index over a range (`over k in ptr[r]..ptr[r+1]`), folded with a
+ * commutative operator from loads at the reduced index alone
+ * (emit_acc_elem_v checks them), the output index itself unused by the
+ * fold. */
+static int ranged_vec_pass(gen *g)
+{
+    const plan_pass *ps = g->ps;
+    if (g->k->kind != CG_PARTIAL || ps->nfree != 1 || ps->nred != 1 || ps->key || g->k->ordered) return 0;
+    for (int q = 0; q < ps->nreds; q++)
+        for (int c = 0; c < ps->reds[q].ncomp; c++)
+            if (uses_free_index(ps, ps->reds[q].map[c])) return 0;
+    return 1;
+}
+
 /* acc_load_v and acc_elem_v: the elements u*RJ_VEC .. u*RJ_VEC + RJ_VEC-1
  * of output o's domain (flat positions, the last reduced index fastest),
  * from one 16-byte load of each array (acc_load_v), folded into `a` in
@@ -858,15 +882,22 @@ static void emit_acc_elem_v(gen *g)
     if ((k->kind != CG_FULL && k->kind != CG_PARTIAL && k->kind != CG_KEYED) || k->ordered || ps->nred < 1)
         return;
     if (ps->key && kvt() < 0) return;
+    /* a ranged reduced index: rj_seg1a's candidates only (ranged_vec_pass) */
+    int rv = 0;
     for (int d = 0; d < ps->nred; d++)
-        if (g->p->vars[ps->red[d]].lo) return;
+        if (g->p->vars[ps->red[d]].lo) rv = 1;
+    if (rv && !ranged_vec_pass(g)) return;
     const ir *loads[8];
-    int n = 0;
-    for (int q = 0; q < ps->nreds; q++)
-        for (int c = 0; c < ps->reds[q].ncomp; c++)
-            if (!vec_loads(g, ps->reds[q].map[c], loads, &n, 8)) return;
+    int n = 0, ok = 1;
+    g->in_elem = rv;   /* (out_range checks a ranged subscript, as for acc_elem) */
+    for (int q = 0; q < ps->nreds && ok; q++)
+        for (int c = 0; c < ps->reds[q].ncomp && ok; c++) ok = vec_loads(g, ps->reds[q].map[c], loads, &n, 8);
+    g->in_elem = 0;
+    if (!ok) return;
     if (ps->key && !vec_loads(g, ps->key, loads, &n, 8)) return;
     if (n == 0) return;
+    for (int i = 0; rv && i < n; i++)
+        if (loads[i]->nargs != 1) return;   /* v[k]: one dimension, the ranged index */
     size_t esz = red_dtype_size(buf_dtype(g, loads[0]->slot));
     for (int i = 1; i < n; i++)
         if (red_dtype_size(buf_dtype(g, loads[i]->slot)) != esz) return;
@@ -898,6 +929,12 @@ static void emit_acc_elem_v(gen *g)
     util_buf_puts(o, "}\n");
     if (ps->key) {
         emit_key_v(g, loads, n);
+        return;
+    }
+    if (rv) {
+        /* rj_seg1a: acc_one_v as for keys, at absolute positions (lo[0] 0) */
+        emit_key_v(g, loads, n);
+        k->rvec = 1;
         return;
     }
     util_buf_puts(o, "__device__ __forceinline__ void acc_elem_v(Acc &a, const Params &P, const Vld &L, long long o, "
@@ -1034,6 +1071,7 @@ static const struct {
     {"rj_seg1v", "RJ_ENTRY rj_seg1v(Params P) { rj_segmented_vec(P, 1); }\n"},
     {"rj_seg32v", "RJ_ENTRY rj_seg32v(Params P) { rj_segmented_vec(P, 32); }\n"},
     {"rj_segbv", "RJ_ENTRY rj_segbv(Params P) { rj_segmented_vec_block(P); }\n"},
+    {"rj_seg1a", "RJ_ENTRY rj_seg1a(Params P) { rj_segmented_ranged_vec(P); }\n"},
     {"rj_segb", "RJ_ENTRY rj_segb(Params P) { rj_segmented(P, RJ_BLOCK); }\n"},
     {"rj_count", "RJ_ENTRY rj_count(Params P) { rj_count_all(P); }\n"},
     {"rj_kends", "RJ_ENTRY rj_kends(Params P) { rj_key_ends(P); }\n"},
@@ -1071,6 +1109,7 @@ static const char *const group_entries[CG_NGROUPS] = {   /* names, each NUL-term
     [CG_G_SPLITB] = "rj_splitb\0rj_splitf\0",
     [CG_G_KSORTEDV] = "rj_kendsv\0rj_kfusedv\0",
     [CG_G_SEGBV] = "rj_segbv\0",
+    [CG_G_SEG1A] = "rj_seg1a\0",
 };
 
 int cg_group_has(int group, const char *entry)
@@ -1095,7 +1134,9 @@ int cg_group_usable(int group, const cg_kernel *k)
     if (kind == CG_MAP) return group == CG_G_MAP;
     if (group == CG_G_MAP) return 0;
     if (group == CG_G_PERSISTV) return k->vec > 0 && kind == CG_FULL;
-    if (group == CG_G_SEG1V || group == CG_G_SEG32V || group == CG_G_SEGBV) return k->vec > 0 && kind == CG_PARTIAL;
+    if (group == CG_G_SEG1V || group == CG_G_SEG32V || group == CG_G_SEGBV)
+        return k->vec > 0 && kind == CG_PARTIAL && !k->rvec;
+    if (group == CG_G_SEG1A) return k->rvec;
     if (group == CG_G_KSORTEDV) return k->vec > 0 && kind == CG_KEYED;
     if (group == CG_G_KSORTED || group == CG_G_KOFFS || group == CG_G_KPRIV) return kind == CG_KEYED;
     if (group == CG_G_SPLIT1 || group == CG_G_SPLITB) return kind == CG_PARTIAL || kind == CG_KEYED;
@@ -1265,7 +1306,8 @@ int cg_generate(const plan *p, int pi, util_arena *a, cg_kernel *out, util_diag 
     /* int keys: 32-bit in rj_kfused's tiles */
     const ir *kx = ps->key;
     while (kx && kx->kind == IR_CAST && kx->type == CT_I64) kx = kx->args[0];   /* the checker widens keys */
-    util_buf_printf(o, "#define RJ_KEY32 %d\n", kx && (kx->type == CT_I32 || kx->type == CT_BOOL));
+    util_buf_printf(o, "#define RJ_KEY32 %d\n#define RJ_RVEC %d\n", kx && (kx->type == CT_I32 || kx->type == CT_BOOL),
+                    out->rvec);
     util_buf_printf(o, "#define RJ_HALF %d\n#define RJ_SAT %d\n#define RJ_MATH %d\n", calls_any(b, half_fns),
                     calls_any(b, sat_fns), calls_any(b, math_fns));
     util_buf_puts(o, rj_prelude_cuh);

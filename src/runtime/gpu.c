@@ -1111,6 +1111,32 @@ static uint64_t count_key(const run_ctx *r, const pass_entry *e, long long nout)
     return h | 1;
 }
 
+/* rj_seg1a's arrays (cg_kernel.rvec): one dimension of stride 1 each, the
+ * first element on 16 bytes */
+static int ranged_vec_ok(const run_ctx *r, const pass_entry *e)
+{
+    const cg_kernel *k = &e->k;
+    const long long *P = r->params;
+    for (int l = 0; l < k->nvec; l++) {
+        const long long *a = P + k->vec_base[l];   /* pointer, extent, stride */
+        if (k->vec_ndim[l] != 1 || a[2] != 1 || (unsigned long long)a[0] % 16) return 0;
+    }
+    return k->nvec > 0;
+}
+
+/* The average row from which a thread per CSR row takes 16-byte loads
+ * inside it (rj_seg1a) rather than scalar ones (rj_seg1).  H200,
+ * 2026-11-24, 2^26 f32 values, us at rj_seg1 / from 8 / from 2: lengths
+ * 10..50 113.0-113.8 / 101.9-102.5 / 102.1, all of length 3 150.0-150.7 /
+ * (rj_seg1) / 165.3.  REDJIT_SEG1A_MIN, for sweeps (0: never). */
+static double seg1a_min(void)
+{
+    const char *v = getenv("REDJIT_SEG1A_MIN");
+    if (!v) return 8;
+    double d = atof(v);
+    return d > 0 ? d : 1e300;
+}
+
 /* Segments: one reduction per output (partial reductions, sorted keys).
  * `total` is the elements of all outputs' domains, or -1 when ranges make
  * it unknown.  Forced strategies pick the kernel: tree a block per output,
@@ -1173,13 +1199,18 @@ static int run_segments(run_ctx *r, pass_entry *e, long long nout, long long tot
         k = c.kernel;
         group = c.group;
         if (c.occupancy_grid) strategy = RED_STRATEGY_PERSISTENT;
-        if (c.long_rows && e->k.kind == CG_PARTIAL && vec_ok(r, e)) {
+        if (group == 1 && e->k.rvec && (double)total >= seg1a_min() * (double)nout && ranged_vec_ok(r, e)) {
+            grid = cdiv(nout, BLOCK);
+            if (grid > (long long)g->nsm * 64) grid = (long long)g->nsm * 64;
+            return launch(r, e, "rj_seg1a", grid);
+        }
+        if (c.long_rows && e->k.kind == CG_PARTIAL && !e->k.rvec && vec_ok(r, e)) {
             grid = nout < (long long)g->nsm * 64 ? nout : (long long)g->nsm * 64;
             return launch(r, e, "rj_segbv", grid);
         }
         /* contiguous rows: the same with 16-byte loads (auto only: the
          * forced strategies keep the scalar kernels to compare against) */
-        if ((group == 1 || group == 32) && e->k.kind == CG_PARTIAL && vec_ok(r, e))
+        if ((group == 1 || group == 32) && e->k.kind == CG_PARTIAL && !e->k.rvec && vec_ok(r, e))
             k = group == 1 ? "rj_seg1v" : "rj_seg32v";
     }
     }

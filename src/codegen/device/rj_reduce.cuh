@@ -265,7 +265,7 @@ __device__ __forceinline__ void rj_full_persistent(const Params &P)
     rj_persist_finish(P, rj_full_block_fold(P, blockIdx.x));
 }
 
-#if RJ_VEC && !RJ_KEYED
+#if RJ_VEC && !RJ_KEYED && !RJ_RVEC
 // A batch of RJ_VUNROLL whole vectors folded into `in` in order: into
 // fresh accumulators first, combined in order, as rj_fold_batch does;
 // argmin and argmax straight into `in`.
@@ -376,6 +376,52 @@ __device__ __forceinline__ void rj_segmented_vec(const Params &P, int group)
         if (group > 1) a = rj_warp_reduce(a, group);
         if (o < nout && lane == 0) acc_write(P, o, a);
     }
+}
+#endif
+
+#if RJ_VEC && RJ_RVEC
+// rj_seg1a: a thread per output over a ranged index (CSR rows) whose
+// arrays are loaded at that index alone, contiguous and on 16 bytes (the
+// runtime's check): the elements before the row's first 16-byte boundary
+// and after its last one by themselves, the rest RJ_VEC at a time.  The
+// next row's range is read before this one is folded, as in rj_segmented.
+// (acc_elem and acc_one_v at absolute positions: lo 0.)
+__device__ __forceinline__ void rj_segmented_ranged_vec(const Params &P)
+{
+    long long nout = P.v[RJ_NOUT];
+    long long gid = (long long)blockIdx.x * RJ_BLOCK + threadIdx.x, ng = (long long)gridDim.x * RJ_BLOCK;
+    const long long lo0[RJ_NRED + 1] = {0}, sz0[RJ_NRED + 1] = {0};
+    rj_flt F;
+    rj_flt_init(F);
+    long long lo[RJ_NRED + 1], sz[RJ_NRED + 1], lo2[RJ_NRED + 1], sz2[RJ_NRED + 1];
+    long long cnt = gid < nout ? out_range(P, gid, lo, sz) : 0;
+    for (long long o = gid; o < nout; o += ng) {
+        long long cn = o + ng < nout ? out_range(P, o + ng, lo2, sz2) : 0;
+        long long b = lo[0], e = b + cnt;   // cnt > 0: in every array (out_range)
+        Acc a;
+        acc_init(a);
+        if (cnt > 0) {
+            long long vb = (b + RJ_VEC - 1) / RJ_VEC, ve = e / RJ_VEC;
+            long long hb = vb < ve ? vb * RJ_VEC : e;   // the head: b .. hb-1
+            for (long long t = b; t < hb; t++) acc_elem(a, F, P, o, lo0, sz0, t);
+#pragma unroll 4
+            for (long long u = vb; u < ve; u++) {
+                Vld L;
+                acc_load_v(L, P, o, lo0, u);
+#pragma unroll
+                for (int c = 0; c < RJ_VEC; c++) acc_one_v(a, P, L, lo0, u, c);
+            }
+            for (long long t = vb < ve ? ve * RJ_VEC : e; t < e; t++) acc_elem(a, F, P, o, lo0, sz0, t);
+        }
+        acc_write(P, o, a);
+#pragma unroll
+        for (int d = 0; d <= RJ_NRED; d++) {
+            lo[d] = lo2[d];
+            sz[d] = sz2[d];
+        }
+        cnt = cn;
+    }
+    rj_flush(P, F);
 }
 #endif
 
