@@ -1055,9 +1055,6 @@ __host__ __device__ constexpr int rj_kve_fit(int want)
 }
 #define RJ_KVE rj_kve_fit(RJ_VEC * (RJ_KVT ? RJ_KVT : 4))
 
-// A tile of rj_kfusedv: lane l's elements base + l KT .. + KT-1; a tile
-// that ends past `end` (a warp's last) element by element, past the end
-// the last key again with no value.
 // A tile's parts: rj_key_vloads, a whole tile's 16-byte loads of each
 // array (vectors u .. u + KT/RJ_VEC - 1 of this lane); rj_key_conv, its
 // keys and values from them; rj_key_cut, a tile cut short by `end`, element
@@ -1098,7 +1095,8 @@ __device__ __forceinline__ void rj_key_cut(const Params &P, rj_flt &F, const lon
     }
 }
 
-// A tile of rj_kfusedv: lane l's elements base + l KT .. + KT-1.
+// A tile of rj_kfusedv: lane l's elements base + l KT .. + KT-1; a tile
+// that ends past `end` (a warp's last) element by element.
 template <int KT>
 __device__ __forceinline__ void rj_key_load_v(const Params &P, rj_flt &F, const long long *lo, const long long *sz,
                                               long long base, long long end, rj_key (&k)[KT], Acc (&x)[KT])
