@@ -932,8 +932,14 @@ static void emit_acc_elem_v(gen *g)
         return;
     }
     if (rv) {
-        /* rj_seg1a: acc_one_v as for keys, at absolute positions (lo[0] 0) */
+        /* rj_seg1a: acc_one_v as for keys, at absolute positions (lo[0] 0);
+         * rvec_extent, the fewest elements of its arrays */
         emit_key_v(g, loads, n);
+        util_buf_printf(o, "__device__ __forceinline__ long long rvec_extent(const Params &P)\n{\n"
+                           "    long long n = P.v[%d];\n", k->vec_base[0] + 1);
+        for (int i = 1; i < n; i++)
+            util_buf_printf(o, "    if (P.v[%d] < n) n = P.v[%d];\n", k->vec_base[i] + 1, k->vec_base[i] + 1);
+        util_buf_puts(o, "    return n;\n}\n");
         k->rvec = 1;
         return;
     }

@@ -1128,7 +1128,9 @@ static int ranged_vec_ok(const run_ctx *r, const pass_entry *e)
  * inside it (rj_seg1a) rather than scalar ones (rj_seg1).  H200,
  * 2026-11-24, 2^26 f32 values, us at rj_seg1 / from 8 / from 2: lengths
  * 10..50 113.0-113.8 / 101.9-102.5 / 102.1, all of length 3 150.0-150.7 /
- * (rj_seg1) / 165.3.  4 or 8 lanes a row (each its share of the vectors,
+ * (rj_seg1) / 165.3, with each row's first and last few elements read one
+ * at a time; read as masked 16-byte loads, lengths 10..50 93.7-94.0 (a
+ * threshold of 2 or 4 alike; length 3 at 2: 205.0).  4 or 8 lanes a row (each its share of the vectors,
  * then a tree) were slower: lengths 10..50 117.4-120.7 and 212.1-212.4,
  * length 3 641.4 and 1304.1.  REDJIT_SEG1A_MIN, for sweeps (0: never). */
 static double seg1a_min(void)

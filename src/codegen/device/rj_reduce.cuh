@@ -382,15 +382,15 @@ __device__ __forceinline__ void rj_segmented_vec(const Params &P, int group)
 #if RJ_VEC && RJ_RVEC
 // rj_seg1a: a thread per output over a ranged index (CSR rows) whose
 // arrays are loaded at that index alone, contiguous and on 16 bytes (the
-// runtime's check): the elements before the row's first 16-byte boundary
-// and after its last one by themselves, the rest RJ_VEC at a time.  The
-// next row's range is read before this one is folded, as in rj_segmented.
-// (acc_elem and acc_one_v at absolute positions: lo 0.)
+// runtime's check), RJ_VEC elements a load.  The next row's range is read
+// before this one is folded, as in rj_segmented.  (acc_elem and acc_one_v
+// at absolute positions: lo 0.)
 __device__ __forceinline__ void rj_segmented_ranged_vec(const Params &P)
 {
     long long nout = P.v[RJ_NOUT];
     long long gid = (long long)blockIdx.x * RJ_BLOCK + threadIdx.x, ng = (long long)gridDim.x * RJ_BLOCK;
     const long long lo0[RJ_NRED + 1] = {0}, sz0[RJ_NRED + 1] = {0};
+    long long ext = rvec_extent(P);
     rj_flt F;
     rj_flt_init(F);
     long long lo[RJ_NRED + 1], sz[RJ_NRED + 1], lo2[RJ_NRED + 1], sz2[RJ_NRED + 1];
@@ -401,17 +401,44 @@ __device__ __forceinline__ void rj_segmented_ranged_vec(const Params &P)
         Acc a;
         acc_init(a);
         if (cnt > 0) {
-            long long vb = (b + RJ_VEC - 1) / RJ_VEC, ve = e / RJ_VEC;
-            long long hb = vb < ve ? vb * RJ_VEC : e;   // the head: b .. hb-1
-            for (long long t = b; t < hb; t++) acc_elem(a, F, P, o, lo0, sz0, t);
+            // the vectors the row touches: the first and the last masked
+            // (one load each instead of up to RJ_VEC - 1), the last one
+            // only where it ends inside every array (nothing past an array
+            // is read), else its elements by themselves
+            long long u0 = b / RJ_VEC, u1 = (e - 1) / RJ_VEC;
+            bool last_in = (u1 + 1) * RJ_VEC <= ext;
+            {   // the first vector (the last too, where it is the same)
+                long long hend = u0 == u1 ? e : (u0 + 1) * RJ_VEC;
+                if (u0 < u1 || last_in) {
+                    Vld L;
+                    acc_load_v(L, P, o, lo0, u0);
+#pragma unroll
+                    for (int c = 0; c < RJ_VEC; c++) {
+                        long long t = u0 * RJ_VEC + c;
+                        if (t >= b && t < hend) acc_one_v(a, P, L, lo0, u0, c);
+                    }
+                } else {
+                    for (long long t = b; t < hend; t++) acc_elem(a, F, P, o, lo0, sz0, t);
+                }
+            }
 #pragma unroll 4
-            for (long long u = vb; u < ve; u++) {
+            for (long long u = u0 + 1; u < u1; u++) {
                 Vld L;
                 acc_load_v(L, P, o, lo0, u);
 #pragma unroll
                 for (int c = 0; c < RJ_VEC; c++) acc_one_v(a, P, L, lo0, u, c);
             }
-            for (long long t = vb < ve ? ve * RJ_VEC : e; t < e; t++) acc_elem(a, F, P, o, lo0, sz0, t);
+            if (u1 > u0) {   // the last vector
+                if (last_in) {
+                    Vld L;
+                    acc_load_v(L, P, o, lo0, u1);
+#pragma unroll
+                    for (int c = 0; c < RJ_VEC; c++)
+                        if (u1 * RJ_VEC + c < e) acc_one_v(a, P, L, lo0, u1, c);
+                } else {
+                    for (long long t = u1 * RJ_VEC; t < e; t++) acc_elem(a, F, P, o, lo0, sz0, t);
+                }
+            }
         }
         acc_write(P, o, a);
 #pragma unroll
