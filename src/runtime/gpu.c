@@ -841,7 +841,7 @@ static int vec_ok(const run_ctx *r, const pass_entry *e)
 {
     const cg_kernel *k = &e->k;
     const long long *P = r->params;
-    if (!k->vec) return 0;
+    if (!k->vec || k->rvec) return 0;   /* rvec: no fixed domain (ranged_vec_ok) */
     for (int l = 0; l < k->nvec; l++) {
         const long long *a = P + k->vec_base[l];   /* pointer, extents, strides */
         int nd = k->vec_ndim[l], rd = k->vec_rdim[l];
@@ -1014,6 +1014,41 @@ int gpu_column_layout(const cg_kernel *k, const vm_buf *bufs)
     return 1;
 }
 
+/* The average rows from which auto takes the 16-byte-load kernels for
+ * rows (read once, for gpu_choose_segments and run_segments):
+ * - segbv: a block per contiguous row (rj_segbv) rather than a warp
+ *   (rj_seg32v).  Row sums of 16384 x 16384 f32 took 243.2 to 245.1 us
+ *   against 252.3 to 253.1 (H200, 2026-11-24, at 2048 and 4096 alike;
+ *   CuPy 248, CUB 242).  REDJIT_SEGBV_MIN.
+ * - seg1a: a thread per CSR row with 16-byte loads inside it (rj_seg1a)
+ *   rather than scalar ones (rj_seg1).  H200, 2026-11-24, 2^26 f32 values,
+ *   us at rj_seg1 / from 8 / from 2: lengths 10..50 113.0-113.8 /
+ *   101.9-102.5 / 102.1, all of length 3 150.0-150.7 / (rj_seg1) / 165.3,
+ *   with each row's first and last few elements read one at a time; read
+ *   as masked 16-byte loads, lengths 10..50 93.7-94.0 (from 2 or 4 alike;
+ *   length 3 from 2: 205.0).  4 or 8 lanes a row (each its share of the
+ *   vectors, then a tree) were slower: lengths 10..50 117.4-120.7 and
+ *   212.1-212.4, length 3 641.4 and 1304.1.  REDJIT_SEG1A_MIN.
+ * Both variables are for bench/sweep.sh; 0 there turns the kernel off. */
+static struct {
+    double segbv, seg1a;
+} row_min;
+static pthread_once_t row_min_once = PTHREAD_ONCE_INIT;
+
+static double env_row_min(const char *name, double dflt)
+{
+    const char *v = getenv(name);
+    if (!v) return dflt;
+    double d = atof(v);
+    return d > 0 ? d : 1e300;
+}
+
+static void row_min_load(void)
+{
+    row_min.segbv = env_row_min("REDJIT_SEGBV_MIN", 4096);
+    row_min.seg1a = env_row_min("REDJIT_SEG1A_MIN", 8);
+}
+
 /* The kernel for segments (see gpu.h), from the average length, as the
  * benchmark's forced strategies showed (bench/RESULTS.md, 2026-11-22): a
  * thread per output up to 64 elements (rows of 8: 333 us against 5132 with a
@@ -1037,18 +1072,6 @@ int gpu_column_layout(const cg_kernel *k, const vm_buf *bufs)
  * warp instructions for lengths 10..50 against 66.8 M for rj_kfusedv over
  * the same number of tiles (keys, 149 us), so the fold, not the memory,
  * bounds it. */
-/* The average row from which contiguous rows take a block each (rj_segbv)
- * rather than a warp (rj_seg32v): row sums of 16384 x 16384 f32 took 243.2
- * to 245.1 us against 252.3 to 253.1 (H200, 2026-11-24, at 2048 and 4096
- * alike; CuPy 248, CUB 242).  REDJIT_SEGBV_MIN, for sweeps (0: never). */
-static double segbv_min(void)
-{
-    const char *v = getenv("REDJIT_SEGBV_MIN");
-    if (!v) return 4096;
-    double d = atof(v);
-    return d > 0 ? d : 1e300;
-}
-
 gpu_seg_choice gpu_choose_segments(long long nout, long long total, int columns, int nsm)
 {
     gpu_seg_choice c = {0};
@@ -1086,7 +1109,8 @@ gpu_seg_choice gpu_choose_segments(long long nout, long long total, int columns,
         c.kernel = "rj_seg32";
         c.group = 32;
         c.occupancy_grid = 1;
-        c.long_rows = avg >= segbv_min();
+        pthread_once(&row_min_once, row_min_load);
+        c.long_rows = avg >= row_min.segbv;
     }
     return c;
 }
@@ -1122,23 +1146,6 @@ static int ranged_vec_ok(const run_ctx *r, const pass_entry *e)
         if (k->vec_ndim[l] != 1 || a[2] != 1 || (unsigned long long)a[0] % 16) return 0;
     }
     return k->nvec > 0;
-}
-
-/* The average row from which a thread per CSR row takes 16-byte loads
- * inside it (rj_seg1a) rather than scalar ones (rj_seg1).  H200,
- * 2026-11-24, 2^26 f32 values, us at rj_seg1 / from 8 / from 2: lengths
- * 10..50 113.0-113.8 / 101.9-102.5 / 102.1, all of length 3 150.0-150.7 /
- * (rj_seg1) / 165.3, with each row's first and last few elements read one
- * at a time; read as masked 16-byte loads, lengths 10..50 93.7-94.0 (a
- * threshold of 2 or 4 alike; length 3 at 2: 205.0).  4 or 8 lanes a row (each its share of the vectors,
- * then a tree) were slower: lengths 10..50 117.4-120.7 and 212.1-212.4,
- * length 3 641.4 and 1304.1.  REDJIT_SEG1A_MIN, for sweeps (0: never). */
-static double seg1a_min(void)
-{
-    const char *v = getenv("REDJIT_SEG1A_MIN");
-    if (!v) return 8;
-    double d = atof(v);
-    return d > 0 ? d : 1e300;
 }
 
 /* Segments: one reduction per output (partial reductions, sorted keys).
@@ -1202,20 +1209,24 @@ static int run_segments(run_ctx *r, pass_entry *e, long long nout, long long tot
         }
         k = c.kernel;
         group = c.group;
-        if (c.occupancy_grid) strategy = RED_STRATEGY_PERSISTENT;
-        if (group == 1 && e->k.rvec && (double)total >= seg1a_min() * (double)nout && ranged_vec_ok(r, e)) {
-            grid = cdiv(nout, BLOCK);
-            if (grid > (long long)g->nsm * 64) grid = (long long)g->nsm * 64;
-            return launch(r, e, "rj_seg1a", grid);
+        /* 16-byte loads (auto only: the forced strategies keep the scalar
+         * kernels to compare against): CSR rows from an average of
+         * row_min.seg1a elements, contiguous rows (a block each where they
+         * are long) */
+        pthread_once(&row_min_once, row_min_load);
+        int occupancy = c.occupancy_grid;
+        if (group == 1 && e->k.rvec && (double)total >= row_min.seg1a * (double)nout && ranged_vec_ok(r, e)) {
+            k = "rj_seg1a";
+        } else if (e->k.kind == CG_PARTIAL && vec_ok(r, e)) {
+            if (c.long_rows) {
+                k = "rj_segbv";
+                group = BLOCK;
+                occupancy = 0;
+            } else if (group == 1 || group == 32) {
+                k = group == 1 ? "rj_seg1v" : "rj_seg32v";
+            }
         }
-        if (c.long_rows && e->k.kind == CG_PARTIAL && !e->k.rvec && vec_ok(r, e)) {
-            grid = nout < (long long)g->nsm * 64 ? nout : (long long)g->nsm * 64;
-            return launch(r, e, "rj_segbv", grid);
-        }
-        /* contiguous rows: the same with 16-byte loads (auto only: the
-         * forced strategies keep the scalar kernels to compare against) */
-        if ((group == 1 || group == 32) && e->k.kind == CG_PARTIAL && !e->k.rvec && vec_ok(r, e))
-            k = group == 1 ? "rj_seg1v" : "rj_seg32v";
+        if (occupancy) strategy = RED_STRATEGY_PERSISTENT;
     }
     }
     if (strategy == RED_STRATEGY_PERSISTENT) {
