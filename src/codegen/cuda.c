@@ -804,7 +804,7 @@ static void emit_vec_bases(gen *g, const ir *const *loads, int n)
 /* For a keyed pass's rj_kfusedv (rj_reduce.cuh): element c of vector u of
  * its arrays, from Vld L, folded into `a` (acc_one_v) and its key (key_v);
  * one copy each, c a constant once inlined into the kernel's unrolled
- * loops. */
+ * loops.  For rj_seg1a (a ranged pass, no key) acc_one_v alone. */
 static void emit_key_v(gen *g, const ir *const *loads, int n)
 {
     const plan_pass *ps = g->ps;

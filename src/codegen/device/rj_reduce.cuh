@@ -379,6 +379,28 @@ __device__ __forceinline__ void rj_segmented_vec(const Params &P, int group)
 }
 #endif
 
+// A thread per output: outputs gid, gid + ng, ..., each folded by
+// fold(o, lo, sz, cnt) over its domain; the next one's range is read before
+// this one is folded, so the two round trips to memory overlap (short CSR
+// rows waited for the offsets, then for the values).
+template <class Fold>
+__device__ __forceinline__ void rj_rows_ahead(const Params &P, long long gid, long long ng, Fold fold)
+{
+    long long nout = P.v[RJ_NOUT];
+    long long lo[RJ_NRED + 1], sz[RJ_NRED + 1], lo2[RJ_NRED + 1], sz2[RJ_NRED + 1];
+    long long cnt = gid < nout ? out_range(P, gid, lo, sz) : 0;
+    for (long long o = gid; o < nout; o += ng) {
+        long long cn = o + ng < nout ? out_range(P, o + ng, lo2, sz2) : 0;
+        acc_write(P, o, fold(o, (const long long *)lo, (const long long *)sz, cnt));
+#pragma unroll
+        for (int d = 0; d <= RJ_NRED; d++) {
+            lo[d] = lo2[d];
+            sz[d] = sz2[d];
+        }
+        cnt = cn;
+    }
+}
+
 #if RJ_VEC && RJ_RVEC
 // rj_seg1a: a thread per output over a ranged index (CSR rows) whose
 // arrays are loaded at that index alone, contiguous and on 16 bytes (the
@@ -387,16 +409,13 @@ __device__ __forceinline__ void rj_segmented_vec(const Params &P, int group)
 // at absolute positions: lo 0.)
 __device__ __forceinline__ void rj_segmented_ranged_vec(const Params &P)
 {
-    long long nout = P.v[RJ_NOUT];
     long long gid = (long long)blockIdx.x * RJ_BLOCK + threadIdx.x, ng = (long long)gridDim.x * RJ_BLOCK;
     const long long lo0[RJ_NRED + 1] = {0}, sz0[RJ_NRED + 1] = {0};
     long long ext = rvec_extent(P);
     rj_flt F;
     rj_flt_init(F);
-    long long lo[RJ_NRED + 1], sz[RJ_NRED + 1], lo2[RJ_NRED + 1], sz2[RJ_NRED + 1];
-    long long cnt = gid < nout ? out_range(P, gid, lo, sz) : 0;
-    for (long long o = gid; o < nout; o += ng) {
-        long long cn = o + ng < nout ? out_range(P, o + ng, lo2, sz2) : 0;
+    rj_rows_ahead(P, gid, ng, [&](long long o, const long long *lo, const long long *sz, long long cnt) {
+        (void)sz;
         long long b = lo[0], e = b + cnt;   // cnt > 0: in every array (out_range)
         Acc a;
         acc_init(a);
@@ -440,14 +459,8 @@ __device__ __forceinline__ void rj_segmented_ranged_vec(const Params &P)
                 }
             }
         }
-        acc_write(P, o, a);
-#pragma unroll
-        for (int d = 0; d <= RJ_NRED; d++) {
-            lo[d] = lo2[d];
-            sz[d] = sz2[d];
-        }
-        cnt = cn;
-    }
+        return a;
+    });
     rj_flush(P, F);
 }
 #endif
@@ -469,22 +482,9 @@ __device__ __forceinline__ void rj_segmented(const Params &P, int group)
     long long gid = ((long long)blockIdx.x * RJ_BLOCK + threadIdx.x) / group;
     long long ngroups = (long long)gridDim.x * RJ_BLOCK / group;
     if (group == 1) {
-        // a thread per output; the next output's range is read before this
-        // one is folded, so the two round trips to memory overlap (short
-        // CSR rows waited for the offsets, then for the values)
-        long long lo[RJ_NRED + 1], sz[RJ_NRED + 1], lo2[RJ_NRED + 1], sz2[RJ_NRED + 1];
-        long long cnt = gid < nout ? out_range(P, gid, lo, sz) : 0;
-        for (long long o = gid; o < nout; o += ngroups) {
-            long long cn = o + ngroups < nout ? out_range(P, o + ngroups, lo2, sz2) : 0;
-            Acc a = rj_thread_run(P, o, lo, sz, 0, cnt, 1);
-            acc_write(P, o, a);
-#pragma unroll
-            for (int d = 0; d <= RJ_NRED; d++) {
-                lo[d] = lo2[d];
-                sz[d] = sz2[d];
-            }
-            cnt = cn;
-        }
+        rj_rows_ahead(P, gid, ngroups, [&](long long o, const long long *lo, const long long *sz, long long cnt) {
+            return rj_thread_run(P, o, lo, sz, 0, cnt, 1);
+        });
         return;
     }
     int lane = threadIdx.x % group;
