@@ -361,6 +361,35 @@ static void test_key_vec_choice(red_ctx *ctx)
     }
 }
 
+/* Short CSR rows (the stand-in counts none: an average of 0) take rj_seg1s
+ * where every array the fold loads at the ranged index has stride 1, on 16
+ * bytes or not, and rj_seg1 otherwise. */
+static void test_csr_choice(red_ctx *ctx)
+{
+    const struct {
+        const char *text;
+        int xoff;
+        int64_t xstride;
+        const char *want;
+    } t[] = {
+        {"sum(x[k]) over k in ptr[r]..ptr[r+1]", 0, 1, "rj_seg1s"},
+        {"max(abs(x[k])), argmin(x[k]) over k in ptr[r]..ptr[r+1]", 0, 1, "rj_seg1s"},
+        {"sum(x[k]) over k in ptr[r]..ptr[r+1]", 1, 1, "rj_seg1s"},        /* off 16 bytes */
+        {"sum(x[k]) over k in ptr[r]..ptr[r+1]", 0, 2, "rj_seg1"},         /* strided */
+        {"sum(x[k] * r) over k in ptr[r]..ptr[r+1]", 0, 1, "rj_seg1"},     /* the row index in the fold */
+        {"sum(x[k] * x[k+1]) over k in ptr[r]..ptr[r+1]", 0, 1, "rj_seg1"}, /* a load not at k alone */
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        red_binding b[2] = {{"x", {0}}, {"ptr", {0}}};
+        /* the first half of the rows: inside every view */
+        int64_t n = (N - 1) / t[i].xstride, np = ROWS / 2;
+        red_array_init(&b[0].array, (float *)dx + t[i].xoff, RED_F32, 1, &n, &t[i].xstride);
+        red_array_init(&b[1].array, dptr, RED_I64, 1, &np, NULL);
+        const char *k = last_kernel(ctx, t[i].text, b, 2);
+        CHECK(strcmp(k, t[i].want) == 0, "%s (case %zu): launched %s, expected %s", t[i].text, i, k, t[i].want);
+    }
+}
+
 /* The segment count of a ranged pass under auto is taken again when the
  * arrays change (another offsets array, another length), not otherwise. */
 static void test_count_key(red_ctx *ctx)
@@ -905,6 +934,7 @@ int main(int argc, char **argv)
     test_count_key(ctx);
     test_vec_choice(ctx);
     test_key_vec_choice(ctx);
+    test_csr_choice(ctx);
     test_refused_rebind();
     test_async(ctx);
     test_async_chain(ctx);

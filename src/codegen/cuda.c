@@ -840,6 +840,29 @@ static void emit_key_v(gen *g, const ir *const *loads, int n)
     }
 }
 
+/* For rj_seg1s (a ranged pass, as rj_seg1a's acc_one_v): element t, an
+ * absolute position, of each of its arrays, loaded and folded into `a`.
+ * The runtime takes it where every such array has one dimension of stride
+ * 1 (ranged_scalar_ok), so the element is at base + t, with no stride to
+ * multiply; out_range has checked the row's range against every array. */
+static void emit_one_s(gen *g, const ir *const *loads, int n)
+{
+    const plan_pass *ps = g->ps;
+    util_buf *o = g->o;
+    begin_function(g);
+    util_buf_puts(o, "__device__ __forceinline__ void acc_one_s(Acc &a, const Params &P, long long t)\n{\n"
+                     "    (void)P;\n");
+    util_buf_printf(o, "    const long long i%d = t;\n    (void)i%d;\n", ps->red[0], ps->red[0]);
+    for (int i = 0; i < n; i++) {
+        const char *t = tname[loads[i]->type];
+        g->done[loads[i]->id] = 1;
+        util_buf_printf(o, "    const %s v%d = ((const %s *)P.v[%d])[t];\n    (void)v%d;\n", t, loads[i]->id, t,
+                        g->k->vec_base[i], loads[i]->id);
+    }
+    emit_fold(g);
+    util_buf_puts(o, "}\n");
+}
+
 /* Does x use an index other than the pass's reduced ones? */
 static int uses_free_index(const plan_pass *ps, const ir *x)
 {
@@ -935,6 +958,7 @@ static void emit_acc_elem_v(gen *g)
         /* rj_seg1a: acc_one_v as for keys, at absolute positions (lo[0] 0);
          * rvec_extent, the fewest elements of its arrays */
         emit_key_v(g, loads, n);
+        emit_one_s(g, loads, n);
         util_buf_printf(o, "__device__ __forceinline__ long long rvec_extent(const Params &P)\n{\n"
                            "    long long n = P.v[%d];\n", k->vec_base[0] + 1);
         for (int i = 1; i < n; i++)
@@ -1078,6 +1102,7 @@ static const struct {
     {"rj_seg32v", "RJ_ENTRY rj_seg32v(Params P) { rj_segmented_vec(P, 32); }\n"},
     {"rj_segbv", "RJ_ENTRY rj_segbv(Params P) { rj_segmented_vec_block(P); }\n"},
     {"rj_seg1a", "RJ_ENTRY rj_seg1a(Params P) { rj_segmented_ranged_vec(P); }\n"},
+    {"rj_seg1s", "RJ_ENTRY rj_seg1s(Params P) { rj_segmented_ranged_s(P); }\n"},
     {"rj_segb", "RJ_ENTRY rj_segb(Params P) { rj_segmented(P, RJ_BLOCK); }\n"},
     {"rj_count", "RJ_ENTRY rj_count(Params P) { rj_count_all(P); }\n"},
     {"rj_kends", "RJ_ENTRY rj_kends(Params P) { rj_key_ends(P); }\n"},
@@ -1116,6 +1141,7 @@ static const char *const group_entries[CG_NGROUPS] = {   /* names, each NUL-term
     [CG_G_KSORTEDV] = "rj_kendsv\0rj_kfusedv\0",
     [CG_G_SEGBV] = "rj_segbv\0",
     [CG_G_SEG1A] = "rj_seg1a\0",
+    [CG_G_SEG1S] = "rj_seg1s\0",
 };
 
 int cg_group_has(int group, const char *entry)
@@ -1142,7 +1168,7 @@ int cg_group_usable(int group, const cg_kernel *k)
     if (group == CG_G_PERSISTV) return k->vec > 0 && kind == CG_FULL;
     if (group == CG_G_SEG1V || group == CG_G_SEG32V || group == CG_G_SEGBV)
         return k->vec > 0 && kind == CG_PARTIAL && !k->rvec;
-    if (group == CG_G_SEG1A) return k->rvec;
+    if (group == CG_G_SEG1A || group == CG_G_SEG1S) return k->rvec;
     if (group == CG_G_KSORTEDV) return k->vec > 0 && kind == CG_KEYED;
     if (group == CG_G_KSORTED || group == CG_G_KOFFS || group == CG_G_KPRIV) return kind == CG_KEYED;
     if (group == CG_G_SPLIT1 || group == CG_G_SPLITB) return kind == CG_PARTIAL || kind == CG_KEYED;

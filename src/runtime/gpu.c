@@ -1029,9 +1029,15 @@ int gpu_column_layout(const cg_kernel *k, const vm_buf *bufs)
  *   length 3 from 2: 205.0).  4 or 8 lanes a row (each its share of the
  *   vectors, then a tree) were slower: lengths 10..50 117.4-120.7 and
  *   212.1-212.4, length 3 641.4 and 1304.1.  REDJIT_SEG1A_MIN.
- * Both variables are for bench/sweep.sh; 0 there turns the kernel off. */
+ * Both variables are for bench/sweep.sh; 0 there turns the kernel off.
+ * Shorter CSR rows, or rows whose arrays are not on 16 bytes, take rj_seg1s
+ * (element t at base + t) where the arrays have stride 1: rows of 3 in
+ * 141.7-143.4 us against rj_seg1's 151.3-152.3, lengths 10..50 (forced
+ * there) 112.6 against 113.2 (H200, 2026-11-24, 2^26 f32 values).
+ * REDJIT_SEG1S=0 turns it off. */
 static struct {
     double segbv, seg1a;
+    int seg1s;   /* REDJIT_SEG1S=0: rj_seg1 instead of rj_seg1s (for sweeps) */
 } row_min;
 static pthread_once_t row_min_once = PTHREAD_ONCE_INIT;
 
@@ -1047,6 +1053,8 @@ static void row_min_load(void)
 {
     row_min.segbv = env_row_min("REDJIT_SEGBV_MIN", 4096);
     row_min.seg1a = env_row_min("REDJIT_SEG1A_MIN", 8);
+    const char *v = getenv("REDJIT_SEG1S");
+    row_min.seg1s = !v || atoi(v) != 0;
 }
 
 /* The kernel for segments (see gpu.h), from the average length, as the
@@ -1148,6 +1156,16 @@ static int ranged_vec_ok(const run_ctx *r, const pass_entry *e)
     return k->nvec > 0;
 }
 
+/* rj_seg1s's arrays (cg_kernel.rvec): one dimension of stride 1 each */
+static int ranged_scalar_ok(const run_ctx *r, const pass_entry *e)
+{
+    const cg_kernel *k = &e->k;
+    const long long *P = r->params;
+    for (int l = 0; l < k->nvec; l++)
+        if (k->vec_ndim[l] != 1 || P[k->vec_base[l] + 2] != 1) return 0;
+    return k->nvec > 0;
+}
+
 /* Segments: one reduction per output (partial reductions, sorted keys).
  * `total` is the elements of all outputs' domains, or -1 when ranges make
  * it unknown.  Forced strategies pick the kernel: tree a block per output,
@@ -1212,11 +1230,13 @@ static int run_segments(run_ctx *r, pass_entry *e, long long nout, long long tot
         /* 16-byte loads (auto only: the forced strategies keep the scalar
          * kernels to compare against): CSR rows from an average of
          * row_min.seg1a elements, contiguous rows (a block each where they
-         * are long) */
+         * are long); shorter CSR rows with stride-1 arrays, rj_seg1s */
         pthread_once(&row_min_once, row_min_load);
         int occupancy = c.occupancy_grid;
         if (group == 1 && e->k.rvec && (double)total >= row_min.seg1a * (double)nout && ranged_vec_ok(r, e)) {
             k = "rj_seg1a";
+        } else if (group == 1 && e->k.rvec && row_min.seg1s && ranged_scalar_ok(r, e)) {
+            k = "rj_seg1s";
         } else if (e->k.kind == CG_PARTIAL && vec_ok(r, e)) {
             if (c.long_rows) {
                 k = "rj_segbv";

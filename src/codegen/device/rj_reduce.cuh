@@ -465,6 +465,58 @@ __device__ __forceinline__ void rj_segmented_ranged_vec(const Params &P)
 }
 #endif
 
+#if RJ_RVEC
+// rj_seg1s: rj_seg1 for short CSR rows (an average under rj_seg1a's) whose
+// arrays are loaded at the ranged index alone with stride 1 (the runtime's
+// check, no alignment needed).  acc_one_s loads element t at base + t; a
+// row's first four elements are loaded (guarded) before the first is
+// folded, what it has past four goes four at a time.  rj_seg1 multiplied a
+// 64-bit stride for every element: rows of 3 (2^26 f32 values, H200) took
+// 151.9 us with 109.4 M warp instructions, this 142.5 with 71.9 M (ncu).
+// Both wait on loads (warps stalled on them 79% of the time, DRAM 68%
+// busy), but more in flight a thread cost registers and warps and was
+// slower: two rows at a time 185.2 us, three 174.0, four 205.0; ranges
+// read two rows ahead and each row's lines asked of L1 (prefetch.global.L1)
+// a row ahead, 38 registers: 146.8-148.9, capped at 32 (spilling) 196.1.
+// Two levels past four, as rj_thread_run: a fresh inner accumulator every
+// RJ_INNER elements (a long row among short ones).
+__device__ __forceinline__ Acc rj_row_rest_s(const Params &P, long long b, long long cnt, Acc in)
+{
+    Acc a;
+    acc_init(a);
+#pragma unroll 1
+    for (long long j0 = 4; j0 < cnt; j0 += RJ_INNER) {   // (unrolled, NVVM made copies of it)
+        long long j1 = cnt - j0 < RJ_INNER ? cnt : j0 + RJ_INNER;
+#pragma unroll 1
+        for (long long j = j0; j < j1; j += 4) {
+            int m = j1 - j < 4 ? (int)(j1 - j) : 4;
+#pragma unroll
+            for (int u = 0; u < 4; u++)
+                if (u < m) acc_one_s(in, P, b + j + u);
+        }
+        acc_combine(a, in);
+        acc_init(in);
+    }
+    acc_combine(a, in);
+    return a;
+}
+
+__device__ __forceinline__ void rj_segmented_ranged_s(const Params &P)
+{
+    long long gid = (long long)blockIdx.x * RJ_BLOCK + threadIdx.x, ng = (long long)gridDim.x * RJ_BLOCK;
+    rj_rows_ahead(P, gid, ng, [&](long long o, const long long *lo, const long long *sz, long long cnt) {
+        (void)o;
+        (void)sz;
+        Acc in;   // cnt > 0: in every array (out_range)
+        acc_init(in);
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            if (u < cnt) acc_one_s(in, P, lo[0] + u);
+        return cnt > 4 ? rj_row_rest_s(P, lo[0], cnt, in) : in;
+    });
+}
+#endif
+
 // ---- one reduction per output: thread, warp or block per segment ------------
 
 __device__ __forceinline__ void rj_segmented(const Params &P, int group)
