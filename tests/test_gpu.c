@@ -359,8 +359,8 @@ static void device_inputs(red_ctx *ctx)
 }
 
 /* Row reductions over views: rows whose pitch keeps every row on 16 bytes
- * take 16-byte loads under auto (rj_seg1v, rj_seg32v, and from 4096
- * elements rj_segbv), with a scalar tail
+ * take 16-byte loads under auto (rj_seg1v, rj_segnv for a thread's rows of
+ * 16 vectors or more, rj_seg32v, and from 4096 elements rj_segbv), with a scalar tail
  * where the row length is not a multiple of the vector; other pitches take
  * the scalar kernels.  Every strategy against the CPU (compare). */
 static void row_views(red_ctx *ctx)
@@ -373,7 +373,11 @@ static void row_views(red_ctx *ctx)
     };
     static const int64_t shapes[][3] = {   /* rows, columns, pitch */
         {5000, 1001, 1024}, {3000, 1001, 1001}, {100003, 8, 8}, {100003, 7, 8}, {77, 20000, 20004}, {4, 4, 4},
-        {33, 4099, 4100}, {200, 6000, 6004}, {9000, 4096, 4096}, {3, 5001, 5004}};
+        {33, 4099, 4100}, {200, 6000, 6004}, {9000, 4096, 4096}, {3, 5001, 5004},
+        /* rows of a few vectors (a thread a row), of 16 (rj_segnv, 4 lanes a row),
+         * and of a warp's, some with a tail */
+        {60001, 10, 12}, {30000, 13, 16}, {50000, 24, 24}, {20000, 64, 64}, {7, 12, 12}, {20000, 100, 104},
+        {20000, 203, 204}, {5000, 500, 508}};
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
         int64_t rows = shapes[k][0], cols = shapes[k][1], pitch = shapes[k][2];
         float *A = malloc((size_t)(rows * pitch) * 4);

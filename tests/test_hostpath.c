@@ -294,6 +294,7 @@ static void test_vec_choice(red_ctx *ctx)
     const int64_t cnt[2] = {60, 65}, crm[2] = {65, 1};                        /* rows off 16 bytes */
     const int64_t l1[2] = {1, 4096}, lr1[2] = {4096, 1}, l2[2] = {2, 2048}, lr2[2] = {2048, 1};   /* long rows */
     const int64_t ls2[2] = {1, 2};                                            /* and interleaved */
+    const int64_t h8[2] = {128, 32}, hr8[2] = {32, 1};                        /* short rows */
     const struct {
         const char *text;
         int nd;
@@ -314,6 +315,8 @@ static void test_vec_choice(red_ctx *ctx)
         {"sum(A[i,j]) over j", 2, l1, lr1, 0, "rj_segbv"},    /* rows of 4096: a block each */
         {"sum(A[i,j]) over j", 2, l2, lr2, 0, "rj_seg32v"},   /* of 2048: a warp */
         {"sum(A[i,j]) over j", 2, l2, ls2, 0, "rj_seg32"},    /* interleaved: no 16-byte loads */
+        {"sum(A[i,j]) over j", 2, sq, rm, 0, "rj_segnv"},     /* of 64: 4 lanes a row */
+        {"argmax(A[i,j]) over j", 2, h8, hr8, 0, "rj_seg1v"}, /* of 32: a thread a row */
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         const char *k = kernel_for(ctx, t[i].text, t[i].nd, t[i].shape, t[i].strides, t[i].off);

@@ -1100,6 +1100,7 @@ static const struct {
     {"rj_seg32", "RJ_ENTRY rj_seg32(Params P) { rj_segmented(P, 32); }\n"},
     {"rj_seg1v", "RJ_ENTRY rj_seg1v(Params P) { rj_segmented_vec(P, 1); }\n"},
     {"rj_seg32v", "RJ_ENTRY rj_seg32v(Params P) { rj_segmented_vec(P, 32); }\n"},
+    {"rj_segnv", "RJ_ENTRY rj_segnv(Params P) { rj_segmented_vec_lanes(P); }\n"},
     {"rj_segbv", "RJ_ENTRY rj_segbv(Params P) { rj_segmented_vec_block(P); }\n"},
     {"rj_seg1a", "RJ_ENTRY rj_seg1a(Params P) { rj_segmented_ranged_vec(P); }\n"},
     {"rj_seg1s", "RJ_ENTRY rj_seg1s(Params P) { rj_segmented_ranged_s(P); }\n"},
@@ -1142,6 +1143,7 @@ static const char *const group_entries[CG_NGROUPS] = {   /* names, each NUL-term
     [CG_G_SEGBV] = "rj_segbv\0",
     [CG_G_SEG1A] = "rj_seg1a\0",
     [CG_G_SEG1S] = "rj_seg1s\0",
+    [CG_G_SEGNV] = "rj_segnv\0",
 };
 
 int cg_group_has(int group, const char *entry)
@@ -1166,7 +1168,7 @@ int cg_group_usable(int group, const cg_kernel *k)
     if (kind == CG_MAP) return group == CG_G_MAP;
     if (group == CG_G_MAP) return 0;
     if (group == CG_G_PERSISTV) return k->vec > 0 && kind == CG_FULL;
-    if (group == CG_G_SEG1V || group == CG_G_SEG32V || group == CG_G_SEGBV)
+    if (group == CG_G_SEG1V || group == CG_G_SEG32V || group == CG_G_SEGBV || group == CG_G_SEGNV)
         return k->vec > 0 && kind == CG_PARTIAL && !k->rvec;
     if (group == CG_G_SEG1A || group == CG_G_SEG1S) return k->rvec;
     if (group == CG_G_KSORTEDV) return k->vec > 0 && kind == CG_KEYED;

@@ -1034,10 +1034,20 @@ int gpu_column_layout(const cg_kernel *k, const vm_buf *bufs)
  * (element t at base + t) where the arrays have stride 1: rows of 3 in
  * 141.7-143.4 us against rj_seg1's 151.3-152.3, lengths 10..50 (forced
  * there) 112.6 against 113.2 (H200, 2026-11-24, 2^26 f32 values).
- * REDJIT_SEG1S=0 turns it off. */
+ * REDJIT_SEG1S=0 turns it off.
+ * Contiguous rows a thread would take (up to 64 elements) of 16 vectors or
+ * more take rj_segnv, 4 to 16 lanes a row with four vectors each: rows of
+ * 64 floats (2^22 of them) in 280.0 us against rj_seg1v's 391.0-393.0 (8
+ * lanes 327.4, 16 lanes 334.9), and in a later run 273.7-275.4 against
+ * 357.1-358.0.  Shorter rows stay a thread each: rows of
+ * 8 floats 284.9-286.6 us against 323.4-324.1 at 2 lanes, of 16 273.8-274.2
+ * against 298.8-299.0 at 2 and 331.2 at 4, of 32 325.5-326.4 against
+ * 326.8-327.0 at 2 (H200, 2026-11-24, 2^28 f32).  REDJIT_SEGNV: the most
+ * lanes (0 turns it off). */
 static struct {
     double segbv, seg1a;
     int seg1s;   /* REDJIT_SEG1S=0: rj_seg1 instead of rj_seg1s (for sweeps) */
+    int segnv;   /* REDJIT_SEGNV: rj_segnv's most lanes a row; under 4: rj_seg1v */
 } row_min;
 static pthread_once_t row_min_once = PTHREAD_ONCE_INIT;
 
@@ -1055,6 +1065,9 @@ static void row_min_load(void)
     row_min.seg1a = env_row_min("REDJIT_SEG1A_MIN", 8);
     const char *v = getenv("REDJIT_SEG1S");
     row_min.seg1s = !v || atoi(v) != 0;
+    v = getenv("REDJIT_SEGNV");
+    row_min.segnv = v ? atoi(v) : 16;
+    if (row_min.segnv > 16) row_min.segnv = 16;
 }
 
 /* The kernel for segments (see gpu.h), from the average length, as the
@@ -1244,6 +1257,16 @@ static int run_segments(run_ctx *r, pass_entry *e, long long nout, long long tot
                 occupancy = 0;
             } else if (group == 1 || group == 32) {
                 k = group == 1 ? "rj_seg1v" : "rj_seg32v";
+                /* a thread's rows of 16 vectors or more (64 floats): w
+                 * lanes a row, four vectors each (rj_segnv) */
+                long long nv = nout > 0 && total > 0 ? total / nout / e->k.vec : 0;
+                int w = 1;
+                while (w * 2 <= row_min.segnv && w * 2 * 4 <= nv) w *= 2;
+                if (group == 1 && w >= 4) {
+                    k = "rj_segnv";
+                    group = w;
+                    P[5] = w;
+                }
             }
         }
         if (occupancy) strategy = RED_STRATEGY_PERSISTENT;
@@ -1256,7 +1279,9 @@ static int run_segments(run_ctx *r, pass_entry *e, long long nout, long long tot
         grid = cdiv(nout * group, BLOCK);
         if (grid > (long long)g->nsm * 64) grid = (long long)g->nsm * 64;
     }
-    return launch(r, e, k, grid);
+    rc = launch(r, e, k, grid);
+    P[5] = 0;
+    return rc;
 }
 
 static const ir *find_node(const ir *x, int id)

@@ -345,6 +345,52 @@ __device__ __forceinline__ void rj_full_persistent_vec(const Params &P)
     rj_persist_finish(P, rj_full_vec_fold(P, blockIdx.x));
 }
 
+// rj_segnv: contiguous rows of a few vectors, w lanes a row (P.v[RJ_PER],
+// a power of 2 up to 16): lane l takes vectors l, l + w, ... of its row,
+// then a tree of w lanes.  Two rows a step (o and o + ng), both rows' loads
+// issued before either is folded.  Rows of 64 floats took rj_seg1v (a
+// thread a row, 16 vectors) 391-393 us for 2^28 floats and this 280 at 4
+// lanes (H200); for rows of 2 to 8 vectors a thread a row stayed faster
+// (gpu.c, row_min).  Every output has the same domain (vec_ok).
+__device__ __forceinline__ void rj_segmented_vec_lanes(const Params &P)
+{
+    long long nout = P.v[RJ_NOUT];
+    int w = (int)P.v[RJ_PER], sh = __ffs(w) - 1;
+    int lane = threadIdx.x & (w - 1);
+    long long gid = ((long long)blockIdx.x * RJ_BLOCK + threadIdx.x) >> sh;
+    long long ng = ((long long)gridDim.x * RJ_BLOCK) >> sh;
+    long long iters = (nout + 2 * ng - 1) / (2 * ng);   // uniform: the trees' shuffles
+    for (long long it = 0; it < iters; it++) {
+        // rows past the end read row 0 (uniform trips), and are not written
+        long long r0 = gid + 2 * it * ng, r1 = r0 + ng;
+        long long o0 = r0 < nout ? r0 : 0, o1 = r1 < nout ? r1 : 0;
+        long long lo0[RJ_NRED + 1], lo1[RJ_NRED + 1], sz[RJ_NRED + 1];
+        long long c0 = out_range(P, o0, lo0, sz);   // no loads
+        long long c1 = out_range(P, o1, lo1, sz);
+        long long nv = c0 / RJ_VEC;   // the same for both
+        (void)c1;
+        Acc a0, a1;
+        acc_init(a0);
+        acc_init(a1);
+        for (long long u = lane; u < nv; u += w) {
+            Vld L0, L1;
+            acc_load_v(L0, P, o0, lo0, u);
+            acc_load_v(L1, P, o1, lo1, u);
+            acc_elem_v(a0, P, L0, o0, lo0, u);
+            acc_elem_v(a1, P, L1, o1, lo1, u);
+        }
+#pragma unroll 1
+        for (long long t = nv * RJ_VEC + lane; t < c0; t += w) {   // fewer than RJ_VEC left
+            acc_elem_1(a0, P, o0, lo0, t);
+            acc_elem_1(a1, P, o1, lo1, t);
+        }
+        a0 = rj_warp_reduce(a0, w);
+        a1 = rj_warp_reduce(a1, w);
+        if (lane == 0 && r0 < nout) acc_write(P, r0, a0);
+        if (lane == 0 && r1 < nout) acc_write(P, r1, a1);
+    }
+}
+
 // A block per output over 16-byte vectors (rj_segbv): long contiguous rows.
 __device__ __forceinline__ void rj_segmented_vec_block(const Params &P)
 {
