@@ -1039,11 +1039,11 @@ int gpu_column_layout(const cg_kernel *k, const vm_buf *bufs)
  * more take rj_segnv, 4 to 16 lanes a row with four vectors each: rows of
  * 64 floats (2^22 of them) in 280.0 us against rj_seg1v's 391.0-393.0 (8
  * lanes 327.4, 16 lanes 334.9), and in a later run 273.7-275.4 against
- * 357.1-358.0.  Shorter rows stay a thread each: rows of
- * 8 floats 284.9-286.6 us against 323.4-324.1 at 2 lanes, of 16 273.8-274.2
- * against 298.8-299.0 at 2 and 331.2 at 4, of 32 325.5-326.4 against
- * 326.8-327.0 at 2 (H200, 2026-11-24, 2^28 f32).  REDJIT_SEGNV: the most
- * lanes (0 turns it off). */
+ * 357.1-358.0.  Shorter rows stay a thread each: rows of 8 floats
+ * 284.9-286.6 us against 323.4-324.1 at 2 lanes, of 16 273.8-274.2 against
+ * 298.8-299.0 at 2 and 331.2 at 4, of 32 325.5-326.4 against 326.8-327.0
+ * at 2 (H200, 2026-11-24, 2^28 f32).  REDJIT_SEGNV: the most lanes (0
+ * turns it off). */
 static struct {
     double segbv, seg1a;
     int seg1s;   /* REDJIT_SEG1S=0: rj_seg1 instead of rj_seg1s (for sweeps) */
@@ -1243,7 +1243,9 @@ static int run_segments(run_ctx *r, pass_entry *e, long long nout, long long tot
         /* 16-byte loads (auto only: the forced strategies keep the scalar
          * kernels to compare against): CSR rows from an average of
          * row_min.seg1a elements, contiguous rows (a block each where they
-         * are long); shorter CSR rows with stride-1 arrays, rj_seg1s */
+         * are long, several lanes each where a thread's would be 16
+         * vectors or more); shorter CSR rows with stride-1 arrays take
+         * rj_seg1s, scalar loads without a stride to multiply */
         pthread_once(&row_min_once, row_min_load);
         int occupancy = c.occupancy_grid;
         if (group == 1 && e->k.rvec && (double)total >= row_min.seg1a * (double)nout && ranged_vec_ok(r, e)) {
