@@ -956,7 +956,8 @@ static void emit_acc_elem_v(gen *g)
     }
     if (rv) {
         /* rj_seg1a: acc_one_v as for keys, at absolute positions (lo[0] 0);
-         * rvec_extent, the fewest elements of its arrays */
+         * rvec_extent, the fewest elements of its arrays; rj_seg1s:
+         * acc_one_s */
         emit_key_v(g, loads, n);
         emit_one_s(g, loads, n);
         util_buf_printf(o, "__device__ __forceinline__ long long rvec_extent(const Params &P)\n{\n"

@@ -1156,27 +1156,23 @@ static uint64_t count_key(const run_ctx *r, const pass_entry *e, long long nout)
     return h | 1;
 }
 
-/* rj_seg1a's arrays (cg_kernel.rvec): one dimension of stride 1 each, the
- * first element on 16 bytes */
-static int ranged_vec_ok(const run_ctx *r, const pass_entry *e)
-{
-    const cg_kernel *k = &e->k;
-    const long long *P = r->params;
-    for (int l = 0; l < k->nvec; l++) {
-        const long long *a = P + k->vec_base[l];   /* pointer, extent, stride */
-        if (k->vec_ndim[l] != 1 || a[2] != 1 || (unsigned long long)a[0] % 16) return 0;
-    }
-    return k->nvec > 0;
-}
-
 /* rj_seg1s's arrays (cg_kernel.rvec): one dimension of stride 1 each */
 static int ranged_scalar_ok(const run_ctx *r, const pass_entry *e)
 {
     const cg_kernel *k = &e->k;
     const long long *P = r->params;
     for (int l = 0; l < k->nvec; l++)
-        if (k->vec_ndim[l] != 1 || P[k->vec_base[l] + 2] != 1) return 0;
+        if (k->vec_ndim[l] != 1 || P[k->vec_base[l] + 2] != 1) return 0;   /* pointer, extent, stride */
     return k->nvec > 0;
+}
+
+/* rj_seg1a's: the same, each first element on 16 bytes */
+static int ranged_vec_ok(const run_ctx *r, const pass_entry *e)
+{
+    const cg_kernel *k = &e->k;
+    for (int l = 0; l < k->nvec; l++)
+        if ((unsigned long long)r->params[k->vec_base[l]] % 16) return 0;
+    return ranged_scalar_ok(r, e);
 }
 
 /* Segments: one reduction per output (partial reductions, sorted keys).
@@ -1261,10 +1257,10 @@ static int run_segments(run_ctx *r, pass_entry *e, long long nout, long long tot
                 k = group == 1 ? "rj_seg1v" : "rj_seg32v";
                 /* a thread's rows of 16 vectors or more (64 floats): w
                  * lanes a row, four vectors each (rj_segnv) */
-                long long nv = nout > 0 && total > 0 ? total / nout / e->k.vec : 0;
+                long long nv = group == 1 && nout > 0 && total > 0 ? total / nout / e->k.vec : 0;
                 int w = 1;
                 while (w * 2 <= row_min.segnv && w * 2 * 4 <= nv) w *= 2;
-                if (group == 1 && w >= 4) {
+                if (w >= 4) {
                     k = "rj_segnv";
                     group = w;
                     P[5] = w;

@@ -364,25 +364,23 @@ __device__ __forceinline__ void rj_segmented_vec_lanes(const Params &P)
         // rows past the end read row 0 (uniform trips), and are not written
         long long r0 = gid + 2 * it * ng, r1 = r0 + ng;
         long long o0 = r0 < nout ? r0 : 0, o1 = r1 < nout ? r1 : 0;
-        long long lo0[RJ_NRED + 1], lo1[RJ_NRED + 1], sz[RJ_NRED + 1];
-        long long c0 = out_range(P, o0, lo0, sz);   // no loads
-        long long c1 = out_range(P, o1, lo1, sz);
-        long long nv = c0 / RJ_VEC;   // the same for both
-        (void)c1;
+        long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+        long long cnt = out_range(P, o0, lo, sz);   // no loads; the same domain for o1
+        long long nv = cnt / RJ_VEC;
         Acc a0, a1;
         acc_init(a0);
         acc_init(a1);
         for (long long u = lane; u < nv; u += w) {
             Vld L0, L1;
-            acc_load_v(L0, P, o0, lo0, u);
-            acc_load_v(L1, P, o1, lo1, u);
-            acc_elem_v(a0, P, L0, o0, lo0, u);
-            acc_elem_v(a1, P, L1, o1, lo1, u);
+            acc_load_v(L0, P, o0, lo, u);
+            acc_load_v(L1, P, o1, lo, u);
+            acc_elem_v(a0, P, L0, o0, lo, u);
+            acc_elem_v(a1, P, L1, o1, lo, u);
         }
 #pragma unroll 1
-        for (long long t = nv * RJ_VEC + lane; t < c0; t += w) {   // fewer than RJ_VEC left
-            acc_elem_1(a0, P, o0, lo0, t);
-            acc_elem_1(a1, P, o1, lo1, t);
+        for (long long t = nv * RJ_VEC + lane; t < cnt; t += w) {   // fewer than RJ_VEC left
+            acc_elem_1(a0, P, o0, lo, t);
+            acc_elem_1(a1, P, o1, lo, t);
         }
         a0 = rj_warp_reduce(a0, w);
         a1 = rj_warp_reduce(a1, w);
