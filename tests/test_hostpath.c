@@ -364,23 +364,30 @@ static void test_key_vec_choice(red_ctx *ctx)
     }
 }
 
-/* Short CSR rows (the stand-in counts none: an average of 0) take rj_seg1s
- * where every array the fold loads at the ranged index has stride 1, on 16
- * bytes or not, and rj_seg1 otherwise. */
+/* CSR rows take rj_seg1a where they average 8 elements or more and every
+ * array the fold loads at the ranged index has stride 1 and starts on 16
+ * bytes; rj_seg1s where those arrays have stride 1 otherwise; rj_seg1 where
+ * not.  The average is the element count the stand-in's rj_count "writes"
+ * (0 where it writes none). */
 static void test_csr_choice(red_ctx *ctx)
 {
     const struct {
         const char *text;
         int xoff;
         int64_t xstride;
+        long long avg;
         const char *want;
     } t[] = {
-        {"sum(x[k]) over k in ptr[r]..ptr[r+1]", 0, 1, "rj_seg1s"},
-        {"max(abs(x[k])), argmin(x[k]) over k in ptr[r]..ptr[r+1]", 0, 1, "rj_seg1s"},
-        {"sum(x[k]) over k in ptr[r]..ptr[r+1]", 1, 1, "rj_seg1s"},        /* off 16 bytes */
-        {"sum(x[k]) over k in ptr[r]..ptr[r+1]", 0, 2, "rj_seg1"},         /* strided */
-        {"sum(x[k] * r) over k in ptr[r]..ptr[r+1]", 0, 1, "rj_seg1"},     /* the row index in the fold */
-        {"sum(x[k] * x[k+1]) over k in ptr[r]..ptr[r+1]", 0, 1, "rj_seg1"}, /* a load not at k alone */
+        {"sum(x[k]) over k in ptr[r]..ptr[r+1]", 0, 1, 0, "rj_seg1s"},
+        {"max(abs(x[k])), argmin(x[k]) over k in ptr[r]..ptr[r+1]", 0, 1, 0, "rj_seg1s"},
+        {"sum(x[k]) over k in ptr[r]..ptr[r+1]", 1, 1, 0, "rj_seg1s"},        /* off 16 bytes */
+        {"sum(x[k]) over k in ptr[r]..ptr[r+1]", 0, 2, 0, "rj_seg1"},         /* strided */
+        {"sum(x[k] * r) over k in ptr[r]..ptr[r+1]", 0, 1, 0, "rj_seg1"},     /* the row index in the fold */
+        {"sum(x[k] * x[k+1]) over k in ptr[r]..ptr[r+1]", 0, 1, 0, "rj_seg1"}, /* a load not at k alone */
+        {"sum(x[k]) over k in ptr[r]..ptr[r+1]", 0, 1, 10, "rj_seg1a"},       /* longer rows */
+        {"max(x[k]) over k in ptr[r]..ptr[r+1]", 0, 1, 7, "rj_seg1s"},        /* (another plan: counted anew) */
+        {"sum(x[k]) over k in ptr[r]..ptr[r+1]", 1, 1, 10, "rj_seg1s"},       /* off 16 bytes */
+        {"sum(x[k]) over k in ptr[r]..ptr[r+1]", 0, 2, 10, "rj_seg1"},        /* strided */
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         red_binding b[2] = {{"x", {0}}, {"ptr", {0}}};
@@ -388,6 +395,8 @@ static void test_csr_choice(red_ctx *ctx)
         int64_t n = (N - 1) / t[i].xstride, np = ROWS / 2;
         red_array_init(&b[0].array, (float *)dx + t[i].xoff, RED_F32, 1, &n, &t[i].xstride);
         red_array_init(&b[1].array, dptr, RED_I64, 1, &np, NULL);
+        long long total = t[i].avg * (np - 1);
+        if (total) fc_store(64, &total, sizeof total);   /* rj_count's slot in the workspace */
         const char *k = last_kernel(ctx, t[i].text, b, 2);
         CHECK(strcmp(k, t[i].want) == 0, "%s (case %zu): launched %s, expected %s", t[i].text, i, k, t[i].want);
     }
