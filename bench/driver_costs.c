@@ -29,6 +29,23 @@ static const char ptx[] = ".version 7.8\n.target sm_90\n.address_size 64\n"
                           ".visible .entry k(.param .u64 p)\n{\n ret;\n}\n"
                           ".visible .entry w(.param .u64 p, .param .u64 v)\n{\n .reg .b64 %a, %b;\n"
                           " ld.param.u64 %a, [p];\n ld.param.u64 %b, [v];\n"
+                          " st.volatile.u64 [%a], %b;\n ret;\n}\n"
+                          /* rj_publish's shape: a payload word, a fence, the sequence number
+                           * (wf: membar.sys, which __threadfence_system is; wa: fence.acq_rel.sys;
+                           * wr: a release store instead of fence and store; wl: the payload
+                           * loaded from device memory first, then as wf) */
+                          ".visible .entry wf(.param .u64 p, .param .u64 v)\n{\n .reg .b64 %a, %b;\n"
+                          " ld.param.u64 %a, [p];\n ld.param.u64 %b, [v];\n"
+                          " st.volatile.u64 [%a+8], %b;\n membar.sys;\n st.volatile.u64 [%a], %b;\n ret;\n}\n"
+                          ".visible .entry wa(.param .u64 p, .param .u64 v)\n{\n .reg .b64 %a, %b;\n"
+                          " ld.param.u64 %a, [p];\n ld.param.u64 %b, [v];\n"
+                          " st.volatile.u64 [%a+8], %b;\n fence.acq_rel.sys;\n st.volatile.u64 [%a], %b;\n ret;\n}\n"
+                          ".visible .entry wr(.param .u64 p, .param .u64 v)\n{\n .reg .b64 %a, %b;\n"
+                          " ld.param.u64 %a, [p];\n ld.param.u64 %b, [v];\n"
+                          " st.volatile.u64 [%a+8], %b;\n st.release.sys.u64 [%a], %b;\n ret;\n}\n"
+                          ".visible .entry wl(.param .u64 p, .param .u64 v, .param .u64 q)\n{\n .reg .b64 %a, %b, %c, %d;\n"
+                          " ld.param.u64 %a, [p];\n ld.param.u64 %b, [v];\n ld.param.u64 %c, [q];\n"
+                          " ld.volatile.u64 %d, [%c];\n st.volatile.u64 [%a+8], %d;\n membar.sys;\n"
                           " st.volatile.u64 [%a], %b;\n ret;\n}\n";
 
 static double now_us(void)
@@ -167,6 +184,24 @@ int main(int argc, char **argv)
             while (*flag != seq && ++sp_ < 100000000) {} if (sp_ > spins_max) spins_max = sp_);
     if (*flag != seq) printf("| (the mapped store never arrived) | | |\n");
     fprintf(stderr, "driver_costs: most spins waiting for a mapped store: %lld\n", spins_max);
+    /* the same with rj_publish's fences: what each costs a call */
+    static const struct {
+        const char *fn, *what;
+    } pub[] = {
+        {"wf", "the same, payload word + membar.sys + sequence number"},
+        {"wa", "the same, payload word + fence.acq_rel.sys + sequence number"},
+        {"wr", "the same, payload word + st.release.sys sequence number"},
+        {"wl", "the same, payload loaded from device memory + membar.sys"},
+    };
+    for (size_t k = 0; k < sizeof pub / sizeof pub[0]; k++) {
+        CUfunction f;
+        CHECK(cu.ModuleGetFunction(&f, mod, pub[k].fn));
+        void *pargs[] = {&fp, &seq, &darg};
+        MEASURE(pub[k].what, seq++,
+                long long sp_ = 0; cu.LaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, pargs, NULL);
+                while (*flag != seq && ++sp_ < 100000000) {});
+        if (*flag != seq) printf("| (the mapped store never arrived) | | |\n");
+    }
     MEASURE("launch + DtoH 8 B to pinned + spin on it (no sync)", seq++,
             long long sp_ = 0; *(volatile unsigned long long *)pinned = 0; pinned_seq = seq;
             cu.LaunchKernel(fw, 1, 1, 1, 32, 1, 1, 0, s, wargs2, NULL);
