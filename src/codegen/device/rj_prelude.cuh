@@ -47,7 +47,13 @@ __device__ __forceinline__ void rj_fault(const Params &P, unsigned long long cod
 // into the word before it, which the host watches.  No copy engine and no
 // stream synchronisation between the kernel and the host: 6.4 us for a
 // launch and a mapped store seen by the host, against 9.7 for launch,
-// 8-byte copy and cuStreamSynchronize (H200, bench/driver_costs).
+// 8-byte copy and cuStreamSynchronize (H200, bench/driver_costs).  The
+// fence is 0.7-0.8 us of that (H100, driver_costs, two hosts: a mapped
+// store seen 7.10-7.32 us after the launch, 7.87-8.04 with a word and
+// membar.sys before it); fence.acq_rel.sys (7.94-8.11) and a st.release.sys
+// of the sequence number (7.87-8.15) were no cheaper.  It stays: it is what
+// makes every word the run wrote visible before the host takes the
+// sequence number and gives the run's buffers back.
 __device__ __forceinline__ void rj_publish(const Params &P)
 {
     volatile unsigned long long *dst = (volatile unsigned long long *)P.v[RJ_PUB];
