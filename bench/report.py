@@ -4,7 +4,7 @@ benchmark's table: bench/RESULTS.md (with the command, date and device), bench/b
 (matplotlib; bandwidth.csv beside it in any case) and the same table on stdout.
 
   report.py [--cmd "bench/run.sh ..."] [--out bench/RESULTS.md] [--png bench/bandwidth.png]
-            [--device-info FILE] [--peak 4800] FILE.jsonl ...
+            [--device-info FILE] [--peak GB/s] FILE.jsonl ...
 
 Exits 1 when a redjit result disagrees with the reference peer's (CUB, else CuPy, else
 PyTorch, else NumPy), 0 otherwise.
@@ -100,6 +100,20 @@ def rel_err(case, n, r, p):
     return max(errs) if errs else None
 
 
+# Datasheet memory bandwidth (GB/s) of the cards the benchmark has run on, by a piece of the
+# name nvidia-smi gives; the first match counts.  Others: 4800 (the H200's), or --peak.
+PEAKS = [("H200", 4800.0), ("H100 80GB HBM3", 3350.0), ("H100 NVL", 3900.0), ("H100 PCIe", 2000.0)]
+
+
+def datasheet_peak(device_info):
+    try:
+        with open(device_info) as f:
+            text = f.read()
+    except (OSError, TypeError):
+        return 4800.0
+    return next((gbs for name, gbs in PEAKS if name in text), 4800.0)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("files", nargs="+")
@@ -107,9 +121,12 @@ def main():
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "RESULTS.md"))
     ap.add_argument("--png", default=None)
     ap.add_argument("--device-info", default=None)
-    ap.add_argument("--peak", type=float, default=4800.0, help="GB/s for the percent column")
+    ap.add_argument("--peak", type=float, default=None,
+                    help="GB/s for the percent column (default: the card's datasheet figure, from --device-info)")
     ap.add_argument("--note", action="append", default=[])
     opt = ap.parse_args()
+    if opt.peak is None:
+        opt.peak = datasheet_peak(opt.device_info)
     png = opt.png or os.path.join(os.path.dirname(os.path.abspath(opt.out)), "bandwidth.png")
     os.makedirs(os.path.dirname(os.path.abspath(opt.out)), exist_ok=True)
     os.makedirs(os.path.dirname(os.path.abspath(png)), exist_ok=True)

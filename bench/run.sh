@@ -8,7 +8,8 @@
 # (bench_data.h), then bench/report.py: the table on stdout, bench/RESULTS.md and bench/bandwidth.png.
 # The JSON lines, logs and copies of RESULTS.md and the image go to $OUT/bench (or build-bench/out).
 # --quick: small sizes and few runs, a smoke test (under two minutes with the build), not a
-# measurement.  Needs re2c and lemon on PATH (source .devtools/env.sh first), nvcc, python3 with
+# measurement.  BENCH_RESULTS (default bench/RESULTS.md) and BENCH_PNG (bench/bandwidth.png) name
+# where the table and the image go, for a run on another card kept beside the H200's.  Needs re2c and lemon on PATH (source .devtools/env.sh first), nvcc, python3 with
 # CuPy and/or PyTorch; matplotlib is optional.  Exits non-zero when a program fails or a redjit
 # result disagrees with the peers'.
 set -uo pipefail
@@ -28,6 +29,8 @@ while [ $# -gt 0 ]; do
 done
 
 build="build-bench"
+results=${BENCH_RESULTS:-bench/RESULTS.md}
+png=${BENCH_PNG:-bench/bandwidth.png}
 out=${OUT:-$PWD/$build/out}/bench
 mkdir -p "$out" "$build"
 py=${PYTHON:-$(command -v python3)}
@@ -124,18 +127,18 @@ fi
 
 # ---- the table ----
 "$py" bench/report.py --cmd "bench/run.sh ${args[*]}" --device-info "$out/gpu.txt" \
-  --out bench/RESULTS.md --png bench/bandwidth.png \
+  --out "$results" --png "$png" \
   "$out/redjit.jsonl" "$out/cub.jsonl" "$out/peers.jsonl" | tee "$out/report.txt"
 [ "${PIPESTATUS[0]}" -ne 0 ] && rc=1
 if grep -q '^| cu' "$out/driver_costs.md" 2>/dev/null; then
   { echo; echo "## Host time of each driver call on the hot path (bench/driver_costs)"; echo
-    cat "$out/driver_costs.md"; } >> bench/RESULTS.md
+    cat "$out/driver_costs.md"; } >> "$results"
 fi
 if grep -q '^| redjit e(' "$out/py_overhead.md" 2>/dev/null; then
   { echo; echo "## Python: host time per call of a cached expression (python/bench_overhead.py)"; echo
-    cat "$out/py_overhead.md"; } >> bench/RESULTS.md
+    cat "$out/py_overhead.md"; } >> "$results"
 fi
-cp bench/RESULTS.md "$out/" 2>/dev/null
-cp bench/bandwidth.png bench/bandwidth.csv "$out/" 2>/dev/null
+cp "$results" "$out/" 2>/dev/null
+cp "$png" "${png%.png}.csv" "$out/" 2>/dev/null
 echo "total $((SECONDS - start)) s; JSON and logs in $out"
 exit $rc
