@@ -9,9 +9,10 @@
 # The JSON lines, logs and copies of RESULTS.md and the image go to $OUT/bench (or build-bench/out).
 # --quick: small sizes and few runs, a smoke test (under two minutes with the build), not a
 # measurement.  BENCH_RESULTS (default bench/RESULTS.md) and BENCH_PNG (bench/bandwidth.png) name
-# where the table and the image go, for a run on another card kept beside the H200's.  Needs re2c and lemon on PATH (source .devtools/env.sh first), nvcc, python3 with
-# CuPy and/or PyTorch; matplotlib is optional.  Exits non-zero when a program fails or a redjit
-# result disagrees with the peers'.
+# where the table and the image go, for a run on another card kept beside the H200's.  Needs re2c
+# and lemon on PATH (source .devtools/env.sh first), nvcc, python3 with CuPy and/or PyTorch;
+# matplotlib is optional.  Exits non-zero when a program fails or a redjit result disagrees with
+# the peers'.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 start=$SECONDS
