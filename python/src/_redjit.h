@@ -21,6 +21,7 @@ typedef struct {
 
 typedef struct {
     PyObject_HEAD
+    vectorcallfunc call;  /* expr_vectorcall: e(x=a) in the vectorcall convention */
     rjp_context *owner;   /* strong: the context outlives its expressions        */
     red_expr *e;          /* the expression's own handle                         */
     PyObject *text;       /* str                                                 */
@@ -74,8 +75,16 @@ typedef struct {
 int rjp_convert(const char *name, PyObject *value, rjp_holds *H, rjp_value *out);
 /* Bind one keyword argument.  0, or -1 with a Python exception set. */
 int rjp_bind(red_expr *e, PyObject *name, PyObject *value, rjp_holds *H);
-/* Bind every item of `kwargs` (may be NULL).  0, or -1 with an exception set. */
-int rjp_bind_all(red_expr *e, PyObject *kwargs, rjp_holds *H);
+/* A call's keyword arguments in the vectorcall convention (METH_FASTCALL |
+ * METH_KEYWORDS, tp_vectorcall): a tuple of names and their values, which
+ * spares the interpreter making a dict a call. */
+typedef struct {
+    PyObject *names;         /* tuple of str, or NULL for none */
+    PyObject *const *values; /* values[i] is bound to names[i] */
+} rjp_kwargs;
+
+/* Bind every keyword argument of `kw`.  0, or -1 with an exception set. */
+int rjp_bind_all(red_expr *e, const rjp_kwargs *kw, rjp_holds *H);
 
 /* The results of the last run of `e`: None, one object or a tuple.  Scalars become
  * Python numbers, host arrays NumPy arrays, device arrays redjit.DeviceArray. */

@@ -696,12 +696,10 @@ int rjp_bind(red_expr *e, PyObject *key, PyObject *value, rjp_holds *H)
     return 0;
 }
 
-int rjp_bind_all(red_expr *e, PyObject *kwargs, rjp_holds *H)
+int rjp_bind_all(red_expr *e, const rjp_kwargs *kw, rjp_holds *H)
 {
-    if (!kwargs) return 0;
-    Py_ssize_t pos = 0;
-    PyObject *k, *v;
-    while (PyDict_Next(kwargs, &pos, &k, &v))
-        if (rjp_bind(e, k, v, H) < 0) return -1;
+    Py_ssize_t n = kw->names ? PyTuple_GET_SIZE(kw->names) : 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (rjp_bind(e, PyTuple_GET_ITEM(kw->names, i), kw->values[i], H) < 0) return -1;
     return 0;
 }

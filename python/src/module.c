@@ -142,13 +142,13 @@ static void hook_sigint(void)
 
 /* ---- one run -------------------------------------------------------------------------- */
 
-/* Bind `kwargs` to `e`, run without the GIL, return the results.  The borrowed
+/* Bind `kw` to `e`, run without the GIL, return the results.  The borrowed
  * buffers are released as soon as the run is over. */
-static PyObject *bind_run(rjp_context *owner, red_expr *e, PyObject *kwargs)
+static PyObject *bind_run(rjp_context *owner, red_expr *e, const rjp_kwargs *kw)
 {
     rjp_holds H;
     rjp_holds_init(&H);
-    if (rjp_bind_all(e, kwargs, &H) < 0) {
+    if (rjp_bind_all(e, kw, &H) < 0) {
         rjp_holds_release(&H);
         return NULL;
     }
@@ -189,22 +189,45 @@ static red_expr *prepare(red_ctx *ctx, const char *text)
 
 /* Prepare (the library caches the parse by text), bind, run, finalize: safe from any
  * number of threads at once. */
-static PyObject *run_once(rjp_context *c, const char *text, PyObject *kwargs)
+static PyObject *run_once(rjp_context *c, const char *text, const rjp_kwargs *kw)
 {
     red_expr *e = prepare(c->ctx, text);
     if (!e) return NULL;
-    PyObject *r = bind_run(c, e, kwargs);
+    PyObject *r = bind_run(c, e, kw);
     red_finalize(e);
     return r;
 }
 
-static int no_positional(PyObject *args, const char *what)
+static int no_positional(Py_ssize_t nargs, const char *what)
 {
-    if (args && PyTuple_GET_SIZE(args)) {
+    if (nargs) {
         PyErr_Format(PyExc_TypeError, "%s binds arrays and scalars by name only: e(x=a, y=b)", what);
         return -1;
     }
     return 0;
+}
+
+/* eval(text, /, **bindings) in the vectorcall convention: the expression's UTF-8
+ * (owned by args[0]), or NULL with an exception set. */
+static const char *eval_text(PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 1) {
+        PyErr_Format(PyExc_TypeError, "eval() takes the expression as its one positional argument "
+                                      "(%zd given); arrays and scalars are bound by name", nargs);
+        return NULL;
+    }
+    if (!PyUnicode_Check(args[0])) {
+        PyErr_Format(PyExc_TypeError, "eval() takes the expression as a str, not %.100s",
+                     Py_TYPE(args[0])->tp_name);
+        return NULL;
+    }
+    Py_ssize_t len;
+    const char *text = PyUnicode_AsUTF8AndSize(args[0], &len);
+    if (text && strlen(text) != (size_t)len) {
+        PyErr_SetString(PyExc_ValueError, "the expression contains a NUL character");
+        return NULL;
+    }
+    return text;
 }
 
 /* ---- Context ------------------------------------------------------------------------ */
@@ -293,11 +316,12 @@ static PyObject *context_prepare(rjp_context *self, PyObject *text)
     return expr_make(self, text);
 }
 
-static PyObject *context_eval(rjp_context *self, PyObject *args, PyObject *kwargs)
+static PyObject *context_eval(rjp_context *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    const char *text;
-    if (!PyArg_ParseTuple(args, "s:eval", &text)) return NULL;
-    return run_once(self, text, kwargs);
+    const char *text = eval_text(args, nargs);
+    if (!text) return NULL;
+    rjp_kwargs kw = {kwnames, args + nargs};
+    return run_once(self, text, &kw);
 }
 
 static PyObject *context_gpu_available(rjp_context *self, PyObject *unused)
@@ -403,7 +427,7 @@ static PyMethodDef context_methods[] = {
      "Syntax errors raise redjit.SyntaxError here; names, types and shapes are\n"
      "checked when the Expr is called, since they depend on the bindings.\n\n"
      ">>> e = ctx.prepare('sum(A[i,k]*B[k,j]) over k')\n>>> C = e(A=a, B=b)"},
-    {"eval", (PyCFunction)(void (*)(void))context_eval, METH_VARARGS | METH_KEYWORDS,
+    {"eval", (PyCFunction)(void (*)(void))context_eval, METH_FASTCALL | METH_KEYWORDS,
      "eval($self, text, /, **bindings)\n--\n\n"
      "Evaluate `text` with these bindings on this context (see redjit.eval)."},
     {"gpu_available", (PyCFunction)context_gpu_available, METH_NOARGS,
@@ -461,6 +485,8 @@ PyTypeObject rjp_context_type = {
 
 /* ---- Expr ------------------------------------------------------------------------------ */
 
+static PyObject *expr_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject *kwnames);
+
 static PyObject *expr_make(rjp_context *ctx, PyObject *text)
 {
     Py_ssize_t len;
@@ -479,6 +505,7 @@ static PyObject *expr_make(rjp_context *ctx, PyObject *text)
     }
     Py_INCREF(ctx);
     Py_INCREF(text);
+    self->call = expr_vectorcall;
     self->owner = ctx;
     self->e = e;
     self->text = text;
@@ -497,42 +524,58 @@ static void expr_dealloc(rjp_expr *self)
     PyObject_Free(self);
 }
 
-/* Whether `kwargs` binds exactly the names of the last call: then every binding is
- * replaced and none can be left pointing at an array of an earlier call. */
-static int same_names(PyObject *last, PyObject *kwargs)
+/* Whether name `k` is in the tuple `t` (names are str: keywords always are). */
+static int has_name(PyObject *t, PyObject *k)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(t);
+    for (Py_ssize_t j = 0; j < n; j++)
+        if (PyTuple_GET_ITEM(t, j) == k) return 1;
+    for (Py_ssize_t j = 0; j < n; j++)
+        if (PyUnicode_Compare(PyTuple_GET_ITEM(t, j), k) == 0) return 1;
+    PyErr_Clear();
+    return 0;
+}
+
+/* Whether `kw` binds exactly the names of the last call: then every binding is
+ * replaced and none can be left pointing at an array of an earlier call.  A call
+ * site passes the same tuple of keyword names every time (the interpreter keeps it
+ * with the code), so the usual answer is one comparison of pointers. */
+static int same_names(PyObject *last, const rjp_kwargs *kw)
 {
     if (!last) return 0;
+    if (kw->names == last) return 1;
     Py_ssize_t n = PyTuple_GET_SIZE(last);
-    if (n != (kwargs ? PyDict_GET_SIZE(kwargs) : 0)) return 0;
+    if ((kw->names ? PyTuple_GET_SIZE(kw->names) : 0) != n) return 0;   /* keywords never repeat */
     for (Py_ssize_t i = 0; i < n; i++)
-        if (PyDict_Contains(kwargs, PyTuple_GET_ITEM(last, i)) != 1) {
-            PyErr_Clear();
-            return 0;
-        }
+        if (!has_name(last, PyTuple_GET_ITEM(kw->names, i))) return 0;
     return 1;
 }
 
-/* Make `kwargs` the bindings of self->e (clearing older ones when the names differ). */
-static int expr_rebind_names(rjp_expr *self, PyObject *kwargs)
+/* Make `kw` the bindings of self->e (clearing older ones when the names differ). */
+static int expr_rebind_names(rjp_expr *self, const rjp_kwargs *kw)
 {
-    if (same_names(self->last_names, kwargs)) return 0;
+    if (same_names(self->last_names, kw)) return 0;
     red_clear_bindings(self->e);
     Py_CLEAR(self->last_names);
-    self->last_names = kwargs ? PySequence_Tuple(kwargs) : PyTuple_New(0);
+    self->last_names = kw->names ? Py_NewRef(kw->names) : PyTuple_New(0);
     return self->last_names ? 0 : -1;
 }
 
-static PyObject *expr_call(rjp_expr *self, PyObject *args, PyObject *kwargs)
+/* e(**bindings), in the vectorcall convention: no dict is made for the keywords. */
+static PyObject *expr_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    if (no_positional(args, "an Expr") < 0) return NULL;
+    rjp_expr *self = (rjp_expr *)obj;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (no_positional(nargs, "an Expr") < 0) return NULL;
+    rjp_kwargs kw = {kwnames, args + nargs};
     /* one red_expr serves one thread at a time: a call that finds it busy (another
      * thread is running it) uses a fresh one, cheap since the parse is cached */
-    if (self->busy) return run_once(self->owner, self->utf8, kwargs);
+    if (self->busy) return run_once(self->owner, self->utf8, &kw);
     /* busy before anything that can run Python code and so let another thread in:
-     * same_names hashes the caller's keys, a binding reads properties */
+     * same_names compares the caller's names, a binding reads properties */
     self->busy = 1;
     PyObject *r = NULL;
-    if (expr_rebind_names(self, kwargs) == 0) r = bind_run(self->owner, self->e, kwargs);
+    if (expr_rebind_names(self, &kw) == 0) r = bind_run(self->owner, self->e, &kw);
     if (!r) {
         /* a binding may be half made: start afresh next time */
         red_clear_bindings(self->e);
@@ -554,19 +597,20 @@ static PyObject *explain_expr(red_expr *e)
 }
 
 /* Bind (only types and ranks matter to a plan), explain, release the borrowed buffers. */
-static PyObject *explain_bound(red_expr *e, PyObject *kwargs)
+static PyObject *explain_bound(red_expr *e, const rjp_kwargs *kw)
 {
     rjp_holds H;
     rjp_holds_init(&H);
-    PyObject *r = rjp_bind_all(e, kwargs, &H) == 0 ? explain_expr(e) : NULL;
+    PyObject *r = rjp_bind_all(e, kw, &H) == 0 ? explain_expr(e) : NULL;
     rjp_holds_release(&H);
     return r;
 }
 
-static PyObject *expr_explain(rjp_expr *self, PyObject *args, PyObject *kwargs)
+static PyObject *expr_explain(rjp_expr *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    if (no_positional(args, "explain()") < 0) return NULL;
-    int bindings = kwargs && PyDict_GET_SIZE(kwargs);
+    if (no_positional(nargs, "explain()") < 0) return NULL;
+    rjp_kwargs kw = {kwnames, args + nargs};
+    int bindings = kwnames && PyTuple_GET_SIZE(kwnames);
     PyObject *r = NULL;
     if (self->busy) {
         /* another thread is running self->e: a fresh red_expr (the parse is cached) */
@@ -577,7 +621,7 @@ static PyObject *expr_explain(rjp_expr *self, PyObject *args, PyObject *kwargs)
         }
         red_expr *e = prepare(self->owner->ctx, self->utf8);
         if (!e) return NULL;
-        r = explain_bound(e, kwargs);
+        r = explain_bound(e, &kw);
         red_finalize(e);
         return r;
     }
@@ -586,8 +630,8 @@ static PyObject *expr_explain(rjp_expr *self, PyObject *args, PyObject *kwargs)
     self->busy = 1;
     if (!bindings) {
         r = explain_expr(self->e);
-    } else if (expr_rebind_names(self, kwargs) == 0) {
-        r = explain_bound(self->e, kwargs);
+    } else if (expr_rebind_names(self, &kw) == 0) {
+        r = explain_bound(self->e, &kw);
         if (!r) {
             red_clear_bindings(self->e);
             Py_CLEAR(self->last_names);
@@ -615,7 +659,7 @@ static PyObject *expr_get_context(rjp_expr *self, void *unused)
 }
 
 static PyMethodDef expr_methods[] = {
-    {"explain", (PyCFunction)(void (*)(void))expr_explain, METH_VARARGS | METH_KEYWORDS,
+    {"explain", (PyCFunction)(void (*)(void))expr_explain, METH_FASTCALL | METH_KEYWORDS,
      "explain($self, /, **bindings)\n--\n\n"
      "The plan of the expression as a str: map expressions, operators with their\n"
      "identities, domain, result shape, backend and the generated CUDA source.\n\n"
@@ -636,8 +680,9 @@ PyTypeObject rjp_expr_type = {
     .tp_basicsize = sizeof(rjp_expr),
     .tp_dealloc = (destructor)expr_dealloc,
     .tp_repr = (reprfunc)expr_repr,
-    .tp_call = (ternaryfunc)expr_call,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(rjp_expr, call),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "A prepared expression, made by Context.prepare() or redjit.prepare().\n\n"
               "Call it with the bindings as keyword arguments: e(x=a, y=b, t=0.5).  Arrays are\n"
               "read in place (host arrays through the buffer protocol, device arrays through\n"
@@ -652,11 +697,12 @@ PyTypeObject rjp_expr_type = {
 
 static rjp_context *default_ctx;
 
-static PyObject *mod_eval(PyObject *m, PyObject *args, PyObject *kwargs)
+static PyObject *mod_eval(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    const char *text;
-    if (!PyArg_ParseTuple(args, "s:eval", &text)) return NULL;
-    return run_once(default_ctx, text, kwargs);
+    const char *text = eval_text(args, nargs);
+    if (!text) return NULL;
+    rjp_kwargs kw = {kwnames, args + nargs};
+    return run_once(default_ctx, text, &kw);
 }
 
 static PyObject *mod_prepare(PyObject *m, PyObject *text)
@@ -711,7 +757,7 @@ static PyMethodDef module_methods[] = {
      "_describe(value, /)\n--\n\n"
      "How `value` would be bound, as a dict (kind, data pointer, dtype, shape, strides in\n"
      "elements, memory): for tests and debugging.  Nothing is copied."},
-    {"eval", (PyCFunction)(void (*)(void))mod_eval, METH_VARARGS | METH_KEYWORDS,
+    {"eval", (PyCFunction)(void (*)(void))mod_eval, METH_FASTCALL | METH_KEYWORDS,
      "eval(text, /, **bindings)\n--\n\n"
      "Evaluate the reduction expression `text` over the arrays and scalars bound by\n"
      "keyword, on the default context (the GPU when usable, else the CPU).\n\n"
