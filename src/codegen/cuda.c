@@ -941,7 +941,15 @@ static void emit_acc_elem_v(gen *g)
         util_buf_printf(o, "    rj_vec<%s, %d> q%d;\n", tname[loads[i]->type], vec, loads[i]->id);
     /* acc_load_v: vector u of each array; acc_elem_v: its elements folded;
      * acc_elem_1: element t alone, loaded and folded (the domain's last
-     * elements past whole batches of vectors) */
+     * elements past whole batches of vectors).  A plain ld.global: cache
+     * operators on it were tried and not kept (H200, 2026-11-25, 2^26
+     * elements, us for sum f32 / sum(a*b) / keys one segment / keys 10..50
+     * / keys of 3 / keys rows of 1024 / CSR rows of 3 / 2^25 x 8 row sums,
+     * best of two runs): plain 69.3 / 127.7 / 140.4 / 158.9 / 187.9 / 146.5
+     * / 142.5 / 283.2; ld.global.nc 68.8 / 127.7 / 140.0 / 158.2 / 185.2 /
+     * 145.9 / 142.3 / 282.9; ld.global.cs 68.1 / 127.0 / 140.0 / 156.0 /
+     * 191.4 / 144.4 / 143.1 / 301.4; ld.global.nc.L1::no_allocate 68.2 /
+     * 126.8 / 149.6 / 158.2 / 213.8 / 157.3 / 142.8 / 301.4 */
     util_buf_puts(o, "};\n__device__ __forceinline__ void acc_load_v(Vld &L, const Params &P, long long o, "
                      "const long long *lo, long long u)\n{\n");
     begin_function(g);
