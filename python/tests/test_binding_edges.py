@@ -45,21 +45,25 @@ class Idx:
         return 4
 
 
-class ParkingKey(str):
-    """A keyword name whose __hash__ parks the thread named in `armed` (once) until `gate`
-    is set: the GIL is released there, so another thread runs while a call is binding."""
+class ParkingArray:
+    """A DLPack producer over a NumPy array whose __dlpack_device__ parks the thread named in
+    `armed` (once) until `gate` is set: the GIL is released there, so another thread runs
+    while a call is binding.  (A call compares its keyword names with the last call's
+    without running Python code, so a value is where a call can be parked.)"""
 
-    def __init__(self, *a):
+    def __init__(self, arr):
+        self.arr = arr
         self.armed, self.parked, self.gate = [None], threading.Event(), threading.Event()
 
-    def __hash__(self):
+    def __dlpack_device__(self):
         if self.armed[0] is threading.current_thread():
             self.armed[0] = None
             self.parked.set()
             self.gate.wait(TIMEOUT)
-        return str.__hash__(self)
+        return (1, 0)
 
-    __eq__ = str.__eq__
+    def __dlpack__(self, stream=None):
+        return self.arr.__dlpack__()
 
 
 def run_thread(target):
@@ -82,22 +86,22 @@ def join(th):
 
 
 def park_a_call(e, x, y):
-    """Start e(x=x, y=y) in a thread and park it while it binds (inside the hash of a name
-    the Expr kept from its last call).  Returns (thread, out, key) once it is parked."""
-    kx, ky = ParkingKey("x"), ParkingKey("y")
-    ky.armed, ky.parked, ky.gate = kx.armed, kx.parked, kx.gate
-    assert e(**{kx: x, ky: y}) == pytest.approx(float((x * y).sum()))   # the Expr keeps these keys
+    """Start e(x=x, y=y) in a thread and park it while it binds (inside x's
+    __dlpack_device__, after the Expr is marked busy).  Returns (thread, out, parking x)
+    once it is parked."""
+    px = ParkingArray(x)
+    assert e(x=x, y=y) == pytest.approx(float((x * y).sum()))   # the names of the last call
 
     def call():
-        kx.armed[0] = threading.current_thread()
-        return e(x=x, y=y)   # comparing the names with the last call's hashes kx: parks
+        px.armed[0] = threading.current_thread()
+        return e(x=px, y=y)
 
     th, out = run_thread(call)
-    if not kx.parked.wait(TIMEOUT):
-        kx.gate.set()
+    if not px.parked.wait(TIMEOUT):
+        px.gate.set()
         join(th)
-        pytest.skip("the call did not hash the last call's names: no window to race in this way")
-    return th, out, kx
+        pytest.fail("the call never asked x for its DLPack device: no window to race in")
+    return th, out, px
 
 
 # ---- one Expr, two threads ---------------------------------------------------------------
@@ -121,7 +125,7 @@ def test_call_while_another_call_is_binding():
         def __dlpack__(self, stream=None):
             return by.__dlpack__()
 
-    th_a, out_a, key = park_a_call(e, ax, ay)     # A is binding, parked in a key's __hash__
+    th_a, out_a, key = park_a_call(e, ax, ay)     # A is binding, parked in its x
     th_b = None
     try:
         # B fails at once (busy), or is held half-way through its own binding
