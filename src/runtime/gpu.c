@@ -1674,7 +1674,11 @@ static int key_fused(run_ctx *r, pass_entry *e, long long N, long long nkeys, in
     P[5] = per;
     P[7] = 0;
     P[8] = (long long)items;
+    /* the flag read at the run's end (no bad): from the workspace this
+     * kernel's last block publishes, when the run armed that */
+    if (!bad) publish_arm(r);
     rc = launch(r, e, kn, grid);
+    if (!bad) publish_disarm(r, rc);
     if (rc || !bad) return rc;   /* no bad: the caller reads the flag later */
     long long chk[3] = {0, 0, 0};
     rc = read_ws_stats(r, chk, 1);
@@ -1947,14 +1951,20 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
 
         /* the last pass of a run that ends by reading its workspace back,
          * with every result for the host in it, and no timing event to
-         * record after the copy: its last kernel can publish instead */
+         * record after the copy: its last kernel can publish instead.  A
+         * sorted keyed pass read back for its key check (key_fused's
+         * deferred flag) waits even when its results stay on the device
+         * of a stream: only rj_kfused(v), which defers it, publishes then,
+         * its key statistics included (64 + 24 bytes) */
         r.pub_words = 0;
+        int key_wait = ps->key && ps->nreds && sorted && !offs && !retry && ends_synced;
         if (pi == p->npasses - 1 && g->pub && !run->ev[3] &&
-            !(run->stream && run->device_results != RED_RESULTS_HOST && !host_bound)) {
+            (key_wait || !(run->stream && run->device_results != RED_RESULTS_HOST && !host_bound))) {
             int all_ws = 1;
             for (int i = 0; i < p->nresults; i++)
                 if (to_host[p->results[i].temp] && !ws_off[p->results[i].temp]) all_ws = 0;
-            if (all_ws) r.pub_words = (long long)(ws_used + 7) / 8;
+            size_t upto = ps->key && ws_used < 64 + 24 ? 64 + 24 : ws_used;
+            if (all_ws) r.pub_words = (long long)(upto + 7) / 8;
         }
 
         if (!ps->nreds) {

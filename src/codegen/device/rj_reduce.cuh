@@ -1460,6 +1460,9 @@ template <bool V> __device__ __forceinline__ void rj_key_fused(const Params &P)
     }
     rj_key_block_items(P, ik, ia, hk, ha, tk, ta, false, bhk, bha, btk, bta, bad);
     if (threadIdx.x == 0) *(unsigned *)P.v[RJ_COUNTER] = 0u;   // ready for the next launch
+    // a run that reads its key flag back (P.v[RJ_KSTATS][2], raised by the
+    // blocks before their tickets) gets the workspace published instead
+    rj_publish(P);
 }
 
 // keys in any order (commutative operators): partition p folds its
