@@ -1084,7 +1084,14 @@ static void row_min_load(void)
  * rows were folded, 165 / 550: a block had one span's loads in flight at a
  * time, where the thread per row keeps 8 loads of each thread in flight
  * (a staged kernel would need the next span's copy overlapping this one's
- * fold, cp.async or the bulk copy engine).  Also dropped (2026-11-24):
+ * fold, cp.async or the bulk copy engine).  Tried again (2026-11-25) with
+ * m rows a thread a step, m from the average length so that a step filled
+ * three quarters of a 40 KB tile, the step's span from a block reduction of
+ * its ranges and rows outside it folded from global memory: 124.4 / 274.0
+ * against 93.7-94.0 / 141.1 here (right on the CSR and range cases, with
+ * the tile capped at 5 elements too): a thread's m ranges were read one
+ * after another, twice (out_range may record a fault, a store the next
+ * row's loads cannot pass).  Also dropped (2026-11-24):
  * rows folded in one pass over their elements as sorted keys are
  * (rj_kfusedv's tile fold), an element's key its row, from a window of row
  * starts each lane read ahead and counted at their positions in shared
