@@ -1959,19 +1959,19 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
         /* the last pass of a run that ends by reading its workspace back,
          * with every result for the host in it, and no timing event to
          * record after the copy: its last kernel can publish instead.  A
-         * sorted keyed pass read back for its key check (key_fused's
-         * deferred flag) waits even when its results stay on the device
-         * of a stream: only rj_kfused(v), which defers it, publishes then,
-         * its key statistics included (64 + 24 bytes) */
+         * sorted keyed last pass whose key check is read at the run's end
+         * (key_fused's deferred flag) waits even when its results stay on
+         * the device of a stream, and its read takes the key statistics
+         * (64 + 24 bytes) */
+        int key_defer = ps->key && ps->nreds && sorted && !offs && !retry && ends_synced && pi == p->npasses - 1;
+        if (key_defer && ws_used < 64 + 24) ws_used = 64 + 24;
         r.pub_words = 0;
-        int key_wait = ps->key && ps->nreds && sorted && !offs && !retry && ends_synced;
         if (pi == p->npasses - 1 && g->pub && !run->ev[3] &&
-            (key_wait || !(run->stream && run->device_results != RED_RESULTS_HOST && !host_bound))) {
+            (key_defer || !(run->stream && run->device_results != RED_RESULTS_HOST && !host_bound))) {
             int all_ws = 1;
             for (int i = 0; i < p->nresults; i++)
                 if (to_host[p->results[i].temp] && !ws_off[p->results[i].temp]) all_ws = 0;
-            size_t upto = ps->key && ws_used < 64 + 24 ? 64 + 24 : ws_used;
-            if (all_ws) r.pub_words = (long long)(upto + 7) / 8;
+            if (all_ws) r.pub_words = (long long)(ws_used + 7) / 8;
         }
 
         if (!ps->nreds) {
@@ -1985,7 +1985,7 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
             if (nkeys == 0) {
                 /* nothing to reduce: the result is empty */
             } else if (sorted && !offs) {
-                int bad = 0, defer = !retry && ends_synced && pi == p->npasses - 1;
+                int bad = 0, defer = key_defer;
                 rc = key_fused(&r, e, N, nkeys, flag_dirty, defer ? NULL : &bad);
                 flag_dirty = defer || bad;   /* deferred: known at the end */
                 if (!rc && defer) {
@@ -1994,7 +1994,6 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
                     deferred.kh = kh;
                     deferred.nkeys = nkeys;
                     deferred.guessed = guessed;
-                    if (ws_used < 64 + 24) ws_used = 64 + 24;
                 } else if (!rc && kh && !bad) {   /* a count rj_kfused confirmed */
                     e->nkeys_key = kh;
                     e->nkeys = nkeys;
