@@ -1026,9 +1026,13 @@ int gpu_column_layout(const cg_kernel *k, const vm_buf *bufs)
  *   101.9-102.5 / 102.1, all of length 3 150.0-150.7 / (rj_seg1) / 165.3,
  *   with each row's first and last few elements read one at a time; read
  *   as masked 16-byte loads, lengths 10..50 93.7-94.0 (from 2 or 4 alike;
- *   length 3 from 2: 205.0).  4 or 8 lanes a row (each its share of the
- *   vectors, then a tree) were slower: lengths 10..50 117.4-120.7 and
- *   212.1-212.4, length 3 641.4 and 1304.1.  REDJIT_SEG1A_MIN.
+ *   length 3 from 2: 205.0).  With the first vector read before the next
+ *   row's range (rj_rows_split), 92.2-93.6 against 93.8-95.6 (2026-11-26);
+ *   the last vector read with it and the vectors between in predicated
+ *   batches of four, 94.3-95.7 against 92.2-93.5 in the same calls.  4 or
+ *   8 lanes a row (each its share of the vectors, then a tree) were
+ *   slower: lengths 10..50 117.4-120.7 and 212.1-212.4, length 3 641.4
+ *   and 1304.1.  REDJIT_SEG1A_MIN.
  * Both variables are for bench/sweep.sh; 0 there turns the kernel off.
  * Shorter CSR rows, or rows whose arrays are not on 16 bytes, take rj_seg1s
  * (element t at base + t) where the arrays have stride 1: rows of 3 in

@@ -449,6 +449,39 @@ __device__ __forceinline__ void rj_rows_ahead(const Params &P, long long gid, lo
     }
 }
 
+// rj_rows_ahead for a thread per CSR row (rj_seg1a, rj_seg1s), with each
+// row's fold in two parts: head(o, lo, sz, cnt) issues the row's first
+// loads, straight-line code with no store, and returns them; then the next
+// row's range is read; then tail(o, lo, sz, cnt, h) folds them and the rest
+// of the row.  The next range's loads thus go out beside this row's first
+// loads, and one round trip to memory a row is waited for, not two.  In
+// rj_rows_ahead's order (the next range read first), the row's loads
+// could not pass out_range's fault record (a store that may alias them),
+// so a short row waited for its offsets and then for its values: in
+// rj_seg1s, 31.6% of the stall samples on the offsets and 43.5% on the
+// values (ncu, rows of 3, 2^26 f32, H200).  The next row's index is
+// clamped rather than branched on, so no branch separates the two sets of
+// loads (the last row's range is read twice).
+template <class Head, class Tail>
+__device__ __forceinline__ void rj_rows_split(const Params &P, long long gid, long long ng, Head head, Tail tail)
+{
+    long long nout = P.v[RJ_NOUT];
+    if (gid >= nout) return;
+    long long lo[RJ_NRED + 1], sz[RJ_NRED + 1], lo2[RJ_NRED + 1], sz2[RJ_NRED + 1];
+    long long cnt = out_range(P, gid, lo, sz);
+    for (long long o = gid; o < nout; o += ng) {
+        auto h = head(o, (const long long *)lo, (const long long *)sz, cnt);
+        long long cn = out_range(P, o + ng < nout ? o + ng : o, lo2, sz2);
+        acc_write(P, o, tail(o, (const long long *)lo, (const long long *)sz, cnt, h));
+#pragma unroll
+        for (int d = 0; d <= RJ_NRED; d++) {
+            lo[d] = lo2[d];
+            sz[d] = sz2[d];
+        }
+        cnt = cn;
+    }
+}
+
 #if RJ_VEC && RJ_RVEC
 // rj_seg1a: a thread per output over a ranged index (CSR rows) whose
 // arrays are loaded at that index alone, contiguous and on 16 bytes (the
@@ -462,7 +495,16 @@ __device__ __forceinline__ void rj_segmented_ranged_vec(const Params &P)
     long long ext = rvec_extent(P);
     rj_flt F;
     rj_flt_init(F);
-    rj_rows_ahead(P, gid, ng, [&](long long o, const long long *lo, const long long *sz, long long cnt) {
+    // head: the row's first vector, where it is read whole (see below)
+    auto first = [&](long long o, const long long *lo, const long long *sz, long long cnt) {
+        (void)sz;
+        Vld L;
+        long long b = lo[0], e = b + cnt, u0 = b / RJ_VEC, u1 = (e - 1) / RJ_VEC;
+        if (cnt > 0 && (u0 < u1 || (u1 + 1) * RJ_VEC <= ext)) acc_load_v(L, P, o, lo0, u0);
+        return L;
+    };
+    rj_rows_split(P, gid, ng, first, [&](long long o, const long long *lo, const long long *sz, long long cnt,
+                                         const Vld &L0) {
         (void)sz;
         long long b = lo[0], e = b + cnt;   // cnt > 0: in every array (out_range)
         Acc a;
@@ -474,15 +516,13 @@ __device__ __forceinline__ void rj_segmented_ranged_vec(const Params &P)
             // is read), else its elements by themselves
             long long u0 = b / RJ_VEC, u1 = (e - 1) / RJ_VEC;
             bool last_in = (u1 + 1) * RJ_VEC <= ext;
-            {   // the first vector (the last too, where it is the same)
+            {   // the first vector (the last too, where it is the same): L0
                 long long hend = u0 == u1 ? e : (u0 + 1) * RJ_VEC;
                 if (u0 < u1 || last_in) {
-                    Vld L;
-                    acc_load_v(L, P, o, lo0, u0);
 #pragma unroll
                     for (int c = 0; c < RJ_VEC; c++) {
                         long long t = u0 * RJ_VEC + c;
-                        if (t >= b && t < hend) acc_one_v(a, P, L, lo0, u0, c);
+                        if (t >= b && t < hend) acc_one_v(a, P, L0, lo0, u0, c);
                     }
                 } else {
                     for (long long t = b; t < hend; t++) acc_elem(a, F, P, o, lo0, sz0, t);
@@ -526,6 +566,15 @@ __device__ __forceinline__ void rj_segmented_ranged_vec(const Params &P)
 // slower: two rows at a time 185.2 us, three 174.0, four 205.0; ranges
 // read two rows ahead and each row's lines asked of L1 (prefetch.global.L1)
 // a row ahead, 38 registers: 146.8-148.9, capped at 32 (spilling) 196.1.
+// What held it was the order (rj_rows_split): with the row's first loads
+// issued before the next range is read, rows of 3 took 121.1-121.8 us
+// against 141.4-142.9 in the same call (H200, 2026-11-26; 120.6-121.1 in
+// three later calls; 114.2 us in ncu, DRAM 79.8% busy, the offsets' wait
+// now 44.5% of the stall samples and the values' 19.2%).  Then tried and not kept (same day): the next
+// row's first loads issued a row ahead too (ranges two rows ahead), 142.1-
+// 161.5 us at every grid; grids of 4, 8, 12, 16, 64 (the default) and 128
+// blocks an SM, 153.3-153.7 / 118.3-120.6 / 130.0-131.2 / 120.2-121.3 /
+// 120.6-121.1 / 123.6-124.3, within the noise at 8 to 64.
 // Two levels past four, as rj_thread_run: a fresh inner accumulator every
 // RJ_INNER elements (a long row among short ones).
 __device__ __forceinline__ Acc rj_row_rest_s(const Params &P, long long b, long long cnt, Acc in)
@@ -552,7 +601,9 @@ __device__ __forceinline__ Acc rj_row_rest_s(const Params &P, long long b, long 
 __device__ __forceinline__ void rj_segmented_ranged_s(const Params &P)
 {
     long long gid = (long long)blockIdx.x * RJ_BLOCK + threadIdx.x, ng = (long long)gridDim.x * RJ_BLOCK;
-    rj_rows_ahead(P, gid, ng, [&](long long o, const long long *lo, const long long *sz, long long cnt) {
+    // head: the row's first four elements folded (predicated loads, no
+    // branch); tail: the rest of a longer row
+    auto first = [&](long long o, const long long *lo, const long long *sz, long long cnt) {
         (void)o;
         (void)sz;
         Acc in;   // cnt > 0: in every array (out_range)
@@ -560,6 +611,12 @@ __device__ __forceinline__ void rj_segmented_ranged_s(const Params &P)
 #pragma unroll
         for (int u = 0; u < 4; u++)
             if (u < cnt) acc_one_s(in, P, lo[0] + u);
+        return in;
+    };
+    rj_rows_split(P, gid, ng, first, [&](long long o, const long long *lo, const long long *sz, long long cnt,
+                                         const Acc &in) {
+        (void)o;
+        (void)sz;
         return cnt > 4 ? rj_row_rest_s(P, lo[0], cnt, in) : in;
     });
 }
