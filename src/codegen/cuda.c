@@ -1276,7 +1276,18 @@ static int kvt(void)
  * 143.1-144.3 / 163.4-164.7 / 180.8-182.0 / 144.5-149.1, but that spilled
  * for 8-byte values and for 12-byte accumulators.  Asking L2 for the
  * next tile (prefetch.global.L2, one or two tiles ahead) instead was
- * slower: 187.5 / 198.2 / 219.0 / 191.6 at one. */
+ * slower: 187.5 / 198.2 / 219.0 / 191.6 at one.  Tiles staged in dynamic
+ * shared memory instead (2026-11-26, the same four cases, same calls,
+ * registers 135.1-137.7 / 151.6-153.5 / 178.5-181.1 / 138.7-140.8):
+ * cp.async, each lane its own vectors, two or three stages, 278.3-281.1 /
+ * 291.8-298.7 / 307.0-314.4 / 288.4-290.8 (.cg fetched every sector
+ * twice); cp.async coalesced across the warp (swizzled, no bank
+ * conflict), 166.6-170.0 / 186.2-190.6 / 212.4-218.0 / 178.2-180.0 (ncu:
+ * one segment 160 us, DRAM 69% busy, issue active 18%); the bulk copy
+ * engine, a copy an array a tile on an mbarrier, two stages 137.1-138.5 /
+ * 166.3-167.1 / 211.1-211.5 / 146.9-147.4, three (one block an SM)
+ * 137.1-137.3 / 225.6-225.9 / 258.2-258.6 / 184.9-185.0.  Delivery was
+ * never what held the short runs: their fold, at 16 warps an SM, is. */
 static int kdb(void)
 {
     const char *u = getenv("REDJIT_KDB");
