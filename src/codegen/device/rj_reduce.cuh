@@ -585,11 +585,13 @@ __device__ __forceinline__ void rj_segmented_ranged_vec(const Params &P)
 // issued before the next range is read, rows of 3 took 121.1-121.8 us
 // against 141.4-142.9 in the same call (H200, 2026-11-26; 120.6-121.1 in
 // three later calls; 114.2 us in ncu, DRAM 79.8% busy, the offsets' wait
-// now 44.5% of the stall samples and the values' 19.2%).  Then tried and not kept (same day): the next
-// row's first loads issued a row ahead too (ranges two rows ahead), 142.1-
-// 161.5 us at every grid; grids of 4, 8, 12, 16, 64 (the default) and 128
-// blocks an SM, 153.3-153.7 / 118.3-120.6 / 130.0-131.2 / 120.2-121.3 /
-// 120.6-121.1 / 123.6-124.3, within the noise at 8 to 64.
+// now 44.5% of the stall samples and the values' 19.2%).  Then tried and
+// not kept (same day): the next row's first loads issued a row ahead too
+// (ranges two rows ahead), 142.1-161.5 us at every grid; grids of 4, 8,
+// 12, 16, 64 (the default) and 128 blocks an SM, 153.3-153.7 / 118.3-120.6 / 130.0-131.2 / 120.2-121.3 /
+// 120.6-121.1 / 123.6-124.3, within the noise at 8 to 64; the offsets
+// that out_range would load 2, 3 or 4 rows ahead asked of L2 (a generated
+// out_range_pf, prefetch.global.L2), 128.5-131.6 against 120.6-121.4.
 // Two levels past four, as rj_thread_run: a fresh inner accumulator every
 // RJ_INNER elements (a long row among short ones).
 __device__ __forceinline__ Acc rj_row_rest_s(const Params &P, long long b, long long cnt, Acc in)
