@@ -442,41 +442,19 @@ __device__ __forceinline__ void rj_segmented_vec(const Params &P, int group)
 }
 #endif
 
-// A thread per output: outputs gid, gid + ng, ..., each folded by
-// fold(o, lo, sz, cnt) over its domain; the next one's range is read before
-// this one is folded, so the two round trips to memory overlap (short CSR
-// rows waited for the offsets, then for the values).
-template <class Fold>
-__device__ __forceinline__ void rj_rows_ahead(const Params &P, long long gid, long long ng, Fold fold)
-{
-    long long nout = P.v[RJ_NOUT];
-    long long lo[RJ_NRED + 1], sz[RJ_NRED + 1], lo2[RJ_NRED + 1], sz2[RJ_NRED + 1];
-    long long cnt = gid < nout ? out_range(P, gid, lo, sz) : 0;
-    for (long long o = gid; o < nout; o += ng) {
-        long long cn = o + ng < nout ? out_range(P, o + ng, lo2, sz2) : 0;
-        acc_write(P, o, fold(o, (const long long *)lo, (const long long *)sz, cnt));
-#pragma unroll
-        for (int d = 0; d <= RJ_NRED; d++) {
-            lo[d] = lo2[d];
-            sz[d] = sz2[d];
-        }
-        cnt = cn;
-    }
-}
-
-// rj_rows_ahead for a thread per CSR row (rj_seg1a, rj_seg1s), with each
-// row's fold in two parts: head(o, lo, sz, cnt) issues the row's first
-// loads, straight-line code with no store, and returns them; then the next
-// row's range is read; then tail(o, lo, sz, cnt, h) folds them and the rest
-// of the row.  The next range's loads thus go out beside this row's first
-// loads, and one round trip to memory a row is waited for, not two.  In
-// rj_rows_ahead's order (the next range read first), the row's loads
-// could not pass out_range's fault record (a store that may alias them),
-// so a short row waited for its offsets and then for its values: in
-// rj_seg1s, 31.6% of the stall samples on the offsets and 43.5% on the
-// values (ncu, rows of 3, 2^26 f32, H200).  The next row's index is
-// clamped rather than branched on, so no branch separates the two sets of
-// loads (the last row's range is read twice).
+// A thread per output: outputs gid, gid + ng, ..., each folded in two
+// parts: head(o, lo, sz, cnt) issues the output's first loads, straight-line
+// code with no store, and returns them; then the next output's range is
+// read; then tail(o, lo, sz, cnt, h) folds them and the rest of the domain.
+// The next range's loads thus go out beside this output's first loads, and
+// one round trip to memory an output is waited for, not two.  With the
+// next range read first (rj_seg1, whose head issues nothing), a row's
+// loads could not pass out_range's fault record (a store that may alias
+// them), so a short CSR row waited for its offsets and then for its
+// values: in rj_seg1s, 31.6% of the stall samples on the offsets and 43.5%
+// on the values (ncu, rows of 3, 2^26 f32, H200).  The next output's index
+// is clamped rather than branched on, so no branch separates the two sets
+// of loads (the last output's range is read twice).
 template <class Head, class Tail>
 __device__ __forceinline__ void rj_rows_split(const Params &P, long long gid, long long ng, Head head, Tail tail)
 {
@@ -656,9 +634,9 @@ __device__ __forceinline__ void rj_segmented(const Params &P, int group)
     long long gid = ((long long)blockIdx.x * RJ_BLOCK + threadIdx.x) / group;
     long long ngroups = (long long)gridDim.x * RJ_BLOCK / group;
     if (group == 1) {
-        rj_rows_ahead(P, gid, ngroups, [&](long long o, const long long *lo, const long long *sz, long long cnt) {
-            return rj_thread_run(P, o, lo, sz, 0, cnt, 1);
-        });
+        auto none = [](long long, const long long *, const long long *, long long) { return 0; };
+        rj_rows_split(P, gid, ngroups, none, [&](long long o, const long long *lo, const long long *sz, long long cnt,
+                                                 int) { return rj_thread_run(P, o, lo, sz, 0, cnt, 1); });
         return;
     }
     int lane = threadIdx.x % group;
