@@ -858,6 +858,71 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* A large result on the host (x * 2 over 2^21 f32, 8 MiB): its buffer is
+ * kept for the next run, page-locked with the driver when it is used the
+ * second time (one cuMemHostRegister, then none), copied into with the
+ * same one copy a run; red_result_detach copies, red_finalize unregisters
+ * what is kept, and red_eval's buffers, the caller's, are never
+ * registered. */
+static void test_large_results(red_ctx *ctx)
+{
+    enum { BIG = 1 << 21 };
+    float *hbig = calloc(BIG, sizeof *hbig);
+    void *dbig = hbig ? to_device(ctx, hbig, (size_t)BIG * sizeof *hbig) : NULL;
+    if (!dbig) {
+        CHECK(0, "large results: no input");
+        free(hbig);
+        return;
+    }
+    int64_t n = BIG;
+    red_binding b = {"x", {0}};
+    red_array_init(&b.array, dbig, RED_F32, 1, &n, NULL);
+    b.array.memory = RED_MEM_CUDA;
+    red_expr *e = NULL;
+    int rc = red_prepare(ctx, "x * 2", &e);
+    if (!rc) rc = bind(e, &b, 1);
+    void *data[4] = {0};
+    long long reg[4] = {0}, copies[4] = {0}, live[4] = {0};
+    for (int k = 0; k < 4 && !rc; k++) {
+        fc_reset();
+        red_array a;
+        rc = red_run(e);
+        if (!rc) rc = red_result(e, 0, &a, NULL);
+        data[k] = rc ? NULL : (void *)a.data;
+        reg[k] = fc_count("cuMemHostRegister");
+        copies[k] = fc_count("cuMemcpyDtoHAsync");
+        live[k] = fc_live(5);
+    }
+    CHECK(!rc, "large results: runs: %s", e ? red_expr_errmsg(e) : red_errmsg(ctx));
+    CHECK(data[1] == data[0] && data[2] == data[0] && data[3] == data[0],
+          "large results: every run writes into the first run's buffer (%p %p %p %p)", data[0], data[1], data[2],
+          data[3]);
+    CHECK(reg[0] == 0 && reg[1] == 1 && reg[2] == 0 && reg[3] == 0,
+          "large results: registered once, at the second run (%lld %lld %lld %lld)", reg[0], reg[1], reg[2], reg[3]);
+    CHECK(live[0] == 0 && live[1] == 1 && live[3] == 1, "large results: one range registered from the second run on");
+    CHECK(copies[0] == copies[3] && copies[3] >= 1, "large results: the same copies a run (%lld, %lld)", copies[0],
+          copies[3]);
+    red_array d = {0};
+    rc = red_result_detach(e, 0, &d);
+    CHECK(!rc && d.data != data[3] && fc_live(5) == 1, "large results: red_result_detach copies");
+    red_free(d.data);
+    red_finalize(e);
+    CHECK(fc_live(5) == 0, "large results: red_finalize unregisters the kept buffer (%lld left)", fc_live(5));
+
+    /* red_eval runs an expression of its own each call and hands the
+     * buffers over: none of them registered, none left registered */
+    red_array o[3] = {{0}};   /* data NULL: red_eval allocates */
+    int cnt = 0;
+    for (int k = 0; k < 3 && !rc; k++) {
+        rc = red_eval(ctx, "x * 2", &b, 1, &o[k], 1, &cnt);
+        CHECK(!rc && fc_live(5) == 0, "large results: red_eval %d hands over a buffer nothing registers (%lld)", k,
+              fc_live(5));
+    }
+    for (int k = 0; k < 3 && !rc; k++) red_free(o[k].data);
+    red_device_free(ctx, dbig);
+    free(hbig);
+}
+
 static int bench(red_ctx *ctx, long calls)
 {
     red_expr *e = NULL;
@@ -972,6 +1037,7 @@ int main(int argc, char **argv)
     test_async_keys(ctx);
     test_keys_retry(ctx);
     test_workspace_results(ctx);
+    test_large_results(ctx);
     test_device_faults(ctx);
     test_faults(ctx);
 
@@ -981,8 +1047,8 @@ int main(int argc, char **argv)
     red_device_free(ctx, dseg);
     red_close(ctx);
     static const char *const kinds[] = {"device allocations", "pinned host blocks", "modules", "events",
-                                        "primary-context references"};
-    for (int k = 0; k < 5; k++)
+                                        "primary-context references", "registered host ranges"};
+    for (int k = 0; k < 6; k++)
         CHECK(fc_live(k) == 0, "after red_close the driver still holds %lld %s", fc_live(k), kinds[k]);
     printf("%d passed, %d failed\n", npass, nfail);
     return nfail ? 1 : 0;

@@ -1689,17 +1689,94 @@ static int depends_on_vars(const ir *x)
 
 /* ---- driver --------------------------------------------------------------------------- */
 
+/* Buffers from this size up are kept for the next run: glibc serves them
+ * with mmap, so each is new, untouched memory. */
+#define SPARE_MIN ((size_t)256 << 10)
+
+int cpu_temps_note_pinned(cpu_temps *t, void *p, void (*unpin)(void *arg, void *p), void *arg)
+{
+    for (int i = 0; i < CPU_SPARES; i++)
+        if (!t->pinned[i]) {
+            t->pinned[i] = p;
+            t->unpin = unpin;
+            t->unpin_arg = arg;
+            return 0;
+        }
+    return -1;
+}
+
+int cpu_temps_is_pinned(const cpu_temps *t, const void *p)
+{
+    for (int i = 0; i < CPU_SPARES; i++)
+        if (p && t->pinned[i] == p) return 1;
+    return 0;
+}
+
+void cpu_temps_unpin(cpu_temps *t, void *p)
+{
+    for (int i = 0; i < CPU_SPARES; i++)
+        if (p && t->pinned[i] == p) {
+            t->unpin(t->unpin_arg, p);
+            t->pinned[i] = NULL;
+        }
+}
+
+static void temps_drop(cpu_temps *t, void *p)
+{
+    cpu_temps_unpin(t, p);
+    free(p);
+}
+
+void *cpu_temps_alloc(cpu_temps *t, size_t bytes, int zero, int *reused)
+{
+    int best = -1;
+    if (reused) *reused = 0;
+    if (bytes >= SPARE_MIN)
+        for (int i = 0; i < CPU_SPARES; i++)
+            if (t->spare[i].p && t->spare[i].cap >= bytes && t->spare[i].cap / 2 <= bytes &&
+                (best < 0 || t->spare[i].cap < t->spare[best].cap))
+                best = i;
+    if (best < 0) return zero ? calloc(bytes ? bytes : 1, 1) : malloc(bytes ? bytes : 1);
+    void *p = t->spare[best].p;
+    t->spare[best].p = NULL;
+    if (zero) memset(p, 0, bytes);
+    if (reused) *reused = 1;
+    return p;
+}
+
 void cpu_temps_free(cpu_temps *t)
 {
     if (!t->t) return;
-    for (int i = 0; i < t->n; i++) free((void *)t->t[i].data);
+    for (int i = 0; i < t->n; i++) {
+        void *p = (void *)t->t[i].data;
+        if (!p) continue;
+        size_t bytes = (size_t)red_dtype_size(t->t[i].dtype);
+        for (int d = 0; d < t->t[i].ndim; d++) bytes *= (size_t)(t->t[i].shape[d] > 0 ? t->t[i].shape[d] : 0);
+        int kept = 0;
+        for (int j = 0; j < CPU_SPARES && bytes >= SPARE_MIN && !kept; j++)
+            if (!t->spare[j].p) {
+                t->spare[j].p = p;
+                t->spare[j].cap = bytes;
+                kept = 1;
+            }
+        if (!kept) temps_drop(t, p);
+    }
     free(t->t);
     t->t = NULL;
     t->n = 0;
 }
 
-static int alloc_temp(const plan *p, int ti, const int64_t *vhi, vm_buf *out, util_diag *diag)
+void cpu_temps_trim(cpu_temps *t)
 {
+    for (int i = 0; i < CPU_SPARES; i++) {
+        temps_drop(t, t->spare[i].p);
+        t->spare[i].p = NULL;
+    }
+}
+
+static int alloc_temp(const plan *p, int ti, const int64_t *vhi, cpu_temps *temps, util_diag *diag)
+{
+    vm_buf *out = &temps->t[ti];
     const plan_temp *pt = &p->temps[ti];
     out->dtype = plan_dtype_of_ct(pt->type);
     out->ndim = pt->ndim;
@@ -1711,7 +1788,7 @@ static int alloc_temp(const plan *p, int ti, const int64_t *vhi, vm_buf *out, ut
         if (!mul_ok(n, out->shape[d] > 0 ? out->shape[d] : 1, &n) || n > ((int64_t)1 << 40))
             return util_diag_set(diag, RED_ERR_LIMIT, "an intermediate result would be too large");
     }
-    out->data = calloc((size_t)n, (size_t)plan_ct_size(pt->type));
+    out->data = cpu_temps_alloc(temps, (size_t)n * (size_t)plan_ct_size(pt->type), 1, NULL);
     if (!out->data) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory for a result of %lld elements", (long long)n);
     return 0;
 }
@@ -1895,11 +1972,11 @@ int cpu_execute(const plan *p, const vm_buf *bufs, const plan_value *scalars, in
         }
         /* the temporaries this pass writes */
         if (!ps->nreds) {
-            rc = alloc_temp(p, ps->map_temp, vhi, &out->t[ps->map_temp], diag);
+            rc = alloc_temp(p, ps->map_temp, vhi, out, diag);
         } else {
             for (int q = 0; !rc && q < ps->nreds; q++)
                 for (int c = 0; !rc && c < ps->reds[q].ncomp; c++)
-                    rc = alloc_temp(p, ps->reds[q].temp[c], vhi, &out->t[ps->reds[q].temp[c]], diag);
+                    rc = alloc_temp(p, ps->reds[q].temp[c], vhi, out, diag);
         }
         if (rc) break;
 
@@ -1949,5 +2026,6 @@ int cpu_execute(const plan *p, const vm_buf *bufs, const plan_value *scalars, in
     free(vhi);
     free(done);
     if (rc) cpu_temps_free(out);
+    cpu_temps_trim(out);
     return rc;
 }

@@ -11,9 +11,24 @@
 #include "cpu/vm.h"
 
 /* Temporaries computed by a run (results point into them). */
+#define CPU_SPARES 4
 typedef struct cpu_temps {
     int n;
     vm_buf *t;          /* data malloc'd, contiguous, dtype of the ct    */
+    /* The large host buffers of the run before, kept for this one: memory
+     * new from malloc is faulted in page by page as it is first written,
+     * which made a result of 2^24 values cost more than the work that
+     * fills it (cpu_temps_alloc, cpu_temps_free, cpu_temps_trim). */
+    struct {
+        void *p;
+        size_t cap;
+    } spare[CPU_SPARES];
+    /* Buffers among them (live or spare) the GPU backend page-locked with
+     * the driver, so that copies into them run at the link's speed:
+     * unpin(unpin_arg, p) is called before one is freed or handed over. */
+    void *pinned[CPU_SPARES];
+    void (*unpin)(void *arg, void *p);
+    void *unpin_arg;
 } cpu_temps;
 
 /* Extents and ranges of the plan's variables for one set of bindings. */
@@ -30,7 +45,21 @@ static inline int cpu_cancelled(const cpu_cancel *c)
 
 int cpu_execute(const plan *p, const vm_buf *bufs, const plan_value *scalars, int nthreads,
                 const cpu_cancel *cancel, cpu_temps *out, util_diag *diag);
+/* A host buffer of `bytes` for a temporary of `t` (zeroed with `zero`): a
+ * spare one of the run before where one fits (at most twice the size), else
+ * new.  NULL when out of memory. */
+void *cpu_temps_alloc(cpu_temps *t, size_t bytes, int zero, int *reused);
+/* Give the temporaries back: large buffers become spares for the next run's
+ * cpu_temps_alloc, the rest are freed. */
 void cpu_temps_free(cpu_temps *t);
+/* Free the spares (the end of a run: what it did not take; red_finalize). */
+void cpu_temps_trim(cpu_temps *t);
+/* Page-locked buffers: note one (0; -1 when the table is full and the
+ * caller must unpin it itself), ask, and unpin one before its buffer leaves
+ * the temporaries (handed to the caller). */
+int cpu_temps_note_pinned(cpu_temps *t, void *p, void (*unpin)(void *arg, void *p), void *arg);
+int cpu_temps_is_pinned(const cpu_temps *t, const void *p);
+void cpu_temps_unpin(cpu_temps *t, void *p);
 
 /* Shared with the GPU backend: the extent of an inferred index from the
  * shapes it subscripts, or an error naming both conflicting arrays. */

@@ -531,6 +531,7 @@ static void free_name(red_expr *e, char *name)
 static void expr_release(red_expr *e)
 {
     expr_clear_results(e);
+    cpu_temps_trim(&e->temps);
     for (int i = 0; i < e->nbinds; i++) free_name(e, e->binds[i].name);
     if (e->binds != e->binds_inl) free(e->binds);
     util_buf_free(&e->explain);
@@ -1315,6 +1316,7 @@ static int result_detach(red_expr *e, int i, red_array *out, int take)
     for (int j = 0; j < e->nresults; j++) shared |= j != i && p->results[j].temp == t;
     if (take && !shared) {
         *out = src;
+        if (src.memory != RED_MEM_CUDA) cpu_temps_unpin(&e->temps, (void *)src.data);   /* the caller frees it */
         e->temps.t[t].data = NULL;
         e->detached[i] = 1;
         return RED_OK;

@@ -61,6 +61,8 @@ typedef struct cu_api {
     CUresult (*MemHostAlloc)(void **, size_t, unsigned);
     CUresult (*StreamQuery)(CUstream);
     CUresult (*MemFreeHost)(void *);
+    CUresult (*MemHostRegister)(void *, size_t, unsigned);
+    CUresult (*MemHostUnregister)(void *);
     CUresult (*EventCreate)(CUevent *, unsigned);
     CUresult (*EventRecord)(CUevent, CUstream);
     CUresult (*EventSynchronize)(CUevent);
@@ -111,6 +113,8 @@ static inline int cu_api_load(cu_api *c)
     CUS(MemHostAlloc, "cuMemHostAlloc", NULL);
     CUS(StreamQuery, "cuStreamQuery", NULL);
     CUS(MemFreeHost, "cuMemFreeHost", NULL);
+    CUS(MemHostRegister, "cuMemHostRegister_v2", "cuMemHostRegister");
+    CUS(MemHostUnregister, "cuMemHostUnregister", NULL);
     CUS(EventCreate, "cuEventCreate", NULL);
     CUS(EventRecord, "cuEventRecord", NULL);
     CUS(EventSynchronize, "cuEventSynchronize", NULL);

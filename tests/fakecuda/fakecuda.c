@@ -51,7 +51,7 @@ enum {
     X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoD) X(cuMemsetD8Async)                   \
     X(cuStreamCreate) X(cuStreamSynchronize) X(cuStreamQuery) X(cuMemHostAlloc) X(cuMemFreeHost)   \
     X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)                  \
-    X(cuEventDestroy)
+    X(cuEventDestroy) X(cuMemHostRegister) X(cuMemHostUnregister)
 #define AS_ENUM(f) C_##f,
 #define AS_NAME(f) #f,
 enum { FAKE_CALLS(AS_ENUM) NCALLS };
@@ -62,7 +62,7 @@ static const char *const call_names[NCALLS] = {FAKE_CALLS(AS_NAME)};
 typedef struct block {
     void *p;
     size_t size;
-    int kind;   /* 0 device, 1 pinned host, 2 module image, 3 event */
+    int kind;   /* 0 device, 1 pinned host, 2 module image, 3 event, 5 registered host range (not ours) */
 } block;
 
 typedef struct fake_fn {
@@ -132,7 +132,7 @@ static int drop_block(const void *p, int kind)
 {
     for (int i = 0; i < nblocks; i++)
         if (blocks[i].p == p && blocks[i].kind == kind) {
-            free(blocks[i].p);
+            if (kind != 5) free(blocks[i].p);
             blocks[i] = blocks[--nblocks];
             return OK;
         }
@@ -531,6 +531,35 @@ EXPORT CUresult cuMemFreeHost(void *p)
     return rc;
 }
 
+/* A host range page-locked for the driver: recorded, never freed here.  A
+ * range that overlaps one registered already is refused, as the driver
+ * does (CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED); unregistering what is
+ * not registered too (..._NOT_REGISTERED). */
+EXPORT CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags)
+{
+    (void)flags;
+    count(C_cuMemHostRegister);
+    if (!p || n == 0) return ERR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    int rc = OK;
+    for (int i = 0; i < nblocks && !rc; i++)
+        if (blocks[i].kind == 5 && (uintptr_t)p < (uintptr_t)blocks[i].p + blocks[i].size &&
+            (uintptr_t)blocks[i].p < (uintptr_t)p + n)
+            rc = 712;
+    if (!rc) rc = add_block(p, n, 5);
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+EXPORT CUresult cuMemHostUnregister(void *p)
+{
+    count(C_cuMemHostUnregister);
+    pthread_mutex_lock(&lock);
+    int rc = drop_block(p, 5);
+    pthread_mutex_unlock(&lock);
+    return rc ? 713 : OK;
+}
+
 EXPORT CUresult cuEventCreate(void **ev, unsigned flags)
 {
     (void)flags;
@@ -613,7 +642,8 @@ EXPORT const char *fakecuda_name(int i)
 }
 
 /* What is held now: kind 0 device allocations, 1 pinned host blocks,
- * 2 loaded modules, 3 events, 4 primary-context references. */
+ * 2 loaded modules, 3 events, 4 primary-context references, 5 registered
+ * host ranges. */
 EXPORT long long fakecuda_live(int kind)
 {
     if (kind == 4) return __atomic_load_n(&ctx_refs, __ATOMIC_RELAXED);
@@ -636,8 +666,9 @@ __attribute__((destructor)) static void report_at_exit(void)
     if (!path || !*path) return;
     FILE *f = fopen(path, "w");
     if (!f) return;
-    fprintf(f, "device %lld pinned %lld modules %lld events %lld contexts %lld launches %lld\n", fakecuda_live(0),
-            fakecuda_live(1), fakecuda_live(2), fakecuda_live(3), fakecuda_live(4), counts[C_cuLaunchKernel]);
+    fprintf(f, "device %lld pinned %lld modules %lld events %lld contexts %lld registered %lld launches %lld\n",
+            fakecuda_live(0), fakecuda_live(1), fakecuda_live(2), fakecuda_live(3), fakecuda_live(4), fakecuda_live(5),
+            counts[C_cuLaunchKernel]);
     fclose(f);
 }
 
