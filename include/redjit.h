@@ -26,8 +26,9 @@
  *     after the call that used it returns.  Descriptors (red_array) are copied.
  *   - Strings passed in (expression text, names) are copied when kept.
  *   - Result memory returned by red_result is OWNED BY THE EXPRESSION and valid
- *     until the next red_run or red_finalize on it; red_result_detach hands it
- *     to the caller, who releases it with red_free.
+ *     until the next red_run or red_finalize on it (the next run may write its
+ *     own results into the same memory); red_result_detach hands a copy to the
+ *     caller, who releases it with red_free.
  *   - Messages from red_errmsg / red_expr_errmsg are owned by the library and
  *     valid until the next call on the same context / expression.
  *
@@ -314,9 +315,10 @@ RED_API int red_result_i64(red_expr *e, int i, int64_t *v);
  * dtype may differ (values are converted as by a cast). */
 RED_API int red_result_copy(red_expr *e, int i, const red_array *dst);
 
-/* Take ownership of result `i`'s buffer: `out` describes it, and the caller
- * releases out->data with red_free (host memory) or red_device_free
- * (memory == RED_MEM_CUDA, with RED_RESULTS_DEVICE). */
+/* Result `i` in a buffer the caller owns (a copy: the expression's own stays
+ * readable until its next run): `out` describes it, and the caller releases
+ * out->data with red_free (host memory) or red_device_free (memory ==
+ * RED_MEM_CUDA, with RED_RESULTS_DEVICE). */
 RED_API int red_result_detach(red_expr *e, int i, red_array *out);
 RED_API void red_free(void *p);
 
