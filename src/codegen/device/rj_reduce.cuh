@@ -320,7 +320,18 @@ __device__ __forceinline__ Acc rj_run_v(const Params &P, long long o, const long
     int k = 0;
     long long vend = end / RJ_VEC;   // whole vectors, then fewer than RJ_VEC elements
     // whole batches of RJ_VUNROLL vectors, unguarded: their loads are all
-    // issued before the first fold
+    // issued before the first fold.  NVVM unrolls this loop four times (8
+    // loads a thread in flight), which is much of the kernel's NVRTC time
+    // and of its speed.  Tried on the H200 and not kept (2026-11-26, three
+    // rounds each in one call, us at 2^28): the batch folded by a loop over
+    // its vectors, one copy of acc_elem_v (NVRTC median of jit_compile's
+    // kernels 80 -> 66 ms here), left 2 loads in flight: sum f32
+    // 247.2-247.9 -> 248.1-250.6, sum i32 246.0-246.5 -> 249.2-251.5,
+    // argmax 259.3-261.8 -> 268.5-270.8; the next batch's loads issued
+    // before this one's fold (4 in flight, 30 registers), 242.3-244.3 ->
+    // 243.0-245.4; RJ_VUNROLL 4, 242.0-242.4 against CUB's 240.8-243.7, but
+    // rows of 8 floats (rj_seg1v) 283.4-284.6 -> 313.2-314.0 and NVRTC 8 ms
+    // more a kernel.
     long long u = begin / RJ_VEC + first;
     for (; u + (long long)(RJ_VUNROLL - 1) * step < vend; u += (long long)RJ_VUNROLL * step) {
         Vld L[RJ_VUNROLL];
@@ -340,7 +351,8 @@ __device__ __forceinline__ Acc rj_run_v(const Params &P, long long o, const long
     // elements, was no faster (H100, two rounds each, us, auto: sum(x) of
     // 2^10 floats 9.0 and 8.1 against 7.6 and 8.4; of 2^12 10.1 and 9.9
     // against 9.3 and 9.2; rows of 12 floats, 2^20 of them, 28.4 and 28.6
-    // against 27.1 and 27.9)
+    // against 27.1 and 27.9), and cost NVRTC 4 to 9 ms a kernel (this
+    // CPU, 2026-11-26)
 #pragma unroll 1
     for (long long t = u * RJ_VEC; t < end; t += (t % RJ_VEC == RJ_VEC - 1) ? (long long)(step - 1) * RJ_VEC + 1 : 1)
         acc_elem_1(in, P, o, lo, t);
