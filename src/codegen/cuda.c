@@ -1382,6 +1382,7 @@ int cg_generate(const plan *p, int pi, util_arena *a, cg_kernel *out, util_diag 
         int direct = ps->nreds > 0;
         for (int q = 0; q < ps->nreds; q++) direct &= is_arg(ps->reds[q].rop);
         util_buf_printf(o, "#define RJ_FOLD_DIRECT %d\n", direct);
+        out->arg = direct;
         out->vec_unroll = vunroll();
         util_buf_printf(o, "#define RJ_VEC %d\n#define RJ_VUNROLL %d\n#define RJ_KVT %d\n#define RJ_KMINB %d\n", out->vec,
                         out->vec_unroll, ps->key && kvt() > 0 ? kvt() : 0, kminb());

@@ -33,6 +33,7 @@ typedef struct cg_kernel {
     int kind;           /* CG_MAP, CG_FULL, CG_PARTIAL, CG_KEYED            */
     int acc_size;       /* bytes of the generated Acc (workspace partials)  */
     int ordered;        /* an ordered user operator is in the pass          */
+    int arg;            /* argmin and argmax alone (RJ_FOLD_DIRECT)          */
     int ranged;         /* a reduced index has an explicit range            */
     int elem_checks;    /* subscripts acc_elem checks at every element      */
     /* The element code's loads from bound arrays, for the runtime's layout

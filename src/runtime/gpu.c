@@ -341,10 +341,25 @@ struct gpu_dev {
     int uva;
     unsigned long long pub_seq;
     /* Persistent full reductions: grids of this many occupancy waves
-     * (REDJIT_WAVES, for bench/sweep.sh).  One: on the H200 (2026-11-23,
-     * scalar loads, us at 1 / 2 / 3 / 5 waves) sum f32 of 2^24 took 26.2 /
-     * 26.1 / 29.5 / 32.1, of 2^28 249.4 / 247.1 / 245.9 / 247.6, argmax 277 /
-     * 280 / 282 / 291, a dot product 492 / 488 / 483 / 481. */
+     * (REDJIT_WAVES, for bench/sweep.sh); 0: three where each block of
+     * three waves has 16384 elements or more, else one, and one for argmin
+     * and argmax (run_full).  Three
+     * waves balance the SMs, whose blocks do not all finish together, but
+     * each block pays a block tree and the ticket's round trip, which small
+     * blocks do not make up for.  H200, 2026-11-26, 16-byte loads, the
+     * last block folding the partials four at a time, three rounds in one
+     * call, us at one / three waves (five, eight): sum f32 at 2^24
+     * 25.1-25.7 / 26.8-27.2 (29.4-30.3, 33.6-34.0), 2^26 70.1-70.8 /
+     * 70.2-70.3, 2^28 247.4-247.6 / 245.8-246.4 (248.5-249.1, 250.4-250.6;
+     * CUB 245.7-247.3), 2^30 953.7-954.9 / 949.3-949.9 (CUB 949.1-951.7);
+     * 2^28 sum f64 482.7-483.5 / 481.3-481.8, max 247.1-248.1 /
+     * 246.7-247.5, a dot product 481.1-484.4 / 479.8-481.8, argmax
+     * 258.8-261.5 / 260.8-261.3 (five: 267.4-267.8).  In a second call,
+     * on another H200: sum f32 at 2^27 129.5-130.1 / 128.4-129.5, 2^28
+     * 247.0-247.2 / 245.6-247.6, 2^30 953.6-954.4 / 949.2-951.7, argmax
+     * 258.2-258.9 / 261.2-261.7.  Scalar loads
+     * (2026-11-23, us at 1 / 2 / 3 / 5 waves): sum f32 of 2^24 26.2 / 26.1
+     * / 29.5 / 32.1, of 2^28 249.4 / 247.1 / 245.9 / 247.6. */
     int waves;
     pthread_t preload;             /* nvrtc_preload, joined by gpu_close */
     int preloading;
@@ -407,7 +422,7 @@ int gpu_open(gpu_dev **out, util_diag *diag)
     if (c->DeviceGetAttribute(&g->uva, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, g->dev)) g->uva = 0;
     snprintf(g->arch, sizeof g->arch, "sm_%d%d", g->sm_major, g->sm_minor);
     const char *w = getenv("REDJIT_WAVES");   /* for bench/sweep.sh */
-    g->waves = w && atoi(w) >= 1 && atoi(w) <= 16 ? atoi(w) : 1;
+    g->waves = w && atoi(w) >= 1 && atoi(w) <= 16 ? atoi(w) : 0;
     pthread_mutex_init(&g->lock, NULL);
     *out = g;
     return 0;
@@ -927,7 +942,7 @@ static int run_full(run_ctx *r, pass_entry *e, long long n, int strategy, int or
     if (strategy == RED_STRATEGY_PERSISTENT || strategy == RED_STRATEGY_AUTO) {
         int rc = occupancy_grid(r, e, persist, &grid);
         if (rc) return rc;
-        grid *= g->waves;
+        grid *= g->waves ? g->waves : n >= 3 * grid * 16384 && !e->k.arg ? 3 : 1;
         /* small inputs: no more blocks than have 8 elements a thread (at 2^10
          * the full grid was 1056 blocks for 4 with work: 14.3 us, CUB 6.2) */
         if (grid > cdiv(n, (long long)BLOCK * 8)) grid = cdiv(n, (long long)BLOCK * 8);

@@ -176,18 +176,23 @@ __device__ __forceinline__ Acc rj_combine_partials(const Acc *part, long long nb
     long long b = threadIdx.x * per, e = b + per < nblk ? b + per : nblk;
     Acc a;
     acc_init(a);
-    // per is at most 5 (grids of up to 8 blocks an SM).  The first four
-    // behind guards of a fixed loop (their loads issued together), the rest
-    // one at a time: `#pragma unroll 4` over the whole run issued as many
-    // loads, but its remainder code cost NVRTC 12 ms of 188 (median over
-    // jit_compile's 12 kernels, CPU, repeated); no unrolling at all saved
-    // 21 ms and cost sum(x) 1.2 to 1.5 us at 2^24 on the H200 (25.3 ->
-    // 26.8), where this form measured within the noise of the old one.
-#pragma unroll
-    for (int j = 0; j < 4; j++)
-        if (b + j < e) acc_combine(a, part[b + j]);
+    // Four at a time, behind guards, their loads issued together: one
+    // round trip to L2 for every four partials.  (Grids of three waves put
+    // 13 partials on a thread; the first four so and the rest one at a
+    // time, as this was before, made those waves slower than one.
+    // `#pragma unroll 4` over the whole run issued as many loads, but its
+    // remainder code cost NVRTC 12 ms of 188; no unrolling at all saved 21
+    // ms and cost sum(x) 1.2 to 1.5 us at 2^24 on the H200.)
 #pragma unroll 1
-    for (long long i = b + 4; i < e; i++) acc_combine(a, part[i]);
+    for (long long i = b; i < e; i += 4) {
+        Acc x[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            if (i + j < e) x[j] = part[i + j];
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            if (i + j < e) acc_combine(a, x[j]);
+    }
     return rj_block_reduce(a);
 }
 
