@@ -902,6 +902,34 @@ static void test_large_results(red_ctx *ctx)
     CHECK(live[0] == 0 && live[1] == 1 && live[3] == 1, "large results: one range registered from the second run on");
     CHECK(copies[0] == copies[3] && copies[3] >= 1, "large results: the same copies a run (%lld, %lld)", copies[0],
           copies[3]);
+    /* that result as another expression's host input, on a stream with
+     * device results: its upload from page-locked memory is asynchronous,
+     * and the owner may write the buffer on its next run, so the run is
+     * finished before red_run returns; from plain memory it stays queued */
+    static char stream_stand_in;
+    red_expr *e2 = NULL;
+    int rc2 = red_prepare(ctx, "sum(y)", &e2);
+    if (!rc2) rc2 = red_expr_set_option(e2, RED_OPT_RESULTS, RED_RESULTS_DEVICE);
+    if (!rc2) rc2 = red_expr_set_stream(e2, &stream_stand_in);
+    red_array y;
+    red_array_init(&y, data[3], RED_F32, 1, &n, NULL);
+    float *plain = malloc((size_t)BIG * sizeof *plain);
+    long long syncs[2] = {-1, -1};
+    for (int k = 0; k < 2 && !rc2 && plain; k++) {
+        if (k == 1) memcpy(plain, data[3], (size_t)BIG * sizeof *plain), y.data = plain;
+        rc2 = red_bind_array(e2, "y", &y);
+        if (!rc2) rc2 = red_run(e2);   /* compiles at k == 0 */
+        if (!rc2) rc2 = red_sync(e2);
+        fc_reset();
+        if (!rc2) rc2 = red_run(e2);
+        syncs[k] = fc_count("cuStreamSynchronize");
+        if (!rc2) rc2 = red_sync(e2);
+    }
+    CHECK(!rc2 && syncs[0] >= 1 && syncs[1] == 0,
+          "large results: a run reading a page-locked result is finished, one reading plain memory queued (%lld, %lld syncs): %s",
+          syncs[0], syncs[1], e2 ? red_expr_errmsg(e2) : red_errmsg(ctx));
+    red_finalize(e2);
+    free(plain);
     red_array d = {0};
     rc = red_result_detach(e, 0, &d);
     CHECK(!rc && d.data != data[3] && fc_live(5) == 1, "large results: red_result_detach copies");

@@ -1690,7 +1690,10 @@ static int depends_on_vars(const ir *x)
 /* ---- driver --------------------------------------------------------------------------- */
 
 /* Buffers from this size up are kept for the next run: glibc serves them
- * with mmap, so each is new, untouched memory. */
+ * with mmap, so each is new, untouched memory.  A kept buffer serves a
+ * temporary of its very size only: its capacity is then always the size it
+ * was allocated with, and an expression whose results shrink keeps nothing
+ * larger than it needs. */
 #define SPARE_MIN ((size_t)256 << 10)
 
 int cpu_temps_note_pinned(cpu_temps *t, void *p, void (*unpin)(void *arg, void *p), void *arg)
@@ -1732,10 +1735,8 @@ void *cpu_temps_alloc(cpu_temps *t, size_t bytes, int zero, int *reused)
     int best = -1;
     if (reused) *reused = 0;
     if (bytes >= SPARE_MIN)
-        for (int i = 0; i < CPU_SPARES; i++)
-            if (t->spare[i].p && t->spare[i].cap >= bytes && t->spare[i].cap / 2 <= bytes &&
-                (best < 0 || t->spare[i].cap < t->spare[best].cap))
-                best = i;
+        for (int i = 0; i < CPU_SPARES && best < 0; i++)
+            if (t->spare[i].p && t->spare[i].cap == bytes) best = i;
     if (best < 0) return zero ? calloc(bytes ? bytes : 1, 1) : malloc(bytes ? bytes : 1);
     void *p = t->spare[best].p;
     t->spare[best].p = NULL;

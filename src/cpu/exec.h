@@ -46,8 +46,8 @@ static inline int cpu_cancelled(const cpu_cancel *c)
 int cpu_execute(const plan *p, const vm_buf *bufs, const plan_value *scalars, int nthreads,
                 const cpu_cancel *cancel, cpu_temps *out, util_diag *diag);
 /* A host buffer of `bytes` for a temporary of `t` (zeroed with `zero`): a
- * spare one of the run before where one fits (at most twice the size), else
- * new.  NULL when out of memory. */
+ * spare one of the run before of the same size where there is one (*reused
+ * set), else new.  NULL when out of memory. */
 void *cpu_temps_alloc(cpu_temps *t, size_t bytes, int zero, int *reused);
 /* Give the temporaries back: large buffers become spares for the next run's
  * cpu_temps_alloc, the rest are freed. */

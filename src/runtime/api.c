@@ -510,7 +510,13 @@ static void expr_clear_results_chain(red_expr *e, int chain)
     e->run_pe = NULL;
 }
 
-static void expr_clear_results(red_expr *e) { expr_clear_results_chain(e, 0); }
+/* Outside red_run (a failure, red_finalize): the buffers are not kept for
+ * a next run either. */
+static void expr_clear_results(red_expr *e)
+{
+    expr_clear_results_chain(e, 0);
+    cpu_temps_trim(&e->temps);
+}
 
 
 static void expr_init(red_expr *e, red_ctx *ctx, program *pg)
@@ -531,7 +537,6 @@ static void free_name(red_expr *e, char *name)
 static void expr_release(red_expr *e)
 {
     expr_clear_results(e);
-    cpu_temps_trim(&e->temps);
     for (int i = 0; i < e->nbinds; i++) free_name(e, e->binds[i].name);
     if (e->binds != e->binds_inl) free(e->binds);
     util_buf_free(&e->explain);
@@ -1039,7 +1044,10 @@ RED_API int red_run(red_expr *e)
     int chained = !rc && gpu && e->gpu == gpu && expr_chains(e, p);
     expr_clear_results_chain(e, chained);
     chained = chained && e->run.ws;   /* gpu_rechain may have declined */
-    if (rc) return rc;
+    if (rc) {
+        cpu_temps_trim(&e->temps);   /* no run to take the kept buffers */
+        return rc;
+    }
     e->run_pe = e->last_pe;   /* expr_clear_results let go of the previous one */
     __atomic_add_fetch(&e->run_pe->refs, 1, __ATOMIC_ACQ_REL);
     if (!was_cached) e->timings.plan_ms = now_ms() - tp;
@@ -1083,7 +1091,10 @@ RED_API int red_run(red_expr *e)
         free(scalars);
     }
     e->timings.total_ms = now_ms() - t0;
-    if (rc) return rc;
+    if (rc) {
+        cpu_temps_trim(&e->temps);
+        return rc;
+    }
     e->nresults = p->nresults;
     e->detached = p->nresults <= (int)sizeof e->detached_inl ? e->detached_inl
                                                               : malloc((size_t)p->nresults);

@@ -361,6 +361,14 @@ struct gpu_dev {
      * (2026-11-23, us at 1 / 2 / 3 / 5 waves): sum f32 of 2^24 26.2 / 26.1
      * / 29.5 / 32.1, of 2^28 249.4 / 247.1 / 245.9 / 247.6. */
     int waves;
+    /* The host ranges host_pin page-locked (results' buffers, kept by their
+     * expressions): a copy from one of them to the device is asynchronous,
+     * so a run that uploads one is not left queued (upload).  g->lock. */
+    struct {
+        const void *p;
+        size_t n;
+    } *locked;
+    int nlocked, caplocked;
     pthread_t preload;             /* nvrtc_preload, joined by gpu_close */
     int preloading;
 };
@@ -451,6 +459,7 @@ void gpu_close(gpu_dev *g)
         for (int k = 0; k < 4; k++) g->cu.EventDestroy(g->events[i][k]);
     free(g->events);
     if (g->pinned) g->cu.MemFreeHost(g->pinned);
+    free(g->locked);   /* empty: red_close finalized every expression first */
     g->cu.DevicePrimaryCtxRelease(g->dev);
     if (g->preloading) pthread_join(g->preload, NULL);
     pthread_mutex_destroy(&g->lock);
@@ -682,6 +691,7 @@ typedef struct run_ctx {
     long long pub_words; /* > 0: the next kernel that ends the run publishes
                             this many words of the workspace (rj_publish)   */
     unsigned long long pub_seq; /* nonzero: it was launched, with this number */
+    int locked_input;   /* an upload from page-locked memory: not queued */
 } run_ctx;
 
 /* Give `p` back to the pool when the run is over (its kernels may still be
@@ -826,9 +836,17 @@ static int upload(run_ctx *r, const vm_buf *b, CUdeviceptr *adj)
     int rc = run_get(r, bytes, base, 1);   /* given back at the run's end */
     if (rc) return rc;
     if (!empty) {
-        /* pageable host memory: the call returns once the data is staged */
-        CUresult cr = g->cu.MemcpyHtoDAsync(*base, (const char *)b->data + lo * esz, bytes, s);
+        /* pageable host memory: the call returns once the data is staged;
+         * from a range redjit page-locked (another expression's result) it
+         * returns at once, and the run waits for it before red_run returns
+         * (the range's owner may write it again on its next run) */
+        const char *src = (const char *)b->data + lo * esz;
+        CUresult cr = g->cu.MemcpyHtoDAsync(*base, src, bytes, s);
         if (cr) return cu_fail(g, cr, "cuMemcpyHtoD", diag);
+        for (int i = 0; i < g->nlocked; i++)
+            if ((uintptr_t)src < (uintptr_t)g->locked[i].p + g->locked[i].n &&
+                (uintptr_t)g->locked[i].p < (uintptr_t)src + bytes)
+                r->locked_input = 1;
     }
     *adj = *base - (CUdeviceptr)(lo * esz);
     return 0;
@@ -1725,17 +1743,34 @@ static int key_fused(run_ctx *r, pass_entry *e, long long N, long long nkeys, in
  * GB/s, faulted in page by page).  Not where it fails: it is only slower. */
 enum { PIN_MIN = 4 << 20 };
 
-static void host_unpin(void *arg, void *p)
+static void host_unpin(void *arg, void *p)   /* g->lock not held */
 {
     gpu_dev *g = arg;
+    pthread_mutex_lock(&g->lock);
+    for (int i = 0; i < g->nlocked; i++)
+        if (g->locked[i].p == p) g->locked[i--] = g->locked[--g->nlocked];
     g->cu.CtxSetCurrent(g->ctx);
     g->cu.MemHostUnregister(p);
+    pthread_mutex_unlock(&g->lock);
 }
 
-static void host_pin(gpu_dev *g, cpu_temps *out, void *h, size_t bytes)
+static void host_pin(gpu_dev *g, cpu_temps *out, void *h, size_t bytes)   /* g->lock held */
 {
-    if (cpu_temps_is_pinned(out, h) || g->cu.MemHostRegister(h, bytes, 0)) return;
-    if (cpu_temps_note_pinned(out, h, host_unpin, g)) g->cu.MemHostUnregister(h);
+    if (cpu_temps_is_pinned(out, h)) return;
+    if (g->nlocked == g->caplocked) {
+        int cap = g->caplocked ? 2 * g->caplocked : 8;
+        void *nl = realloc(g->locked, (size_t)cap * sizeof *g->locked);
+        if (!nl) return;   /* pageable, as before */
+        g->locked = nl;
+        g->caplocked = cap;
+    }
+    if (g->cu.MemHostRegister(h, bytes, 0)) return;
+    if (cpu_temps_note_pinned(out, h, host_unpin, g)) {
+        g->cu.MemHostUnregister(h);
+        return;
+    }
+    g->locked[g->nlocked].p = h;
+    g->locked[g->nlocked++].n = bytes;
 }
 
 static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_device, const plan_value *scalars,
@@ -2144,7 +2179,7 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
     /* the fault record and the results beside it in one copy, then one sync
      * covers everything; a run with a stream whose results all stay on the
      * device is left queued (pending) instead */
-    int queued = run->stream && run->device_results != RED_RESULTS_HOST && !host_bound && !deferred.e;
+    int queued = run->stream && run->device_results != RED_RESULTS_HOST && !host_bound && !deferred.e && !r.locked_input;
     int have_err = 0, ws_dirty = 0;
     unsigned long long err[4] = {0};
     if (!rc && !queued && g->pinned) {
