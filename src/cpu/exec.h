@@ -17,8 +17,8 @@ typedef struct cpu_temps {
     vm_buf *t;          /* data malloc'd, contiguous, dtype of the ct    */
     /* The large host buffers of the run before, kept for this one: memory
      * new from malloc is faulted in page by page as it is first written,
-     * which made a result of 2^24 values cost more than the work that
-     * fills it (cpu_temps_alloc, cpu_temps_free, cpu_temps_trim). */
+     * which made a GPU run's 89 MB result take 64 ms to come back from a
+     * 0.12 ms kernel (cpu_temps_alloc, cpu_temps_free, cpu_temps_trim). */
     struct {
         void *p;
         size_t cap;
