@@ -128,15 +128,21 @@ static int find_block(const void *p, size_t n, int kind)
     return -1;
 }
 
+/* Forget the block of `kind` at p (freeing it unless it is a registered
+ * host range, which is the caller's memory).  Takes the lock. */
 static int drop_block(const void *p, int kind)
 {
+    int rc = ERR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
     for (int i = 0; i < nblocks; i++)
         if (blocks[i].p == p && blocks[i].kind == kind) {
             if (kind != 5) free(blocks[i].p);
             blocks[i] = blocks[--nblocks];
-            return OK;
+            rc = OK;
+            break;
         }
-    return ERR_INVALID_VALUE;
+    pthread_mutex_unlock(&lock);
+    return rc;
 }
 
 /* A copy's device side must lie inside one allocation. */
@@ -252,9 +258,7 @@ EXPORT CUresult cuModuleLoadData(void **mod, const void *image)
 EXPORT CUresult cuModuleUnload(void *mod)
 {
     count(C_cuModuleUnload);
-    pthread_mutex_lock(&lock);
     int rc = drop_block(mod, 2);
-    pthread_mutex_unlock(&lock);
     return rc ? ERR_INVALID_HANDLE : OK;
 }
 
@@ -382,9 +386,7 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
 EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
 {
     count(C_cuMemFree);
-    pthread_mutex_lock(&lock);
     int rc = drop_block((void *)(uintptr_t)p, 0);
-    pthread_mutex_unlock(&lock);
     return rc;
 }
 
@@ -525,9 +527,7 @@ EXPORT CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags)
 EXPORT CUresult cuMemFreeHost(void *p)
 {
     count(C_cuMemFreeHost);
-    pthread_mutex_lock(&lock);
     int rc = drop_block(p, 1);
-    pthread_mutex_unlock(&lock);
     return rc;
 }
 
@@ -554,9 +554,7 @@ EXPORT CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags)
 EXPORT CUresult cuMemHostUnregister(void *p)
 {
     count(C_cuMemHostUnregister);
-    pthread_mutex_lock(&lock);
     int rc = drop_block(p, 5);
-    pthread_mutex_unlock(&lock);
     return rc ? 713 : OK;
 }
 
@@ -595,9 +593,7 @@ EXPORT CUresult cuEventElapsedTime_v2(float *ms, void *a, void *b)
 EXPORT CUresult cuEventDestroy_v2(void *ev)
 {
     count(C_cuEventDestroy);
-    pthread_mutex_lock(&lock);
     int rc = drop_block(ev, 3);
-    pthread_mutex_unlock(&lock);
     return rc ? ERR_INVALID_HANDLE : OK;
 }
 
