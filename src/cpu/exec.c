@@ -1696,37 +1696,14 @@ static int depends_on_vars(const ir *x)
  * larger than it needs. */
 #define SPARE_MIN ((size_t)256 << 10)
 
-int cpu_temps_note_pinned(cpu_temps *t, void *p, void (*unpin)(void *arg, void *p), void *arg)
+void cpu_temps_leave(cpu_temps *t, void *p, size_t bytes)
 {
-    for (int i = 0; i < CPU_SPARES; i++)
-        if (!t->pinned[i]) {
-            t->pinned[i] = p;
-            t->unpin = unpin;
-            t->unpin_arg = arg;
-            return 0;
-        }
-    return -1;
+    if (p && t->leave && bytes >= SPARE_MIN) t->leave(t->leave_arg, p);
 }
 
-int cpu_temps_is_pinned(const cpu_temps *t, const void *p)
+static void temps_drop(cpu_temps *t, void *p, size_t bytes)
 {
-    for (int i = 0; i < CPU_SPARES; i++)
-        if (p && t->pinned[i] == p) return 1;
-    return 0;
-}
-
-void cpu_temps_unpin(cpu_temps *t, void *p)
-{
-    for (int i = 0; i < CPU_SPARES; i++)
-        if (p && t->pinned[i] == p) {
-            t->unpin(t->unpin_arg, p);
-            t->pinned[i] = NULL;
-        }
-}
-
-static void temps_drop(cpu_temps *t, void *p)
-{
-    cpu_temps_unpin(t, p);
+    cpu_temps_leave(t, p, bytes);
     free(p);
 }
 
@@ -1760,7 +1737,7 @@ void cpu_temps_free(cpu_temps *t)
                 t->spare[j].cap = bytes;
                 kept = 1;
             }
-        if (!kept) temps_drop(t, p);
+        if (!kept) temps_drop(t, p, bytes);
     }
     free(t->t);
     t->t = NULL;
@@ -1770,7 +1747,7 @@ void cpu_temps_free(cpu_temps *t)
 void cpu_temps_trim(cpu_temps *t)
 {
     for (int i = 0; i < CPU_SPARES; i++) {
-        temps_drop(t, t->spare[i].p);
+        temps_drop(t, t->spare[i].p, t->spare[i].cap);
         t->spare[i].p = NULL;
     }
 }

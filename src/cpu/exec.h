@@ -23,12 +23,11 @@ typedef struct cpu_temps {
         void *p;
         size_t cap;
     } spare[CPU_SPARES];
-    /* Buffers among them (live or spare) the GPU backend page-locked with
-     * the driver, so that copies into them run at the link's speed:
-     * unpin(unpin_arg, p) is called before one is freed or handed over. */
-    void *pinned[CPU_SPARES];
-    void (*unpin)(void *arg, void *p);
-    void *unpin_arg;
+    /* Set by a backend that keeps a record of some large buffers (the GPU
+     * backend's page-locked ones): leave(leave_arg, p) is called before a
+     * buffer of 256 KiB or more is freed or handed to the caller. */
+    void (*leave)(void *arg, void *p);
+    void *leave_arg;
 } cpu_temps;
 
 /* Extents and ranges of the plan's variables for one set of bindings. */
@@ -54,12 +53,8 @@ void *cpu_temps_alloc(cpu_temps *t, size_t bytes, int zero, int *reused);
 void cpu_temps_free(cpu_temps *t);
 /* Free the spares (the end of a run: what it did not take; red_finalize). */
 void cpu_temps_trim(cpu_temps *t);
-/* Page-locked buffers: note one (0; -1 when the table is full and the
- * caller must unpin it itself), ask, and unpin one before its buffer leaves
- * the temporaries (handed to the caller). */
-int cpu_temps_note_pinned(cpu_temps *t, void *p, void (*unpin)(void *arg, void *p), void *arg);
-int cpu_temps_is_pinned(const cpu_temps *t, const void *p);
-void cpu_temps_unpin(cpu_temps *t, void *p);
+/* Buffer p, of `bytes`, leaves the temporaries for the caller (t->leave). */
+void cpu_temps_leave(cpu_temps *t, void *p, size_t bytes);
 
 /* Shared with the GPU backend: the extent of an inferred index from the
  * shapes it subscripts, or an error naming both conflicting arrays. */

@@ -1327,7 +1327,9 @@ static int result_detach(red_expr *e, int i, red_array *out, int take)
     for (int j = 0; j < e->nresults; j++) shared |= j != i && p->results[j].temp == t;
     if (take && !shared) {
         *out = src;
-        if (src.memory != RED_MEM_CUDA) cpu_temps_unpin(&e->temps, (void *)src.data);   /* the caller frees it */
+        if (src.memory != RED_MEM_CUDA)   /* the caller frees it */
+            cpu_temps_leave(&e->temps, (void *)src.data,
+                            (size_t)red_array_size(&src) * red_dtype_size(src.dtype));
         e->temps.t[t].data = NULL;
         e->detached[i] = 1;
         return RED_OK;

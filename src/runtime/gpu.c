@@ -1743,20 +1743,32 @@ static int key_fused(run_ctx *r, pass_entry *e, long long N, long long nkeys, in
  * GB/s, faulted in page by page).  Not where it fails: it is only slower. */
 enum { PIN_MIN = 4 << 20 };
 
-static void host_unpin(void *arg, void *p)   /* g->lock not held */
+/* The entry of g->locked that starts at p, or -1.  g->lock held. */
+static int locked_at(const gpu_dev *g, const void *p)
+{
+    for (int i = 0; i < g->nlocked; i++)
+        if (g->locked[i].p == p) return i;
+    return -1;
+}
+
+/* cpu_temps' leave hook: a large buffer is freed or handed over; unlocked
+ * first if host_pin locked it.  g->lock not held. */
+static void host_unpin(void *arg, void *p)
 {
     gpu_dev *g = arg;
     pthread_mutex_lock(&g->lock);
-    for (int i = 0; i < g->nlocked; i++)
-        if (g->locked[i].p == p) g->locked[i--] = g->locked[--g->nlocked];
-    g->cu.CtxSetCurrent(g->ctx);
-    g->cu.MemHostUnregister(p);
+    int i = locked_at(g, p);
+    if (i >= 0) {
+        g->locked[i] = g->locked[--g->nlocked];
+        g->cu.CtxSetCurrent(g->ctx);
+        g->cu.MemHostUnregister(p);
+    }
     pthread_mutex_unlock(&g->lock);
 }
 
 static void host_pin(gpu_dev *g, cpu_temps *out, void *h, size_t bytes)   /* g->lock held */
 {
-    if (cpu_temps_is_pinned(out, h)) return;
+    if (locked_at(g, h) >= 0) return;
     if (g->nlocked == g->caplocked) {
         int cap = g->caplocked ? 2 * g->caplocked : 8;
         void *nl = realloc(g->locked, (size_t)cap * sizeof *g->locked);
@@ -1765,12 +1777,10 @@ static void host_pin(gpu_dev *g, cpu_temps *out, void *h, size_t bytes)   /* g->
         g->caplocked = cap;
     }
     if (g->cu.MemHostRegister(h, bytes, 0)) return;
-    if (cpu_temps_note_pinned(out, h, host_unpin, g)) {
-        g->cu.MemHostUnregister(h);
-        return;
-    }
     g->locked[g->nlocked].p = h;
     g->locked[g->nlocked++].n = bytes;
+    out->leave = host_unpin;
+    out->leave_arg = g;
 }
 
 static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_device, const plan_value *scalars,
@@ -2133,7 +2143,6 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
     } staged[64];
     int nstaged = 0;
     size_t used = ws_used;   /* of the pinned area: the workspace's image first */
-    int locked_copies = 0;   /* copies into page-locked results, still going */
     if (!rc) {
         out->n = p->ntemps;
         out->t = calloc((size_t)p->ntemps + 1, sizeof *out->t);
@@ -2169,10 +2178,10 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
             } else if (bytes && g->cu.MemcpyDtoHAsync(h, tptr[t], bytes, s)) {
                 /* large, or the workspace's (without staging room): to
                  * pageable memory, the call returns when the copy is done;
-                 * to page-locked memory it does not (the sync below) */
+                 * to page-locked memory it does not, and the stream is
+                 * waited for below (a run whose last kernel publishes has
+                 * every host result in its workspace: no copy like this) */
                 rc = util_diag_set(diag, RED_ERR_DEVICE, "cuMemcpyDtoHAsync failed");
-            } else if (bytes) {
-                locked_copies |= cpu_temps_is_pinned(out, h);
             }
         }
     }
@@ -2190,7 +2199,6 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
         if (r.pub_seq) {
             cr = publish_wait(g, s, r.pub_seq, &seen);
             if (seen) img = g->pub + PUB_IMAGE;
-            if (!cr && seen && locked_copies) cr = g->cu.StreamSynchronize(s);
         }
         if (!cr && !seen) {
             cr = g->cu.MemcpyDtoHAsync(g->pinned, run->ws, ws_used, s);
