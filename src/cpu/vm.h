@@ -87,6 +87,12 @@ typedef struct vm_state {
     int64_t *scratch;               /* VM_B i64 for subscripts              */
     int64_t *scratch2;              /* VM_B i64 for offsets                 */
     int check_bounds;
+    int flat;                       /* the block is a stretch of a box every
+                                       affine load reads at one step a
+                                       position, its bounds checked for the
+                                       whole box (exec.c flat_walk): the
+                                       innermost index ramps across rows
+                                       and no subscript is checked       */
     vm_fault fault;
 } vm_state;
 
