@@ -14,6 +14,10 @@
  *   colsum  sum(A[i,j]) over i       (the C results go to DIR/colsum.redjit.f64)
  *   argmax  argmax(x)
  *   keysum  sum(x[i]) by k[i]        (DIR/k.i32: N sorted keys; results to DIR/keysum.redjit.f64)
+ *   shortrows sum(X[i,j]) over j     (X: x seen as N/8 rows of 8; results to DIR/shortrows.redjit.f64)
+ *   csr     sum(x[k]) over k in ptr[r]..ptr[r+1]
+ *                                    (DIR/ptr.i32: ceil(N/3) + 1 offsets, ranges of 3, the last
+ *                                    what is left; results to DIR/csr.redjit.f64)
  */
 #define _POSIX_C_SOURCE 200809L
 #include <redjit.h>
@@ -31,17 +35,19 @@
 
 struct bench_case {
     const char *name, *text;
-    int uses_x, uses_y, uses_a, uses_k;
+    int uses_x, uses_y, uses_a, uses_k, uses_rows8, uses_ptr;
 };
 
 static const struct bench_case CASES[] = {
-    {"sum", "sum(x)", 1, 0, 0, 0},
-    {"dot", "sum(x*y)", 1, 1, 0, 0},
-    {"maxabs", "max(abs(x-y))", 1, 1, 0, 0},
-    {"rowsum", "sum(A[i,j]) over j", 0, 0, 1, 0},
-    {"colsum", "sum(A[i,j]) over i", 0, 0, 1, 0},
-    {"argmax", "argmax(x)", 1, 0, 0, 0},
-    {"keysum", "sum(x[i]) by k[i]", 1, 0, 0, 1},
+    {"sum", "sum(x)", 1, 0, 0, 0, 0, 0},
+    {"dot", "sum(x*y)", 1, 1, 0, 0, 0, 0},
+    {"maxabs", "max(abs(x-y))", 1, 1, 0, 0, 0, 0},
+    {"rowsum", "sum(A[i,j]) over j", 0, 0, 1, 0, 0, 0},
+    {"colsum", "sum(A[i,j]) over i", 0, 0, 1, 0, 0, 0},
+    {"argmax", "argmax(x)", 1, 0, 0, 0, 0, 0},
+    {"keysum", "sum(x[i]) by k[i]", 1, 0, 0, 1, 0, 0},
+    {"shortrows", "sum(X[i,j]) over j", 0, 0, 0, 0, 1, 0},
+    {"csr", "sum(x[k]) over k in ptr[r]..ptr[r+1]", 1, 0, 0, 0, 0, 1},
 };
 enum { NCASES = sizeof CASES / sizeof CASES[0] };
 
@@ -88,7 +94,7 @@ static int wanted(const char *list, const char *name)
 
 int main(int argc, char **argv)
 {
-    const char *dir = NULL, *cases = "sum,dot,maxabs,rowsum,colsum,argmax,keysum";
+    const char *dir = NULL, *cases = "sum,dot,maxabs,rowsum,colsum,argmax,keysum,shortrows,csr";
     long long n = 0, rows = 0, cols = 0;
     int reps = 7, threads = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -104,12 +110,13 @@ int main(int argc, char **argv)
     }
     if (!dir || reps < 1)
         die("usage: cpu_bench --dir DIR --n N --rows R --cols C [--reps K] [--threads T] "
-            "[--cases sum,dot,maxabs,rowsum,colsum,argmax,keysum]");
+            "[--cases sum,dot,maxabs,rowsum,colsum,argmax,keysum,shortrows,csr]");
 
-    int need_x = 0, need_y = 0, need_a = 0, need_k = 0;
+    int need_x = 0, need_y = 0, need_a = 0, need_k = 0, need_ptr = 0;
     for (int c = 0; c < NCASES; c++)
         if (wanted(cases, CASES[c].name)) {
-            need_x |= CASES[c].uses_x;
+            need_x |= CASES[c].uses_x || CASES[c].uses_rows8;
+            need_ptr |= CASES[c].uses_ptr;
             need_y |= CASES[c].uses_y;
             need_a |= CASES[c].uses_a;
             need_k |= CASES[c].uses_k;
@@ -120,6 +127,8 @@ int main(int argc, char **argv)
     float *y = need_y ? load(dir, "y.f32", (size_t)n) : NULL;
     float *A = need_a ? load(dir, "A.f32", (size_t)(rows * cols)) : NULL;
     int32_t *k = need_k ? load(dir, "k.i32", (size_t)n) : NULL;
+    long long nptr = (n + 2) / 3 + 1;
+    int32_t *ptr = need_ptr ? load(dir, "ptr.i32", (size_t)nptr) : NULL;
 
     red_ctx *ctx;
     int rc = red_open(&ctx);
@@ -129,7 +138,9 @@ int main(int argc, char **argv)
         (rc = red_set_option(ctx, RED_OPT_THREADS, threads)) != RED_OK)
         die("red_set_option: %s\n%s", red_errstr(rc), red_errmsg(ctx));
 
-    red_array xa, ya, Aa, ka;
+    red_array xa, ya, Aa, ka, Xa, pa;
+    red_array_init(&Xa, x, RED_F32, 2, (const int64_t[]){n / 8, 8}, NULL);
+    red_array_init(&pa, ptr, RED_I32, 1, (const int64_t[]){nptr}, NULL);
     red_array_init(&xa, x, RED_F32, 1, (const int64_t[]){n}, NULL);
     red_array_init(&ya, y, RED_F32, 1, (const int64_t[]){n}, NULL);
     red_array_init(&Aa, A, RED_F32, 2, (const int64_t[]){rows, cols}, NULL);
@@ -151,6 +162,8 @@ int main(int argc, char **argv)
             (bc->uses_y && (rc = red_bind_array(e, "y", &ya)) != RED_OK) ||
             (bc->uses_a && (rc = red_bind_array(e, "A", &Aa)) != RED_OK) ||
             (bc->uses_k && (rc = red_bind_array(e, "k", &ka)) != RED_OK) ||
+            (bc->uses_rows8 && (rc = red_bind_array(e, "X", &Xa)) != RED_OK) ||
+            (bc->uses_ptr && (rc = red_bind_array(e, "ptr", &pa)) != RED_OK) ||
             (rc = red_run(e)) != RED_OK)
             die("%s\n%s", red_errstr(rc), red_expr_errmsg(e));
         double first_ms = now_ms() - t0;            /* prepare + bind + first run */

@@ -144,6 +144,9 @@ def main():
     A = (rng.random((a.rows, a.cols), dtype=np.float32) * 2 - 1).astype(np.float32)
     k = (np.arange(n, dtype=np.int64) // KEY_RUN).astype(np.int32)   # sorted keys, runs of KEY_RUN
     k.tofile(os.path.join(data, "k.i32"))
+    ptr = np.append(np.arange(0, n, 3), n).astype(np.int32)   # CSR ranges of 3, the last what is left
+    ptr.tofile(os.path.join(data, "ptr.i32"))
+    X = x.reshape(-1, 8)                                       # short rows: x as rows of 8
     x.tofile(os.path.join(data, "x.f32"))
     y.tofile(os.path.join(data, "y.f32"))
     A.tofile(os.path.join(data, "A.f32"))
@@ -184,6 +187,12 @@ def main():
         ("keysum", "sum(x[i]) by k[i]", "2^%d, runs of %d" % (a.log2n, KEY_RUN), 8 * n,
          lambda: np.bincount(k, weights=x), None,
          np.bincount(k, weights=x.astype(np.float64)), np.bincount(k, weights=np.abs(x).astype(np.float64))),
+        ("shortrows", "sum(X[i,j]) over j", "%d x 8 (x)" % (n // 8), 4 * n,
+         lambda: X.sum(axis=1), lambda: ne.evaluate("sum(X, axis=1)", local_dict={"X": X}),
+         X.sum(axis=1, dtype=np.float64), np.abs(X).sum(axis=1, dtype=np.float64)),
+        ("csr", "sum(x[k]) over k in ptr[r]..ptr[r+1]", "2^%d, ranges of 3" % a.log2n, 4 * n + 4 * len(ptr),
+         lambda: np.add.reduceat(x, ptr[:-1]), None,
+         np.add.reduceat(x.astype(np.float64), ptr[:-1]), np.add.reduceat(np.abs(x).astype(np.float64), ptr[:-1])),
     ]
 
     rows = []
@@ -256,7 +265,7 @@ def main():
         "inputs (f32, uniform in [-1, 1), seed %d). redjit: `red_run` only, timed in C "
         "(`bench/cpu_bench.c`), CPU executor, %s threads. NumPy: `np.sum(x)`, `np.sum(x*y)`, "
         "`np.max(np.abs(x-y))`, `A.sum(axis=1)`, `A.sum(axis=0)`, `np.argmax(x)`, `np.bincount(k, weights=x)` "
-        "(k: int32 keys, sorted). numexpr (where it has the reduction): `ne.evaluate(...)` with %d threads."
+        "(k: int32 keys, sorted), `X.sum(axis=1)` (X: x reshaped to rows of 8), `np.add.reduceat(x, ptr[:-1])`. numexpr (where it has the reduction): `ne.evaluate(...)` with %d threads."
         % (a.reps, a.seed, a.threads or "all (%d)" % threads, threads),
         "- GB/s = bytes that must be read / redjit time. Ratios are time / redjit time: above 1, "
         "redjit is faster.",

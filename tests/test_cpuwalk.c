@@ -8,7 +8,8 @@
  * chunks (65536), and the flat walk must not be taken where it would read
  * the wrong elements: a view with a row stride, a vector beside the matrix,
  * an index value, a shifted range, a range past the end of the rows (which
- * must still fault, naming the array).  Results must not depend on the number
+ * must still fault, naming the array), CSR ranges that are not end to end.
+ * Equal rows must get equal bits wherever they lie.  Results must not depend on the number
  * of threads.  Inputs are fresh random values each run (seed printed).
  */
 #include <math.h>
@@ -237,6 +238,53 @@ int main(void)
         CHECK(memcmp(keep, A, (size_t)(R * C) * sizeof *keep) == 0, "the input changed");
         free(v);
         free(keep);
+    }
+    /* equal rows, equal bits: a row that fits in a block is folded in one
+     * piece wherever it lies (rows of 1000 straddle the 1024-element
+     * blocks unless blocks end where rows do) */
+    for (int64_t C = 100; C <= 1000; C += 450) {
+        int64_t R = 50;
+        for (int64_t r = 1; r < R; r++) memcpy(A + r * C, A, (size_t)C * sizeof *A);
+        red_binding b = {.name = "A"};
+        red_array_init(&b.array, A, RED_F32, 2, (const int64_t[]){R, C}, NULL);
+        int64_t n = 0;
+        int st;
+        char err[512];
+        double *v = eval_rows(2, "sum(A[i,j]) over j", &b, 1, &n, &st, err, sizeof err);
+        int64_t bad = -1;
+        for (int64_t r = 1; v && r < R && bad < 0; r++)
+            if (memcmp(&v[r], &v[0], sizeof v[0])) bad = r;
+        CHECK(v && n == R && bad < 0, "equal rows of %lld: row %lld's sum %.9g differs from row 0's %.9g",
+              (long long)C, (long long)bad, v && bad > 0 ? v[bad] : 0, v ? v[0] : 0);
+        free(v);
+    }
+    /* CSR ranges: end to end but starting below zero, shifted back in by
+     * the subscript (flat is right as long as the box is); not end to end
+     * after a first range ending below zero (the walk must not go flat);
+     * one starting below zero (a fault) */
+    {
+        float xs[16];
+        for (int k = 0; k < 16; k++) xs[k] = (float)k;
+        int64_t lo1[2] = {-10, 0}, hi1[2] = {-7, 3}, lo2[2] = {-3, 0}, hi2[2] = {-1, 4};
+        red_binding b[3] = {{.name = "x"}, {.name = "lo"}, {.name = "hi"}};
+        red_array_init(&b[0].array, xs, RED_F32, 1, (const int64_t[]){16}, NULL);
+        red_array_init(&b[1].array, lo1, RED_I64, 1, (const int64_t[]){2}, NULL);
+        red_array_init(&b[2].array, hi1, RED_I64, 1, (const int64_t[]){2}, NULL);
+        int64_t n = 0;
+        int st;
+        char err[512] = "";
+        double *v = eval_rows(2, "sum(x[k+10]) over k in lo[r]..hi[r]", b, 3, &n, &st, err, sizeof err);
+        CHECK(v && n == 2 && v[0] == 0 + 1 + 2 && v[1] == 10 + 11 + 12,
+              "ranges [-10,-7) and [0,3) of x[k+10]: status %d (%s), %g %g (should be 3 33)", st, err,
+              v && n > 0 ? v[0] : NAN, v && n > 1 ? v[1] : NAN);
+        free(v);
+        red_array_init(&b[0].array, xs, RED_F32, 1, (const int64_t[]){6}, NULL);
+        red_array_init(&b[1].array, lo2, RED_I64, 1, (const int64_t[]){2}, NULL);
+        red_array_init(&b[2].array, hi2, RED_I64, 1, (const int64_t[]){2}, NULL);
+        v = eval_rows(2, "sum(x[k]) over k in lo[r]..hi[r]", b, 3, &n, &st, err, sizeof err);
+        CHECK(!v && st == RED_ERR_INDEX && strstr(err, "'x' is -3"),
+              "ranges [-3,-1) and [0,4) over x of 6: status %d, message '%s'", st, err);
+        free(v);
     }
     free(A);
     free(w);

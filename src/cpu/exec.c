@@ -73,15 +73,19 @@ typedef struct pass_ctx {
 /* ---- helpers ------------------------------------------------------------------ */
 
 /* Memory for a buffer of `n` bytes that is about to be written whole.  From
- * 2 MiB up it is 2 MiB-aligned and, where the kernel has transparent huge
+ * 32 MiB up it is 2 MiB-aligned and, where the kernel has transparent huge
  * pages on request (madvise), asks for them: its first writes then fault
  * 512 times fewer pages.  CSR ranges of 3 over 2^24 values: the three
- * per-output arrays (134 MB) took 45 ms to fill in 4 KiB pages, 21 in huge
- * ones (12 when already faulted in).  Freed with free(). */
+ * per-output arrays (45 MB each) took 45 ms to fill in 4 KiB pages, 21 in
+ * huge ones (12 when already faulted in).  A GPU copy into fresh memory
+ * (H200 host, THP madvise): 89 MiB 61.2 ms malloc'ed, 26.2 huge; 134 MiB
+ * 95.2 and 43.2.  Below 32 MiB, glibc's largest threshold for mapping a
+ * block of its own, malloc may hand back memory already faulted in (16 MiB:
+ * 1.49 ms, against 5.05 fresh and huge).  Freed with free(). */
 static void *big_alloc(size_t n)
 {
     const size_t huge = (size_t)2 << 20;
-    if (n < huge) return malloc(n ? n : 1);
+    if (n < ((size_t)32 << 20) || n > SIZE_MAX - huge) return malloc(n ? n : 1);   /* the second: malloc fails */
     size_t len = (n + huge - 1) / huge * huge;
     void *p = aligned_alloc(huge, len);
 #ifdef MADV_HUGEPAGE
@@ -286,6 +290,10 @@ static int fill_block(const pass_ctx *pc, vm_state *st, walker *w, int64_t pos, 
             t = 0;
             while (out_count(pc, ++o) == 0) {}   /* empty ranges have no run */
         }
+        /* the block ends where a row does, unless one row fills it: a row
+         * that fits in a block is folded in one piece wherever it lies,
+         * so equal rows give equal bits (as a block a row did) */
+        if (k > 1 && runs[k - 1].len < out_count(pc, runs[k - 1].o)) n -= runs[--k].len;
         *nruns = k;
         return n;
     }
@@ -1066,13 +1074,15 @@ static void flat_walk(pass_ctx *pc)
     if (pc->ranged) {
         /* the reduced index over all ranges, end to end; rows of VM_B
          * and up fill their blocks on their own */
-        int64_t next = -1, longest = 0;
+        int64_t next = 0, longest = 0;
+        int seen = 0;
         for (int64_t o = 0; o < pc->nout; o++) {
             int64_t sz = pc->osz[o];
             if (sz == 0) continue;
-            if (next >= 0 && pc->olo[o] != next) return;
-            if (next < 0) lo[m - 1] = pc->olo[o];
-            next = pc->olo[o] + sz;
+            if (seen && pc->olo[o] != next) return;
+            if (!seen) lo[m - 1] = pc->olo[o];
+            seen = 1;
+            if (__builtin_add_overflow(pc->olo[o], sz, &next)) return;
             longest = sz > longest ? sz : longest;
         }
         if (longest >= VM_B) return;
@@ -1098,8 +1108,9 @@ static void flat_walk(pass_ctx *pc)
                 int w = 0;
                 while (w < m && id[w] != af->var[t]) w++;
                 if (w == m) return;
-                int64_t k = af->coef[t], a, z, ks;
-                if (__builtin_mul_overflow(k, lo[w], &a) || __builtin_mul_overflow(k, lo[w] + ext[w] - 1, &z) ||
+                int64_t k = af->coef[t], a, z, ks, hi;
+                if (__builtin_add_overflow(lo[w], ext[w] - 1, &hi) ||
+                    __builtin_mul_overflow(k, lo[w], &a) || __builtin_mul_overflow(k, hi, &z) ||
                     __builtin_add_overflow(mn, a < z ? a : z, &mn) || __builtin_add_overflow(mx, a < z ? z : a, &mx) ||
                     __builtin_mul_overflow(k, b->strides[d], &ks) || __builtin_add_overflow(c[w], ks, &c[w]))
                     return;
@@ -1978,12 +1989,10 @@ void *cpu_temps_alloc(cpu_temps *t, size_t bytes, int zero, int *reused)
     if (bytes >= SPARE_MIN)
         for (int i = 0; i < CPU_SPARES && best < 0; i++)
             if (t->spare[i].p && t->spare[i].cap == bytes) best = i;
-    if (best < 0 && bytes < SPARE_MIN) return zero ? calloc(bytes ? bytes : 1, 1) : malloc(bytes ? bytes : 1);
-    if (best < 0) {
-        void *p = big_alloc(bytes);
-        if (p && zero) memset(p, 0, bytes);
-        return p;
-    }
+    /* zeroed: calloc's pages come zero from the kernel, where big_alloc's
+     * would need a memset (the first run of a map over 2^27 f32 went from
+     * 0.39 s to 0.56-1.34) */
+    if (best < 0) return zero ? calloc(bytes ? bytes : 1, 1) : big_alloc(bytes);
     void *p = t->spare[best].p;
     t->spare[best].p = NULL;
     if (zero) memset(p, 0, bytes);
