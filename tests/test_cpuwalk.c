@@ -170,6 +170,37 @@ int main(void)
         free(B);
     }
 
+    /* integer folds over short rows, exact: a count, and sums of i32 in i64 */
+    {
+        int64_t R = 70001, C = 5;
+        int32_t *I = malloc((size_t)(R * C) * sizeof *I);
+        for (int64_t k = 0; k < R * C; k++) I[k] = (int32_t)(uniform() * 2e9);
+        red_binding b[2] = {{.name = "A"}, {.name = "I"}};
+        red_array_init(&b[0].array, A, RED_F32, 2, (const int64_t[]){R, C}, NULL);
+        red_array_init(&b[1].array, I, RED_I32, 2, (const int64_t[]){R, C}, NULL);
+        int64_t n = 0;
+        int st;
+        char err[512];
+        double *v = eval_rows(2, "count(A[i,j] > 0) over j", b, 1, &n, &st, err, sizeof err);
+        int64_t bad = -1;
+        for (int64_t r = 0; v && r < R && bad < 0; r++) {
+            int c = 0;
+            for (int64_t j = 0; j < C; j++) c += A[r * C + j] > 0;
+            if (v[r] != c) bad = r;
+        }
+        CHECK(v && n == R && bad < 0, "count(A[i,j] > 0) over j: status %d, row %lld wrong", st, (long long)bad);
+        free(v);
+        v = eval_rows(2, "sum(I[i,j]) over j", b + 1, 1, &n, &st, err, sizeof err);
+        bad = -1;
+        for (int64_t r = 0; v && r < R && bad < 0; r++) {
+            int64_t t = 0;
+            for (int64_t j = 0; j < C; j++) t += I[r * C + j];
+            if (v[r] != (double)t) bad = r;
+        }
+        CHECK(v && n == R && bad < 0, "sum(I[i,j]) over j (i32): status %d, row %lld wrong", st, (long long)bad);
+        free(v);
+        free(I);
+    }
     /* an index value in the operand (not flat): sum of A[i,j] * j */
     {
         int64_t R = 50001, C = 6;

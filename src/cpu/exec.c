@@ -929,9 +929,10 @@ static int plain_folds(const pass_ctx *pc)
 
 /* Short runs folded in the loop that writes them, for the commonest folds;
  * the same order as fold_values for fewer than LANES values, so the same
- * bits.  T: the values' type; OUT: the result's; init, OPX as in FOLD_SUM;
- * NANS: min/max of floats, where a NaN wins (as in DEF_EXTREME_F). */
-#define WHOLE_SHORT(T, init, OPX, NANS)                                          \
+ * bits.  T: the values' type; ACC, init, OPX as in FOLD_SUM (integer sums
+ * wrap in uint64_t); NANS: min/max of floats, where a NaN wins (as in
+ * DEF_EXTREME_F). */
+#define WHOLE_SHORT(T, ACC, init, OPX, NANS)                                     \
     do {                                                                       \
         const T *x = (const T *)v;                                             \
         for (int k = 0; k < nr; k++) {                                         \
@@ -941,13 +942,13 @@ static int plain_folds(const pass_ctx *pc)
                 write_value(dst, ct, out_offset(pc, t0, runs[k].o), fold_values(rd->rop, ct, y, n)); \
                 continue;                                                      \
             }                                                                  \
-            T a = init;                                                        \
+            ACC a = init;                                                      \
             int nan = 0;                                                       \
             for (int j = 0; j < n; j++) {                                      \
-                a = OPX(a, y[j]);                                              \
+                a = OPX(a, (ACC)y[j]);                                         \
                 if (NANS) nan |= y[j] != y[j];                                 \
             }                                                                  \
-            ((T *)dst)[out_offset(pc, t0, runs[k].o)] = NANS && nan ? (T)NAN : a; \
+            ((T *)dst)[out_offset(pc, t0, runs[k].o)] = NANS && nan ? (T)NAN : (T)a; \
         }                                                                      \
     } while (0)
 #define GTF(a, b) ((b) > (a) ? (b) : (a))
@@ -962,12 +963,14 @@ static void write_whole(const pass_ctx *pc, const tstate *ts, const run *runs, i
         int ct = rd->acc[0];
         const unsigned char *v = vm_reg(&ts->st, ts->st.prog->out[pc->root_of[q]]);
         void *dst = (void *)pc->temps[rd->temp[0]].data;
-        if (rd->rop == ROP_SUM && ct == CT_F32) WHOLE_SHORT(float, 0.0f, ADDF, 0);
-        else if (rd->rop == ROP_SUM && ct == CT_F64) WHOLE_SHORT(double, 0.0, ADDF, 0);
-        else if (rd->rop == ROP_MAX && ct == CT_F32) WHOLE_SHORT(float, -INFINITY, GTF, 1);
-        else if (rd->rop == ROP_MIN && ct == CT_F32) WHOLE_SHORT(float, INFINITY, LTF, 1);
-        else if (rd->rop == ROP_MAX && ct == CT_F64) WHOLE_SHORT(double, -INFINITY, GTF, 1);
-        else if (rd->rop == ROP_MIN && ct == CT_F64) WHOLE_SHORT(double, INFINITY, LTF, 1);
+        if (rd->rop == ROP_SUM && ct == CT_F32) WHOLE_SHORT(float, float, 0.0f, ADDF, 0);
+        else if (rd->rop == ROP_SUM && ct == CT_F64) WHOLE_SHORT(double, double, 0.0, ADDF, 0);
+        else if (rd->rop == ROP_SUM && ct == CT_I64) WHOLE_SHORT(int64_t, uint64_t, 0, ADDU, 0);
+        else if (rd->rop == ROP_SUM && ct == CT_U64) WHOLE_SHORT(uint64_t, uint64_t, 0, ADDU, 0);
+        else if (rd->rop == ROP_MAX && ct == CT_F32) WHOLE_SHORT(float, float, -INFINITY, GTF, 1);
+        else if (rd->rop == ROP_MIN && ct == CT_F32) WHOLE_SHORT(float, float, INFINITY, LTF, 1);
+        else if (rd->rop == ROP_MAX && ct == CT_F64) WHOLE_SHORT(double, double, -INFINITY, GTF, 1);
+        else if (rd->rop == ROP_MIN && ct == CT_F64) WHOLE_SHORT(double, double, INFINITY, LTF, 1);
         else {
             size_t sz = plan_ct_size(ct);
             for (int k = 0; k < nr; k++) {
