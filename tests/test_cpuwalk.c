@@ -55,7 +55,11 @@ static double *eval_rows(int threads, const char *text, const red_binding *b, in
         *n = red_array_size(&out);
         v = malloc((size_t)(*n > 0 ? *n : 1) * sizeof *v);
         for (int64_t k = 0; k < *n; k++) {
-            int64_t off = out.ndim ? k * out.strides[0] : 0;
+            int64_t off = 0, rest = k;   /* k in row-major order, whatever the strides */
+            for (int d = out.ndim - 1; d >= 0; d--) {
+                off += rest % out.shape[d] * out.strides[d];
+                rest /= out.shape[d];
+            }
             const char *p = (const char *)out.data + off * (int64_t)red_dtype_size(out.dtype);
             switch (out.dtype) {
             case RED_F32: v[k] = *(const float *)p; break;
@@ -170,6 +174,42 @@ int main(void)
         free(B);
     }
 
+    /* column folds (run_columns): chunks of 256 reduced positions folded
+     * apart and combined in order, two positions at a time where the
+     * values are read in place; odd counts, one chunk or several, a
+     * computed operand (not in place), max, a batch of matrices */
+    {
+        static const int64_t shapes[][3] = {{1, 7, 40}, {1, 257, 300}, {1, 1001, 1500}, {1, 4099, 33}, {3, 513, 64}};
+        static const char *texts[] = {"sum(T[b,i,j]) over i", "sum(T[b,i,j]*2) over i", "max(T[b,i,j]) over i"};
+        for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
+            for (int e = 0; e < 3; e++) {
+                int64_t B = shapes[k][0], R = shapes[k][1], C = shapes[k][2];
+                red_binding b = {.name = "T"};
+                red_array_init(&b.array, A, RED_F32, 3, (const int64_t[]){B, R, C}, NULL);
+                double *v[2] = {NULL, NULL};
+                int64_t n = 0;
+                int st;
+                char err[512] = "";
+                for (int t = 0; t < 2; t++) v[t] = eval_rows(t + 1, texts[e], &b, 1, &n, &st, err, sizeof err);
+                int64_t bad = -1;
+                for (int64_t o = 0; v[0] && n == B * C && o < B * C && bad < 0; o++) {
+                    double s = 0, m = 0, mx = -INFINITY;
+                    for (int64_t i = 0; i < R; i++) {
+                        double a = A[(o / C) * R * C + i * C + o % C] * (e == 1 ? 2.0 : 1.0);
+                        s += a, m += fabs(a), mx = a > mx ? a : mx;
+                    }
+                    double want = e == 2 ? mx : s, tol = e == 2 ? 0 : 1e-5 * m + 1e-30;
+                    if (!(fabs(v[0][o] - want) <= tol)) bad = o;
+                }
+                CHECK(v[0] && n == B * C && bad < 0, "%s over %lld x %lld x %lld: status %d (%s), output %lld wrong",
+                      texts[e], (long long)B, (long long)R, (long long)C, st, err, (long long)bad);
+                CHECK(v[0] && v[1] && memcmp(v[0], v[1], (size_t)(B * C) * sizeof(double)) == 0,
+                      "%s over %lld x %lld x %lld: 1 and 2 threads differ", texts[e], (long long)B, (long long)R,
+                      (long long)C);
+                free(v[0]);
+                free(v[1]);
+            }
+    }
     /* integer folds over short rows, exact: a count, and sums of i32 in i64 */
     {
         int64_t R = 70001, C = 5;
