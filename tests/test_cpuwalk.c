@@ -179,10 +179,12 @@ int main(void)
      * values are read in place; odd counts, one chunk or several, a
      * computed operand (not in place), max, a batch of matrices */
     {
-        static const int64_t shapes[][3] = {{1, 7, 40}, {1, 257, 300}, {1, 1001, 1500}, {1, 4099, 33}, {3, 513, 64}};
-        static const char *texts[] = {"sum(T[b,i,j]) over i", "sum(T[b,i,j]*2) over i", "max(T[b,i,j]) over i"};
+        static const int64_t shapes[][3] = {{1, 7, 40},    {1, 257, 300}, {1, 1001, 1500}, {1, 4099, 33},
+                                            {3, 513, 64},  {1, 600, 2000}, {1, 100, 17000}};
+        static const char *texts[] = {"sum(T[b,i,j]) over i", "sum(T[b,i,j]*2) over i", "max(T[b,i,j]) over i",
+                                      "min(T[b,i,j]) over i"};
         for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
-            for (int e = 0; e < 3; e++) {
+            for (int e = 0; e < 4; e++) {
                 int64_t B = shapes[k][0], R = shapes[k][1], C = shapes[k][2];
                 red_binding b = {.name = "T"};
                 red_array_init(&b.array, A, RED_F32, 3, (const int64_t[]){B, R, C}, NULL);
@@ -193,12 +195,12 @@ int main(void)
                 for (int t = 0; t < 2; t++) v[t] = eval_rows(t + 1, texts[e], &b, 1, &n, &st, err, sizeof err);
                 int64_t bad = -1;
                 for (int64_t o = 0; v[0] && n == B * C && o < B * C && bad < 0; o++) {
-                    double s = 0, m = 0, mx = -INFINITY;
+                    double s = 0, m = 0, mx = -INFINITY, mn = INFINITY;
                     for (int64_t i = 0; i < R; i++) {
                         double a = A[(o / C) * R * C + i * C + o % C] * (e == 1 ? 2.0 : 1.0);
-                        s += a, m += fabs(a), mx = a > mx ? a : mx;
+                        s += a, m += fabs(a), mx = a > mx ? a : mx, mn = a < mn ? a : mn;
                     }
-                    double want = e == 2 ? mx : s, tol = e == 2 ? 0 : 1e-5 * m + 1e-30;
+                    double want = e == 2 ? mx : e == 3 ? mn : s, tol = e >= 2 ? 0 : 1e-5 * m + 1e-30;
                     if (!(fabs(v[0][o] - want) <= tol)) bad = o;
                 }
                 CHECK(v[0] && n == B * C && bad < 0, "%s over %lld x %lld x %lld: status %d (%s), output %lld wrong",
@@ -209,6 +211,28 @@ int main(void)
                 free(v[0]);
                 free(v[1]);
             }
+    }
+    /* integer column sums over several chunks, exact (i32 summed in i64) */
+    {
+        int64_t R = 700, C = 40;
+        int32_t *I = malloc((size_t)(R * C) * sizeof *I);
+        for (int64_t k = 0; k < R * C; k++) I[k] = (int32_t)(uniform() * 2e9);
+        red_binding b = {.name = "I"};
+        red_array_init(&b.array, I, RED_I32, 2, (const int64_t[]){R, C}, NULL);
+        int64_t n = 0;
+        int st;
+        char err[512];
+        double *v = eval_rows(2, "sum(I[i,j]) over i", &b, 1, &n, &st, err, sizeof err);
+        int64_t bad = -1;
+        for (int64_t j = 0; v && n == C && j < C && bad < 0; j++) {
+            int64_t t = 0;
+            for (int64_t i = 0; i < R; i++) t += I[i * C + j];
+            if (v[j] != (double)t) bad = j;
+        }
+        CHECK(v && n == C && bad < 0, "sum(I[i,j]) over i (i32, 700 x 40): status %d, column %lld wrong", st,
+              (long long)bad);
+        free(v);
+        free(I);
     }
     /* integer folds over short rows, exact: a count, and sums of i32 in i64 */
     {

@@ -1341,9 +1341,11 @@ static void col_fold(int rop, int ct, const void *vals, int n, void *acc)
 }
 
 /* Two reduced positions at once, a[j] = (a[j] + x0[j]) + x1[j]: the same
- * bits as two col_folds, with half the accumulator's loads and stores (a
- * row of 4096 f64 accumulators is 32 KiB, more than L1 beside the data).
- * Sums of floats only; returns 0 where it has no loop (fold one at a time). */
+ * values as two col_folds (NaN's sign aside: the compiler may swap an
+ * addition's operands, which decides which NaN comes out), with half the
+ * accumulator's loads and stores (a row of 4096 f64 accumulators is 32 KiB,
+ * more than L1 beside the data).  Sums of floats only; returns 0 where it
+ * has no loop (fold one at a time). */
 static int col_fold2(int rop, int ct, const void *v0, const void *v1, int n, void *acc)
 {
     if (rop != ROP_SUM) return 0;
@@ -1380,11 +1382,16 @@ static int col_fold2(int rop, int ct, const void *v0, const void *v1, int n, voi
  * pass one output at a time, which reports it as ever). */
 #define COL_GROUP 16
 #define COL_RCHUNK 256
+#define COL_PART_MAX ((int64_t)256 << 20)
 
-static int run_columns(pass_ctx *pc, util_diag *diag)
+static int run_columns_chunks(pass_ctx *pc, util_diag *diag, int one_chunk);
+static int run_columns(pass_ctx *pc, util_diag *diag) { return run_columns_chunks(pc, diag, 0); }
+
+static int run_columns_chunks(pass_ctx *pc, util_diag *diag, int one_chunk)
 {
     int64_t F = pc->fext[pc->nf - 1];
-    int64_t nrow = pc->nout / F, nrch = (pc->L + COL_RCHUNK - 1) / COL_RCHUNK;
+    int64_t nrow = pc->nout / F, rchunk = one_chunk ? pc->L : COL_RCHUNK;
+    int64_t nrch = (pc->L + rchunk - 1) / rchunk;
     int64_t tw = COL_TILE, gsz;
     if (nrch > 1) {
         /* the chunks share the work out: a group is a whole row of tiles */
@@ -1403,13 +1410,20 @@ static int run_columns(pass_ctx *pc, util_diag *diag)
     if (gsz < 1) gsz = 1;
     int64_t groups_per_row = (tiles_per_row + gsz - 1) / gsz;
     int64_t ntasks = nrow * groups_per_row * nrch;
-    /* chunks' partial folds, [q][row][chunk][column], when there are chunks */
+    /* chunks' partial folds, [q][row][chunk][column], when there are chunks:
+     * N / 32 bytes for a real matrix, but a view with a zero stride can have
+     * many more outputs than elements; past COL_PART_MAX the pass folds each
+     * output in one chunk, as it did before chunks */
     uint64_t *part = NULL;
+    int64_t pbytes;
+    if (nrch > 1 && (!mul_ok(nrow * F, nrch * 8, &pbytes) || !mul_ok(pbytes, pc->nreds, &pbytes) ||
+                     pbytes > COL_PART_MAX))
+        return run_columns_chunks(pc, diag, 1);
     if (nrch > 1) {
-        part = malloc((size_t)pc->nreds * (size_t)nrow * (size_t)nrch * (size_t)F * sizeof *part);
+        part = malloc((size_t)pbytes);
         if (!part) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
     }
-    int rc = 0, bad = 0;
+    int rc = 0, bad = 0, combine = 0;
     int nt = pc->nthreads;
     if (ntasks < nt) nt = (int)(ntasks > 0 ? ntasks : 1);
 #pragma omp parallel num_threads(nt)
@@ -1430,7 +1444,7 @@ static int run_columns(pass_ctx *pc, util_diag *diag)
             int64_t grp = task / nrch, ch = task % nrch;
             int64_t row = grp / groups_per_row, first = grp % groups_per_row * gsz;
             int64_t last = first + gsz < tiles_per_row ? first + gsz : tiles_per_row;   /* tiles [first, last) */
-            int64_t t0 = ch * COL_RCHUNK, t1 = t0 + COL_RCHUNK < pc->L ? t0 + COL_RCHUNK : pc->L;
+            int64_t t0 = ch * rchunk, t1 = t0 + rchunk < pc->L ? t0 + rchunk : pc->L;
             int64_t oo = row;
             for (int d = pc->nf - 2; d >= 0; d--) {
                 vm_var *v = &ts.st.vars[pc->fvar[d]];
@@ -1509,9 +1523,12 @@ static int run_columns(pass_ctx *pc, util_diag *diag)
                 }
             }
         }
-        /* the chunks' partials of each output, combined in chunk order */
-#pragma omp barrier
-        if (part && !rc && !bad) {
+        /* the chunks' partials of each output, combined in chunk order
+         * (unless a chunk failed or was skipped: decided once, for every
+         * thread, so that all of them meet the omp for or none does) */
+#pragma omp single
+        combine = part && !rc && !bad && !cpu_cancelled(pc->cancel);
+        if (combine) {
             const vm_buf *tb = &pc->temps[pc->reds[0].temp[0]];
 #pragma omp for schedule(static)
             for (int64_t o = 0; o < nrow * F; o++) {
