@@ -1106,7 +1106,7 @@ static void flat_walk(pass_ctx *pc)
         int64_t c[2 * RED_MAX_DIMS] = {0};   /* elements of b a step of index w moves */
         for (int d = 0; d < in->nsub; d++) {
             const vm_affine *af = &in->aff[d];
-            int64_t mn = af->c0, mx = af->c0;
+            int64_t mn = af->c0, mx = af->c0, kr = 0;   /* kr: the ramping index's coefficient */
             for (int t = 0; t < af->nterm; t++) {
                 int w = 0;
                 while (w < m && id[w] != af->var[t]) w++;
@@ -1117,12 +1117,14 @@ static void flat_walk(pass_ctx *pc)
                     __builtin_add_overflow(mn, a < z ? a : z, &mn) || __builtin_add_overflow(mx, a < z ? z : a, &mx) ||
                     __builtin_mul_overflow(k, b->strides[d], &ks) || __builtin_add_overflow(c[w], ks, &c[w]))
                     return;
-                /* the ramping index runs past its row by up to VM_B in a
-                 * block: run_load's ends of the block must not wrap */
-                if (w == last && (__builtin_mul_overflow(k < 0 ? -k : k, (int64_t)VM_B, &a) ||
-                                  __builtin_sub_overflow(mn, a, &z) || __builtin_add_overflow(mx, a, &z)))
-                    return;
+                if (w == last && __builtin_add_overflow(kr, k, &kr)) return;
             }
+            /* the ramping index runs past its row by up to VM_B in a block:
+             * run_load's ends of the block must not wrap */
+            int64_t a, z;
+            if (kr == INT64_MIN || __builtin_mul_overflow(kr < 0 ? -kr : kr, (int64_t)VM_B, &a) ||
+                __builtin_sub_overflow(mn, a, &z) || __builtin_add_overflow(mx, a, &z))
+                return;
             if (mn < 0 || mx >= b->shape[d]) return;
         }
         for (int w = 0; w < m; w++) {
