@@ -4,9 +4,11 @@
  * A pass's domain is linearised: outputs (free indices, row-major) outermost,
  * each output's reduced box (row-major) inside.  The linear range is cut into
  * fixed CHUNK-element chunks processed in parallel; within a chunk, blocks of
- * up to VM_B elements go through the VM.  A block lies either along one row
- * of the innermost index (RAMP: loads become contiguous or strided) or is
- * walked element by element (VEC: short rows, gathers).  Outputs wholly
+ * up to VM_B elements go through the VM.  A block runs flat across short
+ * rows where every load steps evenly with the position (flat_walk: one index
+ * ramping past the rows' ends), else lies along one row of the innermost
+ * index (RAMP: loads become contiguous or strided) or is walked element by
+ * element (VEC: short rows, gathers).  Outputs wholly
  * inside a chunk are written directly; outputs crossing chunk boundaries
  * leave partial accumulators that are combined afterwards in chunk order.
  * Nothing depends on the number of threads, so results are bit-identical.
