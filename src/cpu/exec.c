@@ -1912,11 +1912,13 @@ static int scan_keys(pass_ctx *pc, util_diag *diag)
 
 /* ---- map passes ------------------------------------------------------------------------ */
 
-static int run_map(pass_ctx *pc, util_diag *diag)
+/* A map pass's walk: the blocks of [0, pc->N), CHUNK positions a task, in
+ * parallel; take(pc, st, pos, n, arg) gets each block once the VM has run
+ * it (its values in st's registers).  Returns 0, or an error reported in
+ * diag: out of memory, or the fault of the first chunk that had one. */
+typedef void take_fn(const pass_ctx *pc, const vm_state *st, int64_t pos, int n, void *arg);
+static int map_blocks(const pass_ctx *pc, take_fn *take, void *arg, util_diag *diag)
 {
-    const plan *p = pc->p;
-    vm_buf *t = &pc->temps[pc->ps->map_temp];
-    int ct = p->temps[pc->ps->map_temp].type;
     int64_t nchunks = (pc->N / CHUNK + (pc->N % CHUNK != 0));
     int rc = 0;
     int64_t fault_chunk = INT64_MAX;
@@ -1941,18 +1943,10 @@ static int run_map(pass_ctx *pc, util_diag *diag)
                     int n = fill_block(pc, &ts.st, &ts.w, pos, ce, ts.runs, &nruns);
                     int r = vm_run(&ts.st, n);
                     if (r) {
-#pragma omp critical(redjit_fault)
-                        if (c < fault_chunk) {
-                            fault_chunk = c;
-                            fault = ts.st.fault;
-                        }
+                        keep_first_fault(c, r, &ts.st.fault, &fault_chunk, &fault);
                         break;
                     }
-                    const unsigned char *v = vm_reg(&ts.st, ts.st.prog->out[0]);
-                    int sz = plan_ct_size(ct);
-                    for (int j = 0; j < n; j++)
-                        memcpy((unsigned char *)t->data + (size_t)out_offset(pc, t, pos + j) * sz,
-                               v + (size_t)j * sz, (size_t)sz);
+                    take(pc, &ts.st, pos, n, arg);
                     pos += n;
                 }
             }
@@ -1960,11 +1954,54 @@ static int run_map(pass_ctx *pc, util_diag *diag)
         }
     }
     if (rc) return util_diag_set(diag, rc, "out of memory");
-    if (fault_chunk != INT64_MAX) return report_fault(p, pc->bufs, pc->temps, &fault, diag);
+    if (fault_chunk != INT64_MAX) return report_fault(pc->p, pc->bufs, pc->temps, &fault, diag);
     return 0;
 }
 
+/* run_map's take: the block's values into the pass's temporary */
+static void take_map(const pass_ctx *pc, const vm_state *st, int64_t pos, int n, void *arg)
+{
+    (void)arg;
+    vm_buf *t = &pc->temps[pc->ps->map_temp];
+    int sz = plan_ct_size(pc->p->temps[pc->ps->map_temp].type);
+    const unsigned char *v = vm_reg(st, st->prog->out[0]);
+    for (int j = 0; j < n; j++)
+        memcpy((unsigned char *)t->data + (size_t)out_offset(pc, t, pos + j) * sz, v + (size_t)j * sz, (size_t)sz);
+}
+
+static int run_map(pass_ctx *pc, util_diag *diag) { return map_blocks(pc, take_map, NULL, diag); }
+
 /* ---- per-output ranges ------------------------------------------------------------------- */
+
+/* eval_ranges' take: the block's outputs' ranges into pc->olo and pc->osz */
+struct take_ranges_arg {
+    pass_ctx *pc;               /* the ranged pass (the walk is a sweep over its outputs) */
+    const vm_prog *prog;
+    ir *const *roots;           /* per reduced index: lo, hi; NULL where its range is uniform */
+    const int *where;           /* the roots' registers */
+};
+static void take_ranges(const pass_ctx *sweep, const vm_state *st, int64_t pos, int n, void *arg)
+{
+    (void)sweep;
+    const struct take_ranges_arg *ta = arg;
+    pass_ctx *pc = ta->pc;
+    for (int d = 0; d < pc->nr; d++) {
+        for (int j = 0; j < n; j++) {
+            int64_t lo, hi;
+            if (ta->roots[2 * d]) {
+                lo = ((const int64_t *)vm_reg(st, ta->prog->out[ta->where[2 * d]]))[j];
+                hi = ((const int64_t *)vm_reg(st, ta->prog->out[ta->where[2 * d + 1]]))[j];
+            } else {
+                lo = pc->rlo[d];
+                hi = pc->rlo[d] + pc->rsz[d];
+            }
+            pc->olo[(pos + j) * pc->nr + d] = lo;
+            int64_t ext = 0;
+            if (hi > lo && __builtin_sub_overflow(hi, lo, &ext)) ext = INT64_MAX;
+            pc->osz[(pos + j) * pc->nr + d] = ext;
+        }
+    }
+}
 
 /* Evaluate the ranged reduced variables' bounds for every output. */
 static int eval_ranges(pass_ctx *pc, util_arena *a, util_diag *diag)
@@ -2004,56 +2041,12 @@ static int eval_ranges(pass_ctx *pc, util_arena *a, util_diag *diag)
     pc->osz = big_alloc((size_t)pc->nout * pc->nr * sizeof(int64_t) + 8);
     pc->offs = big_alloc((size_t)(pc->nout + 1) * sizeof(int64_t));
     if (!pc->olo || !pc->osz || !pc->offs) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
-    /* in chunks of outputs, in parallel: CSR ranges of 3 over 2^24 values
-     * (5.6 million rows) took 67 ms here on one thread, as long as the
+    /* in parallel (map_blocks): CSR ranges of 3 over 2^24 values (5.6
+     * million rows) took 67 ms here on one thread, as long as the
      * reduction after them */
-    int64_t nchunks = pc->nout / CHUNK + (pc->nout % CHUNK != 0);
-    int nt = pc->nthreads < nchunks ? pc->nthreads : (int)(nchunks > 0 ? nchunks : 1);
-    int64_t fault_chunk = INT64_MAX;
-    vm_fault fault = {0};
-#pragma omp parallel num_threads(nt)
-    {
-        tstate ts;
-        int lrc = tstate_init(&ts, &sweep);
-        if (lrc) {
-#pragma omp critical(redjit_fault)
-            if (!rc) rc = lrc;
-        }
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t c = 0; c < nchunks; c++) {
-            if (lrc || cpu_cancelled(pc->cancel)) continue;
-            int64_t ce = (c + 1) * CHUNK < pc->nout ? (c + 1) * CHUNK : pc->nout;
-            for (int64_t pos = c * CHUNK; pos < ce;) {
-                int nruns;
-                int n = fill_block(&sweep, &ts.st, &ts.w, pos, ce, ts.runs, &nruns);
-                int r = vm_run(&ts.st, n);
-                if (r) {
-                    keep_first_fault(c, r, &ts.st.fault, &fault_chunk, &fault);
-                    break;
-                }
-                for (int d = 0; d < pc->nr; d++) {
-                    for (int j = 0; j < n; j++) {
-                        int64_t lo, hi;
-                        if (roots[2 * d]) {
-                            lo = ((const int64_t *)vm_reg(&ts.st, prog->out[where[2 * d]]))[j];
-                            hi = ((const int64_t *)vm_reg(&ts.st, prog->out[where[2 * d + 1]]))[j];
-                        } else {
-                            lo = pc->rlo[d];
-                            hi = pc->rlo[d] + pc->rsz[d];
-                        }
-                        pc->olo[(pos + j) * pc->nr + d] = lo;
-                        int64_t ext = 0;
-                        if (hi > lo && __builtin_sub_overflow(hi, lo, &ext)) ext = INT64_MAX;
-                        pc->osz[(pos + j) * pc->nr + d] = ext;
-                    }
-                }
-                pos += n;
-            }
-        }
-        tstate_free(&ts, &sweep);
-    }
-    if (rc) return util_diag_set(diag, rc, "out of memory");
-    if (fault_chunk != INT64_MAX) return report_fault(p, pc->bufs, pc->temps, &fault, diag);
+    struct take_ranges_arg ta = {pc, prog, roots, where};
+    rc = map_blocks(&sweep, take_ranges, &ta, diag);
+    if (rc) return rc;
     if (cpu_cancelled(pc->cancel)) return util_diag_set(diag, RED_ERR_INTERRUPTED, "interrupted");
     pc->offs[0] = 0;
     for (int64_t o = 0; o < pc->nout; o++) {
