@@ -251,6 +251,25 @@ typedef struct walker {
     int64_t *mem;                     /* one allocation for the ones the pass uses      */
 } walker;
 
+/* Every index of the pass held at its value at output o, element t of its
+ * reduced box (lo, sz): the first element of a block that then ramps one. */
+static void set_indices(const pass_ctx *pc, vm_state *st, int64_t o, int64_t t, const int64_t *lo,
+                        const int64_t *sz)
+{
+    for (int d = pc->nf - 1; d >= 0; d--) {
+        vm_var *v = &st->vars[pc->fvar[d]];
+        v->mode = VAR_CONST;
+        v->base = pc->flo[d] + (pc->fext[d] ? o % pc->fext[d] : 0);
+        o = pc->fext[d] ? o / pc->fext[d] : 0;
+    }
+    for (int d = pc->nr - 1; d >= 0; d--) {
+        vm_var *v = &st->vars[pc->rvar[d]];
+        v->mode = VAR_CONST;
+        v->base = lo[d] + (sz[d] ? t % sz[d] : 0);
+        t = sz[d] ? t / sz[d] : 0;
+    }
+}
+
 /* Fill the block starting at linear position `pos` (< end).  Sets the
  * variables in `st`, the runs, and returns the number of elements. */
 static int fill_block(const pass_ctx *pc, vm_state *st, walker *w, int64_t pos, int64_t end,
@@ -267,19 +286,7 @@ static int fill_block(const pass_ctx *pc, vm_state *st, walker *w, int64_t pos, 
          * ramping on across rows; a run for each row (piece).  The free
          * indices are those of the first output, which a ranged pass's
          * loads do not read (flat_walk). */
-        int64_t oo = o, tt = t;
-        for (int d = pc->nf - 1; d >= 0; d--) {
-            vm_var *v = &st->vars[pc->fvar[d]];
-            v->mode = VAR_CONST;
-            v->base = pc->flo[d] + oo % pc->fext[d];
-            oo /= pc->fext[d];
-        }
-        for (int d = pc->nr - 1; d >= 0; d--) {
-            vm_var *v = &st->vars[pc->rvar[d]];
-            v->mode = VAR_CONST;
-            v->base = lo[d] + tt % sz[d];
-            tt /= sz[d];
-        }
+        set_indices(pc, st, o, t, lo, sz);
         int r = pc->flat_ramp;
         st->vars[r < pc->nf ? pc->fvar[r] : pc->rvar[r - pc->nf]].mode = VAR_RAMP;
         int n = 0, k = 0;
@@ -307,20 +314,7 @@ static int fill_block(const pass_ctx *pc, vm_state *st, walker *w, int64_t pos, 
 
     if (rem >= RAMP_MIN || rem >= room) {
         int n = (int)(rem < room ? rem : room);
-        int64_t oo = o;
-        for (int d = pc->nf - 1; d >= 0; d--) {
-            vm_var *v = &st->vars[pc->fvar[d]];
-            v->mode = VAR_CONST;
-            v->base = pc->flo[d] + (pc->fext[d] ? oo % pc->fext[d] : 0);
-            oo = pc->fext[d] ? oo / pc->fext[d] : 0;
-        }
-        int64_t tt = t;
-        for (int d = pc->nr - 1; d >= 0; d--) {
-            vm_var *v = &st->vars[pc->rvar[d]];
-            v->mode = VAR_CONST;
-            v->base = lo[d] + (sz[d] ? tt % sz[d] : 0);
-            tt = sz[d] ? tt / sz[d] : 0;
-        }
+        set_indices(pc, st, o, t, lo, sz);
         if (pc->nr > 0) st->vars[pc->rvar[pc->nr - 1]].mode = VAR_RAMP;
         else if (pc->nf > 0) st->vars[pc->fvar[pc->nf - 1]].mode = VAR_RAMP;
         runs[0] = (run){o, t, 0, n};
