@@ -1438,7 +1438,7 @@ static int run_columns_chunks(pass_ctx *pc, util_diag *diag, int one_chunk)
         }
 #pragma omp for schedule(dynamic, 1)
         for (int64_t task = 0; task < ntasks; task++) {
-            if (lrc || bad || cpu_cancelled(pc->cancel)) continue;
+            if (lrc || __atomic_load_n(&bad, __ATOMIC_RELAXED) || cpu_cancelled(pc->cancel)) continue;
             int64_t grp = task / nrch, ch = task % nrch;
             int64_t row = grp / groups_per_row, first = grp % groups_per_row * gsz;
             int64_t last = first + gsz < tiles_per_row ? first + gsz : tiles_per_row;   /* tiles [first, last) */
@@ -1500,7 +1500,7 @@ static int run_columns_chunks(pass_ctx *pc, util_diag *diag, int one_chunk)
             if (r) {
 #pragma omp critical(redjit_fault)
                 if (!rc) rc = r;
-                bad = 1;
+                __atomic_store_n(&bad, 1, __ATOMIC_RELAXED);   /* read by the other threads' tasks */
                 continue;
             }
             if (part) {
