@@ -6,7 +6,7 @@
  *
  *   redjit_bench [--log2n 28] [--curve 10,20,24,26,28,30] [--log2s 26] [--rows 16384 --cols 16384]
  *                [--short-rows 33554432 --short-cols 8] [--reps 50] [--warmup 5] [--budget-ms 2000]
- *                [--calls 100000] [--cases id,id,...] [--strategies auto,tree,...] [--no-jit]
+ *                [--calls 100000] [--cases id,id,...] [--strategies auto,tree,...] [--no-jit] [--held]
  *
  * Timing: the expression runs on a stream of ours with RED_RESULTS_DEVICE, so red_run returns
  * once its work is queued; events recorded on that stream before and after the call measure the
@@ -14,6 +14,10 @@
  * the same way).  Median of --reps runs after --warmup, fewer when one run is slow (--budget-ms
  * per measurement).  Inputs smaller than BD_ROT_BYTES are rotated among copies (bench_data.h).
  * "sync_us" is the host wall time of a plain synchronous red_run with the result on the host.
+ * --held: a host function holds the stream for HOLD_US before each timed call, until the call
+ * and the closing event are queued behind it, so that the span is the GPU's work alone, not the
+ * host's time to get the first kernel going (cub_bench --held does the same); the records say
+ * "held": 1.
  *
  * The CUDA driver is loaded with dlopen through the library's src/runtime/cu_api.h, so this
  * builds without CUDA headers; without a GPU it prints a notice and exits 0.
@@ -80,9 +84,9 @@ static struct {
     double budget_ms;
     int curve[16], ncurve;
     const char *cases, *strategies;
-    int jit;
+    int jit, held;
 } opt = {28, 26, 50, 5, 16384, 16384, 1LL << 25, 8, 100000, 2000, {10, 20, 24, 26, 28, 30}, 6, NULL,
-         "auto,tree,sequential,persistent,segmented", 1};
+         "auto,tree,sequential,persistent,segmented", 1, 0};
 
 static int in_list(const char *list, const char *name)
 {
@@ -304,6 +308,7 @@ static void print_head(const bench_case *c, const char *system)
 {
     printf("{\"case\": \"%s\", \"n\": %lld, \"system\": \"%s\", \"bytes\": %.0f", c->id, (long long)c->n, system,
            c->bytes);
+    if (opt.held) printf(", \"held\": 1");
 }
 
 /* ---- timing ------------------------------------------------------------------------------- */
@@ -311,6 +316,19 @@ static void print_head(const bench_case *c, const char *system)
 static CUstream stream;
 static CUevent ev0, ev1;
 static const char *const strategy_names[] = {"auto", "tree", "sequential", "persistent", "segmented"};
+
+/* --held: cuLaunchHostFunc (not in cu_api.h: the library does not use it), and the host
+ * function, far longer than queueing a call takes (a few to 20 us) */
+#define HOLD_US 200.0
+static CUresult (*launch_host_func)(CUstream, void (*)(void *), void *);
+
+static void hold_stream(void *arg)
+{
+    (void)arg;
+    double t0 = now_ms();
+    while ((now_ms() - t0) * 1e3 < HOLD_US) {
+    }
+}
 
 typedef struct timing {
     double med_us, min_us;
@@ -326,6 +344,7 @@ static int run_once(red_expr *e, const bench_case *c, int rot, double *us)
         *us = (now_ms() - t0) * 1e3;
         return rc;
     }
+    if (opt.held) cu_check(launch_host_func(stream, hold_stream, NULL), "cuLaunchHostFunc");
     cu_check(cu.EventRecord(ev0, stream), "cuEventRecord");
     int rc = red_run(e);
     cu_check(cu.EventRecord(ev1, stream), "cuEventRecord");
@@ -634,6 +653,10 @@ int main(int argc, char **argv)
     if (argc == 3 && !strcmp(argv[1], "--jit-child")) return jit_child(argv[2]);
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(k, "--held")) {
+            opt.held = 1;
+            continue;
+        }
         if (!strcmp(k, "--no-jit") || !strcmp(k, "--cpu-check")) {
             opt.jit = 0;
             cpu_mode |= !strcmp(k, "--cpu-check");
@@ -680,6 +703,11 @@ int main(int argc, char **argv)
         cu_check(cu.StreamCreate(&stream, 0), "cuStreamCreate");
         cu_check(cu.EventCreate(&ev0, 0), "cuEventCreate");
         cu_check(cu.EventCreate(&ev1, 0), "cuEventCreate");
+        if (opt.held) {
+            void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+            *(void **)&launch_host_func = h ? dlsym(h, "cuLaunchHostFunc") : NULL;
+            if (!launch_host_func) die("--held: the CUDA driver has no cuLaunchHostFunc");
+        }
     }
 
     /* inputs: every f32 case reads a prefix of x */

@@ -135,10 +135,19 @@ def main():
     rows = {}      # (case, n) -> {"redjit": {strategy: rec}, peers: {system: rec}}
     order = []
     configs, jit, overhead, notes = [], [], [], []
+    held = {}      # (case, n) -> {system: rec}: --held runs, the GPU's work alone
+    held_order = []
     for r in recs:
         c = r.get("case")
-        if c == "config":
-            configs.append(r)
+        if r.get("held") and c and "n" in r:
+            key = (c, int(r["n"]))
+            if key not in held:
+                held[key] = {}
+                held_order.append(key)
+            held[key][r.get("system")] = r
+        elif c == "config":
+            if not any(x.get("system") == r.get("system") for x in configs):   # the --held runs' too
+                configs.append(r)
         elif c == "none":
             notes.append(f"{r.get('system')}: {r.get('note')}")
         elif c and c.startswith("jit"):
@@ -231,6 +240,37 @@ def main():
         return "\n".join(out)
 
     main_table = md_table(head, table)
+
+    # the GPU's work alone (--held): redjit's automatic strategy beside CUB, and the spans above
+    held_body = []
+    for key in held_order:
+        case, n = key
+        H = held[key]
+        r, c = H.get("redjit"), H.get("cub")
+        ru = r.get("us") if r and "error" not in r else None
+        cu = c.get("us") if c and "error" not in c else None
+        span_r = rows.get(key, {}).get("redjit", {}).get("auto", {}).get("us")
+        span_c = rows.get(key, {}).get("peers", {}).get("cub", {}).get("us")
+        check = "-"
+        if r and "error" in r:
+            errors.append(f"redjit {case} n={pow2(n)} [held]: {r['error']}")
+            check = "err"
+        elif r and c and "value" in r and "value" in c:
+            e = rel_err(case, n, r, c)
+            tol = 0.0 if case in EXACT else TOL.get(case, TOL_F32)
+            if e is not None and e > tol:
+                check = f"FAIL {e:.1e}"
+                failures.append(f"{case} n={pow2(n)} [held]: redjit {r.get('value')} vs cub {c.get('value')} "
+                                f"(relative difference {e:.2e}, tolerance {tol:g})")
+            elif e is not None:
+                check = "ok vs cub" + (f" ({e:.0e})" if e > 0 else "")
+        held_body.append([TITLES.get(case, case), pow2(n), fmt_us(ru), fmt_us(cu),
+                          f"{cu / ru:.2f}x" if ru and cu else "-", fmt_us(span_r), fmt_us(span_c),
+                          f"{span_r - ru:.1f}" if span_r and ru else "-", f"{span_c - cu:.1f}" if span_c and cu else "-",
+                          check])
+    held_table = md_table(["case", "n", "redjit GPU us", "cub GPU us", "redjit speed-up (GPU)", "redjit span us",
+                           "cub span us", "redjit span - GPU", "cub span - GPU", "check"],
+                          held_body) if held_body else None
 
     # JIT and per-call figures
     jit_lines = []
@@ -364,6 +404,14 @@ def main():
     ]
     if image:
         md += [f"![bandwidth of sum(x) f32 against size]({os.path.basename(image)})", ""]
+    if held_table:
+        md += ["## The GPU's work alone", "",
+               "The same calls timed again (`--held`) with the stream held by a host function until the call "
+               "and its closing event are queued behind it: the span is then the GPU's work alone, the kernels "
+               "and the gaps between them (CUB's are two), without the host's time to get the first kernel "
+               "going, which the spans of the table above include (`span us`, from that table; the last two "
+               "columns are the differences). Medians of separate runs: a difference can come out negative.", "",
+               held_table, ""]
     if jit_lines:
         md += ["## Compilation and per-call costs", ""] + jit_lines + [""]
     for extra in opt.note:
@@ -379,6 +427,9 @@ def main():
         f.write(text)
 
     print(main_table)
+    if held_table:
+        print()
+        print(held_table)
     if jit_lines:
         print()
         print("\n".join(jit_lines))

@@ -112,6 +112,16 @@ if [ -x "$build/bench/redjit_bench" ]; then
   run_step redjit "$(limit $t_redjit)" "$build/bench/redjit_bench" "${sizes[@]}" --calls $calls_c "${cases[@]}"
 fi
 run_step peers "$(limit $t_peers)" "$py" bench/peers.py "${sizes[@]}" --calls $calls_py "${cases[@]}"
+# sum(x) f32 over the curve again, CUB and redjit each with the stream held until the call is
+# queued: the GPU's work alone (report.py's second table; small other inputs, about 20 s)
+: > "$out/cub_held.jsonl"; : > "$out/redjit_held.jsonl"
+if [ ${#cases[@]} -eq 0 ] || [[ ",${cases[1]}," == *,sum_f32,* ]]; then
+  held_sizes=("${sizes[@]}")
+  held_sizes+=(--log2n 20 --log2s 10 --rows 1024 --cols 1024 --short-rows 1024 --short-cols 8 --cases sum_f32 --held)
+  [ -x "$cub" ] && run_step cub_held "$(limit 60)" "$cub" "${held_sizes[@]}"
+  [ -x "$build/bench/redjit_bench" ] &&
+    run_step redjit_held "$(limit 90)" "$build/bench/redjit_bench" "${held_sizes[@]}" --no-jit --strategies auto
+fi
 # each driver call of the hot path, beside redjit's per-call time (a few seconds)
 if [ -x "$build/bench/driver_costs" ]; then
   timeout 60 "$build/bench/driver_costs" --reps $((quick ? 2000 : 20000)) > "$out/driver_costs.md" 2>&1 || rc=1
@@ -129,7 +139,8 @@ fi
 # ---- the table ----
 "$py" bench/report.py --cmd "bench/run.sh ${args[*]}" --device-info "$out/gpu.txt" \
   --out "$results" --png "$png" \
-  "$out/redjit.jsonl" "$out/cub.jsonl" "$out/peers.jsonl" | tee "$out/report.txt"
+  "$out/redjit.jsonl" "$out/cub.jsonl" "$out/peers.jsonl" "$out/redjit_held.jsonl" "$out/cub_held.jsonl" |
+  tee "$out/report.txt"
 [ "${PIPESTATUS[0]}" -ne 0 ] && rc=1
 if grep -q '^| cu' "$out/driver_costs.md" 2>/dev/null; then
   { echo; echo "## Host time of each driver call on the hot path (bench/driver_costs)"; echo
