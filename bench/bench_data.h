@@ -114,4 +114,8 @@ BD_FN int bd_rotation(double bytes)
     return r < 1 ? 1 : r;
 }
 
+/* --held (redjit_bench, cub_bench): how long the host function holds the stream before each
+ * timed call, in us; far longer than queueing a call takes (a few to 20 us). */
+#define BD_HOLD_US 200.0
+
 #endif

@@ -9,7 +9,7 @@
 //             [--short-rows 33554432 --short-cols 8] [--reps 50] [--warmup 5] [--budget-ms 2000]
 //             [--calls 100000] [--cases id,id,...] [--held]
 //
-// --held: a host function holds the stream for HOLD_US before each timed call, until the call
+// --held: a host function holds the stream for BD_HOLD_US before each timed call, until the call
 // and the closing event are queued behind it, so that the span is the GPU's work alone (the
 // kernels and the gaps between them), not the host's time to get the first kernel going; the
 // records say "held": 1.
@@ -137,12 +137,11 @@ static double median(std::vector<double> v)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// --held: far longer than queueing a call takes (a few to 20 us)
-#define HOLD_US 200.0
+// --held: holds the stream for BD_HOLD_US
 static void CUDART_CB hold_stream(void *)
 {
     auto t0 = std::chrono::steady_clock::now();
-    while (std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() < HOLD_US) {}
+    while (std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() < BD_HOLD_US) {}
 }
 
 template <class F> static double time_once(F &launch, int rot)

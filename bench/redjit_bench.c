@@ -14,7 +14,7 @@
  * the same way).  Median of --reps runs after --warmup, fewer when one run is slow (--budget-ms
  * per measurement).  Inputs smaller than BD_ROT_BYTES are rotated among copies (bench_data.h).
  * "sync_us" is the host wall time of a plain synchronous red_run with the result on the host.
- * --held: a host function holds the stream for HOLD_US before each timed call, until the call
+ * --held: a host function holds the stream for BD_HOLD_US before each timed call, until the call
  * and the closing event are queued behind it, so that the span is the GPU's work alone, not the
  * host's time to get the first kernel going (cub_bench --held does the same); the records say
  * "held": 1.
@@ -318,15 +318,14 @@ static CUevent ev0, ev1;
 static const char *const strategy_names[] = {"auto", "tree", "sequential", "persistent", "segmented"};
 
 /* --held: cuLaunchHostFunc (not in cu_api.h: the library does not use it), and the host
- * function, far longer than queueing a call takes (a few to 20 us) */
-#define HOLD_US 200.0
+ * function that holds the stream for BD_HOLD_US */
 static CUresult (*launch_host_func)(CUstream, void (*)(void *), void *);
 
 static void hold_stream(void *arg)
 {
     (void)arg;
     double t0 = now_ms();
-    while ((now_ms() - t0) * 1e3 < HOLD_US) {
+    while ((now_ms() - t0) * 1e3 < BD_HOLD_US) {
     }
 }
 
