@@ -441,8 +441,10 @@ static int run_load(vm_state *s, const vm_instr *in, int n, void *dst)
             simple = simple && !__builtin_mul_overflow(dv, (int64_t)(n - 1), &span) &&
                      !__builtin_add_overflow(v0, span, &v1);
             if (simple) {
-                if (!s->flat && (uint64_t)v0 >= (uint64_t)b->shape[d]) return fault(s, in, d, v0, b->shape[d]);
-                if (!s->flat && (uint64_t)v1 >= (uint64_t)b->shape[d]) return fault(s, in, d, v1, b->shape[d]);
+                if (!s->flat) {   /* flat: checked for the whole box beforehand */
+                    if ((uint64_t)v0 >= (uint64_t)b->shape[d]) return fault(s, in, d, v0, b->shape[d]);
+                    if ((uint64_t)v1 >= (uint64_t)b->shape[d]) return fault(s, in, d, v1, b->shape[d]);
+                }
                 start += v0 * b->strides[d];
                 step += dv * b->strides[d];
             }
