@@ -72,7 +72,7 @@ static int generate(const char *text, const arr *a, int na, int pass, char **src
     util_diag d = {0};
     ast_program *prog = NULL;
     chk_binding b[4];
-    vm_buf bufs[4];
+    core_buf bufs[4];
     memset(bufs, 0, sizeof bufs);
     for (int i = 0; i < na; i++) {
         b[i] = (chk_binding){a[i].name, 1, a[i].dtype, a[i].ndim, 0};

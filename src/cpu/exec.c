@@ -25,11 +25,6 @@
 
 #define CHUNK ((int64_t)1 << 16)
 #define RAMP_MIN 32     /* rows shorter than this are walked element-wise */
-/* The most elements one pass may walk: 2^40 is minutes of work on a CPU and
- * seconds on a GPU; a larger domain (an index range from a stray value, say)
- * is refused with RED_ERR_LIMIT rather than run for days. */
-#define MAX_DOMAIN ((int64_t)1 << 40)
-
 typedef struct cacc {
     plan_value v[PLAN_MAX_COMP];
     int64_t idx;
@@ -44,10 +39,9 @@ typedef struct run {
 typedef struct pass_ctx {
     const plan *p;
     const plan_pass *ps;
-    const vm_buf *bufs;
+    const core_buf *bufs;
     const plan_value *scalars;
-    vm_buf *temps;
-    int64_t *vlo, *vhi;             /* per var: range of free vars        */
+    core_buf *temps;
     int nf, fvar[RED_MAX_DIMS];
     int64_t flo[RED_MAX_DIMS], fext[RED_MAX_DIMS];
     int nr, rvar[RED_MAX_DIMS];
@@ -69,103 +63,19 @@ typedef struct pass_ctx {
     int key_root;
     int64_t nkeys;
     int keys_sorted;                /* scan_keys found them non-decreasing */
-    const cpu_cancel *cancel;
+    const core_cancel *cancel;
 } pass_ctx;
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-/* Memory for a buffer of `n` bytes that is about to be written whole.  From
- * 32 MiB up it is 2 MiB-aligned and, where the kernel has transparent huge
- * pages on request (madvise), asks for them: its first writes then fault
- * 512 times fewer pages.  CSR ranges of 3 over 2^24 values: the three
- * per-output arrays (45 MB each) took 45 ms to fill in 4 KiB pages, 21 in
- * huge ones (12 when already faulted in).  A GPU copy into fresh memory
- * (H200 host, THP madvise): 89 MiB 61.2 ms malloc'ed, 26.2 huge; 134 MiB
- * 95.2 and 43.2.  Below 32 MiB, glibc's largest threshold for mapping a
- * block of its own, malloc may hand back memory already faulted in (16 MiB:
- * 1.49 ms, against 5.05 fresh and huge).  Freed with free(). */
-static void *big_alloc(size_t n)
-{
-    const size_t huge = (size_t)2 << 20;
-    if (n < ((size_t)32 << 20) || n > SIZE_MAX - huge) return malloc(n ? n : 1);   /* the second: malloc fails */
-    size_t len = (n + huge - 1) / huge * huge;
-    void *p = aligned_alloc(huge, len);
-#ifdef MADV_HUGEPAGE
-    if (p) madvise(p, len, MADV_HUGEPAGE);   /* advice: failure changes nothing */
-#endif
-    return p;
-}
-
 static int mul_ok(int64_t a, int64_t b, int64_t *r) { return !__builtin_mul_overflow(a, b, r); }
-
-static void write_value(void *base, int ct, int64_t off, plan_value v)
-{
-    switch (ct) {
-    case CT_BOOL: ((uint8_t *)base)[off] = v.i != 0; break;
-    case CT_I32: ((int32_t *)base)[off] = (int32_t)v.i; break;
-    case CT_I64: ((int64_t *)base)[off] = v.i; break;
-    case CT_U32: ((uint32_t *)base)[off] = (uint32_t)v.u; break;
-    case CT_U64: ((uint64_t *)base)[off] = v.u; break;
-    case CT_F32: ((float *)base)[off] = (float)v.f; break;
-    case CT_F64: ((double *)base)[off] = v.f; break;
-    }
-}
-
-static plan_value read_ct(const void *base, int ct, int64_t off)
-{
-    plan_value v = {.u = 0};
-    switch (ct) {
-    case CT_BOOL: v.i = ((const uint8_t *)base)[off]; break;
-    case CT_I32: v.i = ((const int32_t *)base)[off]; break;
-    case CT_I64: v.i = ((const int64_t *)base)[off]; break;
-    case CT_U32: v.u = ((const uint32_t *)base)[off]; break;
-    case CT_U64: v.u = ((const uint64_t *)base)[off]; break;
-    case CT_F32: v.f = ((const float *)base)[off]; break;
-    case CT_F64: v.f = ((const double *)base)[off]; break;
-    }
-    return v;
-}
-
-int cpu_infer_extent(const plan *p, int var, const vm_buf *bufs, int64_t *ext, util_diag *diag)
-{
-    const plan_var *pv = &p->vars[var];
-    int64_t e = INT64_MAX;
-    const plan_constraint *plain = NULL;
-    for (int i = 0; i < pv->nconstraints; i++) {
-        const plan_constraint *k = &pv->constraints[i];
-        const vm_buf *b = &bufs[k->buf];
-        int64_t sh = b->shape[k->dim];
-        if (k->offset == 0) {
-            if (plain && bufs[plain->buf].shape[plain->dim] != sh) {
-                const vm_buf *b0 = &bufs[plain->buf];
-                if (pv->name[0] == '_')
-                    return util_diag_at(diag, p->src, k->pos, RED_ERR_SHAPE,
-                                        "whole arrays '%s' and '%s' differ along dimension %d "
-                                        "(%lld and %lld elements): they must have the same shape",
-                                        b0->name, b->name, k->dim, (long long)b0->shape[plain->dim],
-                                        (long long)sh);
-                return util_diag_at(diag, p->src, k->pos, RED_ERR_SHAPE,
-                                    "index '%s' has conflicting extents: '%s' has %lld elements "
-                                    "along dimension %d but '%s' has %lld along dimension %d",
-                                    pv->name, b0->name, (long long)b0->shape[plain->dim],
-                                    plain->dim, b->name, (long long)sh, k->dim);
-            }
-            plain = k;
-        }
-        int64_t lim = sh - k->offset;
-        if (lim < e) e = lim;
-    }
-    if (e < 0) e = 0;
-    *ext = e;
-    return 0;
-}
 
 /* ---- index errors ----------------------------------------------------------------- */
 
-static int report_fault(const plan *p, const vm_buf *bufs, const vm_buf *temps, const vm_fault *f,
+static int report_fault(const plan *p, const core_buf *bufs, const core_buf *temps, const vm_fault *f,
                         util_diag *diag)
 {
-    const vm_buf *b = f->buf >= 0 ? &bufs[f->buf] : &temps[-1 - f->buf];
+    const core_buf *b = f->buf >= 0 ? &bufs[f->buf] : &temps[-1 - f->buf];
     char shape[128] = "";
     size_t k = 0;
     for (int d = 0; d < b->ndim && k < sizeof shape - 24; d++)
@@ -178,8 +88,8 @@ static int report_fault(const plan *p, const vm_buf *bufs, const vm_buf *temps, 
 }
 
 /* Evaluate index-free integer IR (range bounds that depend on nothing). */
-static int eval_scalar(util_arena *a, const plan *p, const vm_buf *bufs, const plan_value *scalars,
-                       vm_buf *temps, ir *x, int64_t *out, util_diag *diag)
+static int eval_scalar(util_arena *a, const plan *p, const core_buf *bufs, const plan_value *scalars,
+                       core_buf *temps, ir *x, int64_t *out, util_diag *diag)
 {
     vm_prog *prog;
     int rc = vm_compile(a, p, 1, &x, &prog);
@@ -234,7 +144,7 @@ static const int64_t *red_sz(const pass_ctx *pc, int64_t o)
 }
 
 /* Offset of output o in the output temporary (strided by free var values). */
-static int64_t out_offset(const pass_ctx *pc, const vm_buf *t, int64_t o)
+static int64_t out_offset(const pass_ctx *pc, const core_buf *t, int64_t o)
 {
     if (pc->nf == 1) return (pc->flo[0] + o) * t->strides[0];   /* no division: one a row of short rows */
     int64_t off = 0;
@@ -668,7 +578,7 @@ static void fold_arg(int rop, int ct, const void *vals, int n, int64_t idx0, cac
     case CT_F32: FIRST_OF(float, (float)m.f); break;
     case CT_F64: FIRST_OF(double, m.f); break;
     }
-    a->v[0] = read_ct(vals, ct, j);
+    a->v[0] = core_read_ct(vals, ct, j);
     a->idx = idx0 + j;
     a->has = 1;
 }
@@ -697,13 +607,13 @@ static void user_combine1(const plan_red *rd, ustate *u, plan_value *acc, const 
         plan_value va = acc[c], vb = x[c];
         unsigned char ta[8], tb[8];
         /* plan_value holds i32/u32/f32 widened: narrow through the cast path */
-        write_value(ta, rd->acc[c], 0, va);
-        write_value(tb, rd->acc[c], 0, vb);
+        core_write_ct(ta, rd->acc[c], 0, va);
+        core_write_ct(tb, rd->acc[c], 0, vb);
         if (pa) memcpy(pa, ta, (size_t)sz);
         if (pb) memcpy(pb, tb, (size_t)sz);
     }
     vm_run(&u->st, 1);
-    for (int c = 0; c < rd->ncomp; c++) acc[c] = read_ct(vm_reg(&u->st, u->st.prog->out[c]), rd->acc[c], 0);
+    for (int c = 0; c < rd->ncomp; c++) acc[c] = core_read_ct(vm_reg(&u->st, u->st.prog->out[c]), rd->acc[c], 0);
 }
 
 /* Fold n elements (component registers vals[c]) in order into acc by a
@@ -738,7 +648,7 @@ static void fold_user(const plan_red *rd, ustate *u, void *const *vals, int n, c
         m = h + (m & 1);
     }
     plan_value x[PLAN_MAX_COMP];
-    for (int c = 0; c < k; c++) x[c] = read_ct(w[c], rd->acc[c], 0);
+    for (int c = 0; c < k; c++) x[c] = core_read_ct(w[c], rd->acc[c], 0);
     if (!a->has) {
         memcpy(a->v, x, sizeof(plan_value) * k);
         a->has = 1;
@@ -810,11 +720,11 @@ static void acc_combine(const plan_red *rd, ustate *u, cacc *a, const cacc *b)
 static void acc_write(const pass_ctx *pc, const plan_red *rd, const cacc *a, int64_t off)
 {
     for (int c = 0; c < rd->ncomp; c++) {
-        vm_buf *t = &pc->temps[rd->temp[c]];
+        core_buf *t = &pc->temps[rd->temp[c]];
         if (rd->rop == ROP_ARGMIN || rd->rop == ROP_ARGMAX)
             ((int64_t *)t->data)[off] = a->has ? a->idx : -1;
         else
-            write_value((void *)t->data, rd->acc[c], off, a->v[c]);
+            core_write_ct((void *)t->data, rd->acc[c], off, a->v[c]);
     }
 }
 
@@ -907,7 +817,7 @@ static void finish_output(const pass_ctx *pc, const tstate *ts, int64_t cs, int6
         head->o = o;
         memcpy(head->acc, ts->cur, pc->nreds * sizeof *ts->cur);
     } else {
-        const vm_buf *t0 = &pc->temps[pc->reds[0].temp[0]];
+        const core_buf *t0 = &pc->temps[pc->reds[0].temp[0]];
         int64_t off = out_offset(pc, t0, o);
         for (int q = 0; q < pc->nreds; q++) acc_write(pc, &pc->reds[q], &ts->cur[q], off);
     }
@@ -935,7 +845,7 @@ static int plain_folds(const pass_ctx *pc)
             const T *y = x + runs[k].start;                                    \
             int n = runs[k].len;                                               \
             if (n >= LANES) {                                                  \
-                write_value(dst, ct, out_offset(pc, t0, runs[k].o), fold_values(rd->rop, ct, y, n)); \
+                core_write_ct(dst, ct, out_offset(pc, t0, runs[k].o), fold_values(rd->rop, ct, y, n)); \
                 continue;                                                      \
             }                                                                  \
             ACC a = init;                                                      \
@@ -953,7 +863,7 @@ static int plain_folds(const pass_ctx *pc)
 /* Write the folds of nr runs that are each a whole output (a plain pass). */
 static void write_whole(const pass_ctx *pc, const tstate *ts, const run *runs, int nr)
 {
-    const vm_buf *t0 = &pc->temps[pc->reds[0].temp[0]];
+    const core_buf *t0 = &pc->temps[pc->reds[0].temp[0]];
     for (int q = 0; q < pc->nreds; q++) {
         const plan_red *rd = &pc->reds[q];
         int ct = rd->acc[0];
@@ -978,7 +888,7 @@ static void write_whole(const pass_ctx *pc, const tstate *ts, const run *runs, i
                     fold_arg(rd->rop, ct, y, runs[k].len, arg_index(pc, runs[k].o, 0), &a);
                     ((int64_t *)dst)[off] = a.idx;
                 } else {
-                    write_value(dst, ct, off, fold_values(rd->rop, ct, y, runs[k].len));
+                    core_write_ct(dst, ct, off, fold_values(rd->rop, ct, y, runs[k].len));
                 }
             }
         }
@@ -1098,7 +1008,7 @@ static void flat_walk(pass_ctx *pc)
         const vm_instr *in = &prog->instr[i];
         if (in->kind == VI_INDEX) return;
         if (in->kind != VI_LOAD || !in->affine || in->nsub == 0) continue;
-        const vm_buf *b = in->slot >= 0 ? &pc->bufs[in->slot] : &pc->temps[-1 - in->slot];
+        const core_buf *b = in->slot >= 0 ? &pc->bufs[in->slot] : &pc->temps[-1 - in->slot];
         int64_t c[2 * RED_MAX_DIMS] = {0};   /* elements of b a step of index w moves */
         for (int d = 0; d < in->nsub; d++) {
             const vm_affine *af = &in->aff[d];
@@ -1142,7 +1052,7 @@ static int run_reduction(pass_ctx *pc, util_diag *diag)
     for (int q = 0; (pc->ranged || pc->L == 0) && q < pc->nreds; q++) {
         cacc a;
         acc_init(&pc->reds[q], &a);
-        const vm_buf *t = &pc->temps[pc->reds[q].temp[0]];
+        const core_buf *t = &pc->temps[pc->reds[q].temp[0]];
         for (int64_t o = 0; o < pc->nout; o++)
             if (out_count(pc, o) == 0) acc_write(pc, &pc->reds[q], &a, out_offset(pc, t, o));
     }
@@ -1169,7 +1079,7 @@ static int run_reduction(pass_ctx *pc, util_diag *diag)
             }
 #pragma omp for schedule(dynamic, 1)
             for (int64_t c = 0; c < nchunks; c++) {
-                if (lrc || cpu_cancelled(pc->cancel)) continue;
+                if (lrc || core_cancelled(pc->cancel)) continue;
                 int64_t cs = c * CHUNK, ce = cs + CHUNK < pc->N ? cs + CHUNK : pc->N;
                 int r = run_chunk(pc, &ts, cs, ce, &parts[2 * c], &parts[2 * c + 1]);
                 if (r) keep_first_fault(c, r, &ts.st.fault, &fault_chunk, &fault);
@@ -1199,7 +1109,7 @@ static int run_reduction(pass_ctx *pc, util_diag *diag)
             int64_t o = i < 2 * nchunks ? parts[i].o : -2;
             if (o == -1) continue;
             if (o != cur && cur >= 0) {
-                const vm_buf *t0 = &pc->temps[pc->reds[0].temp[0]];
+                const core_buf *t0 = &pc->temps[pc->reds[0].temp[0]];
                 int64_t off = out_offset(pc, t0, cur);
                 for (int q = 0; q < pc->nreds; q++) acc_write(pc, &pc->reds[q], &acc[q], off);
             }
@@ -1249,7 +1159,7 @@ static int column_layout(const pass_ctx *pc)
         const vm_instr *in = &pc->prog->instr[i];
         if (in->kind != VI_LOAD || in->invariant) continue;
         if (!in->affine) return 0;
-        const vm_buf *b = in->slot >= 0 ? &pc->bufs[in->slot] : &pc->temps[-1 - in->slot];
+        const core_buf *b = in->slot >= 0 ? &pc->bufs[in->slot] : &pc->temps[-1 - in->slot];
         int64_t sf = 0, sr = 0;
         for (int d = 0; d < in->nsub; d++)
             for (int t = 0; t < in->aff[d].nterm; t++) {
@@ -1438,7 +1348,7 @@ static int run_columns_chunks(pass_ctx *pc, util_diag *diag, int one_chunk)
         }
 #pragma omp for schedule(dynamic, 1)
         for (int64_t task = 0; task < ntasks; task++) {
-            if (lrc || __atomic_load_n(&bad, __ATOMIC_RELAXED) || cpu_cancelled(pc->cancel)) continue;
+            if (lrc || __atomic_load_n(&bad, __ATOMIC_RELAXED) || core_cancelled(pc->cancel)) continue;
             int64_t grp = task / nrch, ch = task % nrch;
             int64_t row = grp / groups_per_row, first = grp % groups_per_row * gsz;
             int64_t last = first + gsz < tiles_per_row ? first + gsz : tiles_per_row;   /* tiles [first, last) */
@@ -1509,7 +1419,7 @@ static int run_columns_chunks(pass_ctx *pc, util_diag *diag, int one_chunk)
                            (size_t)(c1 - c0) * sizeof *part);
                 continue;
             }
-            const vm_buf *tb = &pc->temps[pc->reds[0].temp[0]];
+            const core_buf *tb = &pc->temps[pc->reds[0].temp[0]];
             for (int64_t j = 0; j < c1 - c0; j++) {
                 int64_t off = out_offset(pc, tb, row * F + c0 + j);
                 for (int q = 0; q < pc->nreds; q++) {
@@ -1525,9 +1435,9 @@ static int run_columns_chunks(pass_ctx *pc, util_diag *diag, int one_chunk)
          * (unless a chunk failed or was skipped: decided once, for every
          * thread, so that all of them meet the omp for or none does) */
 #pragma omp single
-        combine = part && !rc && !bad && !cpu_cancelled(pc->cancel);
+        combine = part && !rc && !bad && !core_cancelled(pc->cancel);
         if (combine) {
-            const vm_buf *tb = &pc->temps[pc->reds[0].temp[0]];
+            const core_buf *tb = &pc->temps[pc->reds[0].temp[0]];
 #pragma omp for schedule(static)
             for (int64_t o = 0; o < nrow * F; o++) {
                 int64_t row = o / F, j = o % F, off = out_offset(pc, tb, o);
@@ -1697,7 +1607,7 @@ static int run_keyed_sorted(pass_ctx *pc, int P, util_diag *diag)
 #pragma omp for schedule(static, 1)
         for (int part = 0; part < P; part++) {
             kfirst[part] = -1;
-            if (lrc || cpu_cancelled(pc->cancel)) continue;
+            if (lrc || core_cancelled(pc->cancel)) continue;
             for (int q = 0; q < pc->nreds; q++) *(kslot *)kslot_at(&A, 0, part, q) = empty[q];
             int64_t cs = pc->N * part / P, ce = pc->N * (part + 1) / P;
             int r = fold_keyed_range(pc, &ts, cs, ce, &S, part, &A, &kfirst[part]);
@@ -1707,7 +1617,7 @@ static int run_keyed_sorted(pass_ctx *pc, int P, util_diag *diag)
     }
     if (!rc && fault.code)
         rc = fault.code == RED_ERR_INDEX ? report_fault(p, pc->bufs, pc->temps, &fault, diag) : fault.code;
-    if (!rc && !cpu_cancelled(pc->cancel)) {
+    if (!rc && !core_cancelled(pc->cancel)) {
         /* the first keys' partials, in partition order, after the partial
          * of the partition where the key began */
         for (int part = 0; part < P; part++) {
@@ -1775,7 +1685,7 @@ static int run_keyed(pass_ctx *pc, util_diag *diag)
         }
 #pragma omp for schedule(static, 1)
         for (int part = 0; part < P; part++) {
-            if (lrc || cpu_cancelled(pc->cancel)) continue;
+            if (lrc || core_cancelled(pc->cancel)) continue;
             for (int q = 0; q < pc->nreds; q++) {
                 cacc id;
                 acc_init(&pc->reds[q], &id);
@@ -1791,7 +1701,7 @@ static int run_keyed(pass_ctx *pc, util_diag *diag)
         rc = fault.code == RED_ERR_INDEX ? report_fault(p, pc->bufs, pc->temps, &fault, diag) : fault.code;
     /* an interrupt skipped partitions, whose slots were never written: the
      * caller answers with the interrupt, so nothing is combined */
-    if (!rc && !cpu_cancelled(pc->cancel)) {
+    if (!rc && !core_cancelled(pc->cancel)) {
         ustate *us = calloc((size_t)pc->nreds + 1, sizeof *us);
         if (!us) rc = RED_ERR_NOMEM;
         for (int q = 0; !rc && q < pc->nreds; q++) {
@@ -1930,7 +1840,7 @@ static int map_blocks(const pass_ctx *pc, take_fn *take, void *arg, util_diag *d
             }
 #pragma omp for schedule(dynamic, 1)
             for (int64_t c = 0; c < nchunks; c++) {
-                if (lrc || cpu_cancelled(pc->cancel)) continue;
+                if (lrc || core_cancelled(pc->cancel)) continue;
                 int64_t cs = c * CHUNK, ce = cs + CHUNK < pc->N ? cs + CHUNK : pc->N;
                 for (int64_t pos = cs; pos < ce;) {
                     int nruns;
@@ -1956,7 +1866,7 @@ static int map_blocks(const pass_ctx *pc, take_fn *take, void *arg, util_diag *d
 static void take_map(const pass_ctx *pc, const vm_state *st, int64_t pos, int n, void *arg)
 {
     (void)arg;
-    vm_buf *t = &pc->temps[pc->ps->map_temp];
+    core_buf *t = &pc->temps[pc->ps->map_temp];
     int sz = plan_ct_size(pc->p->temps[pc->ps->map_temp].type);
     const unsigned char *v = vm_reg(st, st->prog->out[0]);
     for (int j = 0; j < n; j++)
@@ -2031,9 +1941,9 @@ static int eval_ranges(pass_ctx *pc, util_arena *a, util_diag *diag)
     sweep.N = pc->nout;
     sweep.prog = prog;
     sweep.nreds = 0;
-    pc->olo = big_alloc((size_t)pc->nout * pc->nr * sizeof(int64_t) + 8);
-    pc->osz = big_alloc((size_t)pc->nout * pc->nr * sizeof(int64_t) + 8);
-    pc->offs = big_alloc((size_t)(pc->nout + 1) * sizeof(int64_t));
+    pc->olo = core_big_alloc((size_t)pc->nout * pc->nr * sizeof(int64_t) + 8);
+    pc->osz = core_big_alloc((size_t)pc->nout * pc->nr * sizeof(int64_t) + 8);
+    pc->offs = core_big_alloc((size_t)(pc->nout + 1) * sizeof(int64_t));
     if (!pc->olo || !pc->osz || !pc->offs) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
     /* in parallel (map_blocks): CSR ranges of 3 over 2^24 values (5.6
      * million rows) took 67 ms here on one thread, as long as the
@@ -2041,7 +1951,7 @@ static int eval_ranges(pass_ctx *pc, util_arena *a, util_diag *diag)
     struct take_ranges_arg ta = {pc, prog, roots, where};
     rc = map_blocks(&sweep, take_ranges, &ta, diag);
     if (rc) return rc;
-    if (cpu_cancelled(pc->cancel)) return util_diag_set(diag, RED_ERR_INTERRUPTED, "interrupted");
+    if (core_cancelled(pc->cancel)) return util_diag_set(diag, RED_ERR_INTERRUPTED, "interrupted");
     pc->offs[0] = 0;
     for (int64_t o = 0; o < pc->nout; o++) {
         int64_t c = 1;
@@ -2052,110 +1962,54 @@ static int eval_ranges(pass_ctx *pc, util_arena *a, util_diag *diag)
             return util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large");
     }
     pc->N = pc->offs[pc->nout];
-    if (pc->N > MAX_DOMAIN)
+    if (pc->N > CORE_MAX_DOMAIN)
         return util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large: %lld elements (at most 2^40)",
                              (long long)pc->N);
     return 0;
 }
 
-static int depends_on_vars(const ir *x)
-{
-    if (!x) return 0;
-    if (x->kind == IR_INDEX) return 1;
-    for (int i = 0; i < x->nargs; i++)
-        if (depends_on_vars(x->args[i])) return 1;
-    return 0;
-}
-
 /* ---- driver --------------------------------------------------------------------------- */
 
-/* Buffers from this size up are kept for the next run: glibc serves them
- * with mmap, so each is new, untouched memory.  A kept buffer serves a
- * temporary of its very size only: its capacity is then always the size it
- * was allocated with, and an expression whose results shrink keeps nothing
- * larger than it needs. */
-#define SPARE_MIN ((size_t)256 << 10)
-
-void cpu_temps_leave(cpu_temps *t, void *p, size_t bytes)
+static int alloc_temp(const plan *p, int ti, const core_vars *vars, core_results *temps, util_diag *diag)
 {
-    if (p && t->leave && bytes >= SPARE_MIN) t->leave(t->leave_arg, p);
-}
-
-static void temps_drop(cpu_temps *t, void *p, size_t bytes)
-{
-    cpu_temps_leave(t, p, bytes);
-    free(p);
-}
-
-void *cpu_temps_alloc(cpu_temps *t, size_t bytes, int zero, int *reused)
-{
-    int best = -1;
-    if (reused) *reused = 0;
-    if (bytes >= SPARE_MIN)
-        for (int i = 0; i < CPU_SPARES && best < 0; i++)
-            if (t->spare[i].p && t->spare[i].cap == bytes) best = i;
-    /* zeroed: calloc's pages come zero from the kernel, where big_alloc's
-     * would need a memset (the first run of a map over 2^27 f32 went from
-     * 0.39 s to 0.56-1.34) */
-    if (best < 0) return zero ? calloc(bytes ? bytes : 1, 1) : big_alloc(bytes);
-    void *p = t->spare[best].p;
-    t->spare[best].p = NULL;
-    if (zero) memset(p, 0, bytes);
-    if (reused) *reused = 1;
-    return p;
-}
-
-void cpu_temps_free(cpu_temps *t)
-{
-    if (!t->t) return;
-    for (int i = 0; i < t->n; i++) {
-        void *p = (void *)t->t[i].data;
-        if (!p) continue;
-        size_t bytes = (size_t)red_dtype_size(t->t[i].dtype);
-        for (int d = 0; d < t->t[i].ndim; d++) bytes *= (size_t)(t->t[i].shape[d] > 0 ? t->t[i].shape[d] : 0);
-        int kept = 0;
-        for (int j = 0; j < CPU_SPARES && bytes >= SPARE_MIN && !kept; j++)
-            if (!t->spare[j].p) {
-                t->spare[j].p = p;
-                t->spare[j].cap = bytes;
-                kept = 1;
-            }
-        if (!kept) temps_drop(t, p, bytes);
-    }
-    free(t->t);
-    t->t = NULL;
-    t->n = 0;
-}
-
-void cpu_temps_trim(cpu_temps *t)
-{
-    for (int i = 0; i < CPU_SPARES; i++) {
-        temps_drop(t, t->spare[i].p, t->spare[i].cap);
-        t->spare[i].p = NULL;
-    }
-}
-
-static int alloc_temp(const plan *p, int ti, const int64_t *vhi, cpu_temps *temps, util_diag *diag)
-{
-    vm_buf *out = &temps->t[ti];
-    const plan_temp *pt = &p->temps[ti];
-    out->dtype = plan_dtype_of_ct(pt->type);
-    out->ndim = pt->ndim;
-    out->name = "";
-    int64_t n = 1;
-    for (int d = pt->ndim - 1; d >= 0; d--) {
-        out->shape[d] = vhi[pt->dims[d]];
-        out->strides[d] = n;
-        if (!mul_ok(n, out->shape[d] > 0 ? out->shape[d] : 1, &n) || n > ((int64_t)1 << 40))
-            return util_diag_set(diag, RED_ERR_LIMIT, "an intermediate result would be too large");
-    }
-    out->data = cpu_temps_alloc(temps, (size_t)n * (size_t)plan_ct_size(pt->type), 1, NULL);
-    if (!out->data) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory for a result of %lld elements", (long long)n);
+    size_t bytes;
+    core_buf *out = &temps->t[ti];
+    int rc = core_temp_shape(p, ti, vars, out, &bytes, diag);
+    if (rc) return rc;
+    out->data = core_results_alloc(temps, bytes, 1, NULL);
+    if (!out->data) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory for a result of %zu bytes", bytes);
     return 0;
 }
 
-int cpu_execute(const plan *p, const vm_buf *bufs, const plan_value *scalars, int nthreads,
-                const cpu_cancel *cancel, cpu_temps *out, util_diag *diag)
+/* The first load in x that a bound evaluated on the host cannot read: of a
+ * device array, or of a temporary where none are given. */
+static const ir *unreadable_load(const ir *x, const cpu_bound_arg *b)
+{
+    if (x->kind == IR_LOAD && (x->slot < 0 ? !b->temps : b->on_device && b->on_device[x->slot])) return x;
+    for (int i = 0; i < x->nargs; i++) {
+        const ir *l = unreadable_load(x->args[i], b);
+        if (l) return l;
+    }
+    return NULL;
+}
+
+int cpu_eval_bound(void *arg, const plan *p, ir *x, int64_t *out, util_diag *diag)
+{
+    const cpu_bound_arg *b = arg;
+    const ir *l = unreadable_load(x, b);
+    if (l)
+        return util_diag_at(diag, p->src, l->pos, RED_ERR_UNSUPPORTED,
+                            "a range bound that reads %s is not supported on this backend",
+                            l->slot < 0 ? "an intermediate result" : "an array in device memory");
+    util_arena a;
+    util_arena_init(&a);
+    int rc = eval_scalar(&a, p, b->bufs, b->scalars, b->temps, x, out, diag);
+    util_arena_free(&a);
+    return rc;
+}
+
+int cpu_execute(const plan *p, const core_buf *bufs, const plan_value *scalars, int nthreads,
+                const core_cancel *cancel, core_results *out, util_diag *diag)
 {
     out->n = p->ntemps;
     out->t = calloc((size_t)p->ntemps + 1, sizeof *out->t);
@@ -2166,6 +2020,9 @@ int cpu_execute(const plan *p, const vm_buf *bufs, const plan_value *scalars, in
     int rc = 0;
     if (!out->t || !vlo || !vhi || !done) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
     if (nthreads <= 0) nthreads = omp_get_max_threads();
+    core_vars vars = {vlo, vhi, done};
+    cpu_bound_arg barg = {bufs, scalars, out->t, NULL};
+    core_bounds bounds = {cpu_eval_bound, &barg};
 
     /* a pass's per-output ranges (olo, osz, offs) are freed before the next
      * pass and after the last, whatever way it ends */
@@ -2182,98 +2039,30 @@ int cpu_execute(const plan *p, const vm_buf *bufs, const plan_value *scalars, in
         pc.bufs = bufs;
         pc.scalars = scalars;
         pc.temps = out->t;
-        pc.vlo = vlo;
-        pc.vhi = vhi;
         pc.nthreads = nthreads;
         pc.key_root = -1;
         pc.cancel = cancel;
-        if (cpu_cancelled(cancel)) {
+        if (core_cancelled(cancel)) {
             rc = util_diag_set(diag, RED_ERR_INTERRUPTED, "interrupted");
             break;
         }
 
-        /* free variables: inferred, key counts, or constant ranges */
-        pc.nf = ps->nfree;
-        pc.nout = 1;
-        for (int d = 0; !rc && d < ps->nfree; d++) {
-            int v = ps->free[d];
-            const plan_var *pv = &p->vars[v];
-            if (!done[v]) {
-                if (pv->key_pass >= 0) {
-                    rc = util_diag_set(diag, RED_ERR_INTERNAL, "key count used before it is known");
-                } else if (pv->lo) {
-                    if (depends_on_vars(pv->lo) || depends_on_vars(pv->hi))
-                        rc = util_diag_at(diag, p->src, pv->pos, RED_ERR_UNSUPPORTED,
-                                          "a reduction nested inside the ranged index '%s' whose "
-                                          "range depends on another index is not supported",
-                                          pv->name);
-                    else {
-                        rc = eval_scalar(&a, p, bufs, scalars, out->t, pv->lo, &vlo[v], diag);
-                        if (!rc) rc = eval_scalar(&a, p, bufs, scalars, out->t, pv->hi, &vhi[v], diag);
-                        if (vhi[v] < vlo[v]) vhi[v] = vlo[v];
-                        if (vlo[v] < 0)
-                            rc = util_diag_at(diag, p->src, pv->pos, RED_ERR_INDEX,
-                                              "index '%s' starts at %lld: a nested result cannot "
-                                              "have negative indices", pv->name, (long long)vlo[v]);
-                    }
-                } else {
-                    vlo[v] = 0;
-                    rc = cpu_infer_extent(p, v, bufs, &vhi[v], diag);
-                }
-                done[v] = 1;
-            }
-            pc.fvar[d] = v;
-            pc.flo[d] = vlo[v];
-            pc.fext[d] = vhi[v] - vlo[v];
-            if (!rc && !mul_ok(pc.nout, pc.fext[d], &pc.nout))
-                rc = util_diag_set(diag, RED_ERR_LIMIT, "result too large");
-        }
+        core_domain dom;
+        rc = core_resolve_pass(p, pi, bufs, &bounds, CORE_EVAL_UNIFORM_RANGES, &vars, &dom, diag);
         if (rc) break;
-
-        /* reduced variables: uniform ranges, or per output */
-        pc.nr = ps->nred;
-        for (int d = 0; !rc && d < ps->nred; d++) {
-            int v = ps->red[d];
-            const plan_var *pv = &p->vars[v];
-            pc.rvar[d] = v;
-            if (pv->lo) {
-                if (depends_on_vars(pv->lo) || depends_on_vars(pv->hi)) {
-                    pc.ranged = 1;
-                    continue;
-                }
-                int64_t lo, hi;
-                rc = eval_scalar(&a, p, bufs, scalars, out->t, pv->lo, &lo, diag);
-                if (!rc) rc = eval_scalar(&a, p, bufs, scalars, out->t, pv->hi, &hi, diag);
-                pc.rlo[d] = lo;
-                int64_t ext = 0;
-                if (!rc && hi > lo && __builtin_sub_overflow(hi, lo, &ext))
-                    rc = util_diag_at(diag, p->src, pv->pos, RED_ERR_LIMIT,
-                                      "the range of '%s' is too large (more than 2^63 elements)", pv->name);
-                pc.rsz[d] = ext;
-            } else if (pv->key_pass >= 0) {
-                /* the keys of an earlier keyed pass: their count is known now */
-                if (!done[v]) rc = util_diag_set(diag, RED_ERR_INTERNAL, "key count used before it is known");
-                pc.rlo[d] = 0;
-                pc.rsz[d] = vhi[v];
-            } else {
-                int64_t e = 0;
-                rc = cpu_infer_extent(p, v, bufs, &e, diag);
-                pc.rlo[d] = 0;
-                pc.rsz[d] = e;
-            }
-        }
-        if (rc) break;
-        if (pc.ranged) {
-            rc = eval_ranges(&pc, &a, diag);
-        } else {
-            pc.L = 1;
-            for (int d = 0; !rc && d < pc.nr; d++)
-                if (!mul_ok(pc.L, pc.rsz[d], &pc.L)) rc = util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large");
-            if (!rc && !mul_ok(pc.nout, pc.L, &pc.N)) rc = util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large");
-            if (!rc && pc.N > MAX_DOMAIN)
-                rc = util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large: %lld elements (at most 2^40)",
-                                   (long long)pc.N);
-        }
+        pc.nf = dom.nf;
+        pc.nout = dom.nout;
+        pc.nr = dom.nr;
+        pc.ranged = dom.ranged;
+        memcpy(pc.fvar, dom.fvar, sizeof pc.fvar);
+        memcpy(pc.flo, dom.flo, sizeof pc.flo);
+        memcpy(pc.fext, dom.fext, sizeof pc.fext);
+        memcpy(pc.rvar, dom.rvar, sizeof pc.rvar);
+        memcpy(pc.rlo, dom.rlo, sizeof pc.rlo);
+        memcpy(pc.rsz, dom.rsz, sizeof pc.rsz);
+        pc.L = dom.L;
+        pc.N = dom.N;
+        if (pc.ranged) rc = eval_ranges(&pc, &a, diag);
         if (!ps->nreds) {
             pc.L = 1;
             pc.N = pc.nout;
@@ -2326,18 +2115,16 @@ int cpu_execute(const plan *p, const vm_buf *bufs, const plan_value *scalars, in
         if (ps->key) {
             rc = scan_keys(&pc, diag);
             if (rc) break;
-            vlo[ps->key_var] = 0;
-            vhi[ps->key_var] = pc.nkeys;
-            done[ps->key_var] = 1;
+            core_set_key_count(p, pi, &vars, pc.nkeys);
             pc.nout = pc.nkeys;
         }
         /* the temporaries this pass writes */
         if (!ps->nreds) {
-            rc = alloc_temp(p, ps->map_temp, vhi, out, diag);
+            rc = alloc_temp(p, ps->map_temp, &vars, out, diag);
         } else {
             for (int q = 0; !rc && q < ps->nreds; q++)
                 for (int c = 0; !rc && c < ps->reds[q].ncomp; c++)
-                    rc = alloc_temp(p, ps->reds[q].temp[c], vhi, out, diag);
+                    rc = alloc_temp(p, ps->reds[q].temp[c], &vars, out, diag);
         }
         if (rc) break;
 
@@ -2357,12 +2144,12 @@ int cpu_execute(const plan *p, const vm_buf *bufs, const plan_value *scalars, in
         }
         /* an interrupted pass skipped chunks: its outputs mean nothing (an
          * argmax would look empty), so the interrupt is the answer */
-        if (!rc && cpu_cancelled(cancel)) rc = util_diag_set(diag, RED_ERR_INTERRUPTED, "interrupted");
+        if (!rc && core_cancelled(cancel)) rc = util_diag_set(diag, RED_ERR_INTERRUPTED, "interrupted");
         /* argmin/argmax over nothing */
         for (int q = 0; !rc && q < ps->nreds; q++) {
             const plan_red *rd = &ps->reds[q];
             if (rd->rop != ROP_ARGMIN && rd->rop != ROP_ARGMAX) continue;
-            const vm_buf *t = &out->t[rd->temp[0]];
+            const core_buf *t = &out->t[rd->temp[0]];
             int64_t n = 1;
             for (int d = 0; d < t->ndim; d++) n *= t->shape[d];
             for (int64_t i = 0; i < n; i++)
@@ -2377,7 +2164,7 @@ int cpu_execute(const plan *p, const vm_buf *bufs, const plan_value *scalars, in
                     break;
                 }
         }
-        if (!rc && cpu_cancelled(cancel)) rc = util_diag_set(diag, RED_ERR_INTERRUPTED, "interrupted");
+        if (!rc && core_cancelled(cancel)) rc = util_diag_set(diag, RED_ERR_INTERRUPTED, "interrupted");
     }
     free(pc.olo);
     free(pc.osz);
@@ -2386,7 +2173,7 @@ int cpu_execute(const plan *p, const vm_buf *bufs, const plan_value *scalars, in
     free(vlo);
     free(vhi);
     free(done);
-    if (rc) cpu_temps_free(out);
-    cpu_temps_trim(out);
+    if (rc) core_results_free(out);
+    core_results_trim(out);
     return rc;
 }

@@ -13,83 +13,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* ---- f16 / bf16 ---------------------------------------------------------- */
-
-float vm_f16_to_f32(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
-    if (exp == 0) {
-        if (man == 0) {
-            bits = sign;
-        } else { /* subnormal: normalise */
-            int e = -1;
-            do {
-                e++;
-                man <<= 1;
-            } while (!(man & 0x400));
-            bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ff) << 13);
-        }
-    } else if (exp == 31) {
-        bits = sign | 0x7f800000u | (man << 13);
-    } else {
-        bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
-    }
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
-float vm_bf16_to_f32(uint16_t h)
-{
-    uint32_t bits = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
-uint16_t vm_f32_to_f16(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000;
-    uint32_t ax = x & 0x7fffffffu;
-    if (ax >= 0x7f800000u) return (uint16_t)(sign | 0x7c00 | (ax > 0x7f800000u ? 0x200 : 0));
-    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00); /* rounds to inf */
-    if (ax < 0x38800000u) {                                   /* subnormal or zero */
-        if (ax < 0x33000000u) return (uint16_t)sign;
-        uint32_t e = ax >> 23, m = (ax & 0x7fffff) | 0x800000;
-        uint32_t shift = 126 - e; /* f16 subnormals count units of 2^-24 */
-        uint32_t v = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (v & 1))) v++;
-        return (uint16_t)(sign | v);
-    }
-    uint32_t v = ((ax - 0x38000000u) >> 13);
-    uint32_t rem = ax & 0x1fff;
-    if (rem > 0x1000 || (rem == 0x1000 && (v & 1))) v++;
-    return (uint16_t)(sign | v);
-}
-
-float vm_round_f16(float x) { return vm_f16_to_f32(vm_f32_to_f16(x)); }
-
-uint16_t vm_f32_to_bf16(float x)
-{
-    float r = vm_round_bf16(x);
-    uint32_t b;
-    memcpy(&b, &r, 4);
-    return (uint16_t)(b >> 16);
-}
-
-float vm_round_bf16(float x)
-{
-    uint32_t b;
-    memcpy(&b, &x, 4);
-    if ((b & 0x7fffffffu) > 0x7f800000u) return x; /* NaN stays NaN */
-    b = (b + 0x7fffu + ((b >> 16) & 1)) & 0xffff0000u;
-    float f;
-    memcpy(&f, &b, 4);
-    return f;
-}
-
 /* ---- typed kernels ---------------------------------------------------------- */
 
 typedef void (*kern_fn)(int n, void *d, const void *a, const void *b, const void *c);
@@ -233,8 +156,8 @@ K2(k_bor_bool, uint8_t, uint8_t, a[j] | b[j])
 K2(k_bxor_bool, uint8_t, uint8_t, a[j] ^ b[j])
 K2(k_min_bool, uint8_t, uint8_t, a[j] & b[j])
 K2(k_max_bool, uint8_t, uint8_t, a[j] | b[j])
-K1(k_f16round_f32, float, float, vm_round_f16(a[j]))
-K1(k_bf16round_f32, float, float, vm_round_bf16(a[j]))
+K1(k_f16round_f32, float, float, core_round_f16(a[j]))
+K1(k_bf16round_f32, float, float, core_round_bf16(a[j]))
 
 static kern_fn kern[OP_COUNT_][CT_COUNT];
 
@@ -276,79 +199,6 @@ static void init_kernels(void)
     kern[OP_BF16ROUND][CT_F32] = k_bf16round_f32;
 }
 
-/* ---- conversions -------------------------------------------------------------- */
-
-/* float -> integer: truncate, saturate, NaN -> 0.  The limits are passed as
- * doubles to compare with and as integers to return: (double)INT64_MAX is
- * 2^63, which would not convert back. */
-#define SAT(T, lo, hi, ilo, ihi, f) \
-    ((f) != (f) ? (T)0 : (f) <= (lo) ? (T)(ilo) : (f) >= (hi) ? (T)(ihi) : (T)(f))
-
-#define CONV_LOOP(TD, TS, expr)                          \
-    do {                                                 \
-        TD *restrict d = dst;                            \
-        const TS *restrict s = src;                      \
-        for (int64_t j = 0; j < n; j++) d[j] = (expr);   \
-    } while (0)
-
-#define CONV_FROM(TS)                                                                        \
-    switch (to) {                                                                            \
-    case CT_BOOL: CONV_LOOP(uint8_t, TS, s[j] != 0); return;                                 \
-    case CT_I32: CONV_LOOP(int32_t, TS, (int32_t)s[j]); return;                              \
-    case CT_I64: CONV_LOOP(int64_t, TS, (int64_t)s[j]); return;                              \
-    case CT_U32: CONV_LOOP(uint32_t, TS, (uint32_t)s[j]); return;                            \
-    case CT_U64: CONV_LOOP(uint64_t, TS, (uint64_t)s[j]); return;                            \
-    case CT_F32: CONV_LOOP(float, TS, (float)s[j]); return;                                  \
-    case CT_F64: CONV_LOOP(double, TS, (double)s[j]); return;                                \
-    }
-
-#define CONV_FROM_FLT(TS)                                                                    \
-    switch (to) {                                                                            \
-    case CT_BOOL: CONV_LOOP(uint8_t, TS, s[j] != 0); return;                                 \
-    case CT_I32: CONV_LOOP(int32_t, TS, SAT(int32_t, -2147483648.0, 2147483647.0, INT32_MIN, INT32_MAX, s[j])); return; \
-    case CT_I64:                                                                             \
-        CONV_LOOP(int64_t, TS, SAT(int64_t, -9223372036854775808.0, 9223372036854775808.0, INT64_MIN, INT64_MAX, s[j])); \
-        return;                                                                              \
-    case CT_U32: CONV_LOOP(uint32_t, TS, SAT(uint32_t, 0.0, 4294967295.0, 0, UINT32_MAX, s[j])); return; \
-    case CT_U64: CONV_LOOP(uint64_t, TS, SAT(uint64_t, 0.0, 18446744073709551616.0, 0, UINT64_MAX, s[j])); return; \
-    case CT_F32: CONV_LOOP(float, TS, (float)s[j]); return;                                  \
-    case CT_F64: CONV_LOOP(double, TS, (double)s[j]); return;                                \
-    }
-
-void vm_convert(int to, void *dst, int from, const void *src, int64_t n)
-{
-    if (to == from) {
-        memmove(dst, src, (size_t)n * plan_ct_size(to));
-        return;
-    }
-    switch (from) {
-    case CT_BOOL: CONV_FROM(uint8_t) break;
-    case CT_I32: CONV_FROM(int32_t) break;
-    case CT_I64: CONV_FROM(int64_t) break;
-    case CT_U32: CONV_FROM(uint32_t) break;
-    case CT_U64: CONV_FROM(uint64_t) break;
-    case CT_F32: CONV_FROM_FLT(float) break;
-    case CT_F64: CONV_FROM_FLT(double) break;
-    }
-}
-
-plan_value vm_read_dtype(red_dtype t, const void *p)
-{
-    plan_value v = {.u = 0};
-    switch (t) {
-    case RED_BOOL: v.i = *(const uint8_t *)p != 0; break;
-    case RED_I32: v.i = *(const int32_t *)p; break;
-    case RED_I64: v.i = *(const int64_t *)p; break;
-    case RED_U32: v.u = *(const uint32_t *)p; break;
-    case RED_U64: v.u = *(const uint64_t *)p; break;
-    case RED_F16: v.f = vm_f16_to_f32(*(const uint16_t *)p); break;
-    case RED_BF16: v.f = vm_bf16_to_f32(*(const uint16_t *)p); break;
-    case RED_F32: v.f = *(const float *)p; break;
-    case RED_F64: v.f = *(const double *)p; break;
-    }
-    return v;
-}
-
 /* ---- loads ------------------------------------------------------------------------ */
 
 #define LOAD_STRIDED(TS, TD, conv)                                            \
@@ -377,8 +227,8 @@ static void load_strided(red_dtype t, const void *base, int64_t start, int64_t s
     case RED_I64: LOAD_STRIDED(int64_t, int64_t, ID); break;
     case RED_U32: LOAD_STRIDED(uint32_t, uint32_t, ID); break;
     case RED_U64: LOAD_STRIDED(uint64_t, uint64_t, ID); break;
-    case RED_F16: LOAD_STRIDED(uint16_t, float, vm_f16_to_f32); break;
-    case RED_BF16: LOAD_STRIDED(uint16_t, float, vm_bf16_to_f32); break;
+    case RED_F16: LOAD_STRIDED(uint16_t, float, core_f16_to_f32); break;
+    case RED_BF16: LOAD_STRIDED(uint16_t, float, core_bf16_to_f32); break;
     case RED_F32: LOAD_STRIDED(float, float, ID); break;
     case RED_F64: LOAD_STRIDED(double, double, ID); break;
     }
@@ -392,8 +242,8 @@ static void load_gather(red_dtype t, const void *base, const int64_t *restrict o
     case RED_I64: LOAD_GATHER(int64_t, int64_t, ID); break;
     case RED_U32: LOAD_GATHER(uint32_t, uint32_t, ID); break;
     case RED_U64: LOAD_GATHER(uint64_t, uint64_t, ID); break;
-    case RED_F16: LOAD_GATHER(uint16_t, float, vm_f16_to_f32); break;
-    case RED_BF16: LOAD_GATHER(uint16_t, float, vm_bf16_to_f32); break;
+    case RED_F16: LOAD_GATHER(uint16_t, float, core_f16_to_f32); break;
+    case RED_BF16: LOAD_GATHER(uint16_t, float, core_bf16_to_f32); break;
     case RED_F32: LOAD_GATHER(float, float, ID); break;
     case RED_F64: LOAD_GATHER(double, double, ID); break;
     }
@@ -412,14 +262,14 @@ static int fault(vm_state *s, const vm_instr *in, int dim, int64_t value, int64_
     return RED_ERR_INDEX;
 }
 
-static const vm_buf *buf_of(const vm_state *s, int slot)
+static const core_buf *buf_of(const vm_state *s, int slot)
 {
     return slot >= 0 ? &s->bufs[slot] : &s->temps[-1 - slot];
 }
 
 static int run_load(vm_state *s, const vm_instr *in, int n, void *dst)
 {
-    const vm_buf *b = buf_of(s, in->slot);
+    const core_buf *b = buf_of(s, in->slot);
     if (in->affine) {
         int simple = 1;
         for (int d = 0; d < in->nsub && simple; d++)
@@ -779,7 +629,7 @@ static int exec_one(vm_state *s, const vm_instr *in, int n)
             float f = (float)v.f;
             memcpy(tmp, &f, 4);
         }
-        vm_convert(in->type, d, from, tmp, 1);
+        core_convert(in->type, d, from, tmp, 1);
         /* broadcast element 0 */
         int sz = plan_ct_size(in->type);
         for (int j = 1; j < n; j++) memcpy((char *)d + (size_t)j * sz, d, (size_t)sz);
@@ -799,12 +649,12 @@ static int exec_one(vm_state *s, const vm_instr *in, int n)
     case VI_PARAM: return 0; /* the caller wrote the register */
     case VI_LOAD:
         if (in->nsub == 0) {
-            const vm_buf *b = buf_of(s, in->slot);
+            const core_buf *b = buf_of(s, in->slot);
             load_strided(b->dtype, b->data, 0, 0, n, d);
             return 0;
         }
         return run_load(s, in, n, d);
-    case VI_CAST: vm_convert(in->type, d, in->atype, vm_reg(s, in->a), n); return 0;
+    case VI_CAST: core_convert(in->type, d, in->atype, vm_reg(s, in->a), n); return 0;
     case VI_OP:
         kern[in->op][in->atype](n, d, vm_reg(s, in->a), in->b >= 0 ? vm_reg(s, in->b) : NULL,
                                 in->c >= 0 ? vm_reg(s, in->c) : NULL);

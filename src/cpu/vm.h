@@ -10,6 +10,8 @@
 #include <stdint.h>
 
 #include "check/plan.h"
+#include "core/buf.h"
+#include "core/dtype.h"
 
 #define VM_B 1024
 #define VM_MAX_TERMS 4
@@ -21,16 +23,6 @@ typedef struct vm_var {
     int64_t base;       /* CONST: the value; RAMP: value at element 0      */
     int64_t *vec;       /* VEC: one value per element                      */
 } vm_var;
-
-/* A buffer the program reads: a bound array or a temporary. */
-typedef struct vm_buf {
-    const void *data;
-    red_dtype dtype;
-    int ndim;
-    int64_t shape[RED_MAX_DIMS];
-    int64_t strides[RED_MAX_DIMS];
-    const char *name;
-} vm_buf;
 
 typedef struct vm_affine {      /* c0 + sum coef[t] * var[t]               */
     int64_t c0;
@@ -80,8 +72,8 @@ typedef struct vm_state {
                                        its own buffer, or (contiguous loads
                                        of the compute type) the array itself */
     vm_var *vars;                   /* indexed by var id                    */
-    const vm_buf *bufs;             /* bound arrays                         */
-    const vm_buf *temps;            /* temporaries                          */
+    const core_buf *bufs;             /* bound arrays                         */
+    const core_buf *temps;            /* temporaries                          */
     const plan_value *scalars;
     const plan_scalar *scalar_info;
     int64_t *scratch;               /* VM_B i64 for subscripts              */
@@ -111,17 +103,5 @@ static inline void *vm_own(const vm_state *s, int reg) { return s->regs + (size_
 
 /* Parameters of a user operator's combine program: set the registers. */
 void *vm_param_reg(const vm_state *s, int param);
-
-/* Element conversions shared with the executor. */
-float vm_f16_to_f32(uint16_t h);
-float vm_bf16_to_f32(uint16_t h);
-float vm_round_f16(float x);
-uint16_t vm_f32_to_f16(float x);
-uint16_t vm_f32_to_bf16(float x);
-float vm_round_bf16(float x);
-/* Convert n values of compute type `from` to `to` (cast semantics). */
-void vm_convert(int to, void *dst, int from, const void *src, int64_t n);
-/* Read one element of dtype `t` at `p` as compute type value. */
-plan_value vm_read_dtype(red_dtype t, const void *p);
 
 #endif

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "check/check.h"
+#include "core/dtype.h"
 #include "cpu/exec.h"
 #include "parser/ast.h"
 #include "runtime/gpu.h"
@@ -55,17 +56,6 @@ RED_API const char *red_errstr(int status)
     case RED_ERR_INTERRUPTED: return "interrupted";
     }
     return "unknown status";
-}
-
-RED_API size_t red_dtype_size(red_dtype t)
-{
-    switch (t) {
-    case RED_BOOL: return 1;
-    case RED_I32: case RED_U32: case RED_F32: return 4;
-    case RED_I64: case RED_U64: case RED_F64: return 8;
-    case RED_F16: case RED_BF16: return 2;
-    }
-    return 0;
 }
 
 RED_API const char *red_dtype_name(red_dtype t)
@@ -283,7 +273,7 @@ struct red_expr {
                                valid for the call, not copies               */
     binding binds_inl[4];
     /* results of the last run (their temporaries and names: run_pe's plan) */
-    cpu_temps temps;
+    core_results temps;
     int nresults;
     unsigned char *detached;   /* detached_inl unless there are more results */
     unsigned char detached_inl[16];
@@ -502,7 +492,7 @@ static void expr_clear_results_chain(red_expr *e, int chain)
                 e->temps.t[i].data = NULL;
             }
     e->results_on_device = 0;
-    cpu_temps_free(&e->temps);
+    core_results_free(&e->temps);
     if (e->detached != e->detached_inl) free(e->detached);
     e->detached = NULL;
     e->nresults = 0;
@@ -515,7 +505,7 @@ static void expr_clear_results_chain(red_expr *e, int chain)
 static void expr_clear_results(red_expr *e)
 {
     expr_clear_results_chain(e, 0);
-    cpu_temps_trim(&e->temps);
+    core_results_trim(&e->temps);
 }
 
 
@@ -735,7 +725,7 @@ RED_API int red_bind_array(red_expr *e, const char *name, const red_array *a)
     if (!b->is_array) {
         /* a 0-d array is a scalar of its type, read now */
         b->sdtype = a->dtype == RED_F16 || a->dtype == RED_BF16 ? RED_F32 : a->dtype;
-        b->scalar = vm_read_dtype(a->dtype, a->data);
+        b->scalar = core_read_dtype(a->dtype, a->data);
     }
     return RED_OK;
 }
@@ -925,13 +915,13 @@ static int expr_plan(red_expr *e, plan **out)
 }
 
 /* Map the plan's buffers and scalars to this expression's bindings. */
-static int expr_inputs(red_expr *e, const plan *p, vm_buf *bufs, plan_value *scalars, int *on_device)
+static int expr_inputs(red_expr *e, const plan *p, core_buf *bufs, plan_value *scalars, int *on_device)
 {
     for (int i = 0; i < p->nbufs; i++) {
         binding *b = find_binding(e, p->bufs[i].name);
         if (!b) return fail(e, RED_ERR_INTERNAL);
         on_device[i] = b->arr.memory == RED_MEM_CUDA;
-        vm_buf *v = &bufs[i];
+        core_buf *v = &bufs[i];
         v->data = b->arr.data;
         v->dtype = b->arr.dtype;
         v->ndim = b->arr.ndim;
@@ -1045,21 +1035,21 @@ RED_API int red_run(red_expr *e)
     expr_clear_results_chain(e, chained);
     chained = chained && e->run.ws;   /* gpu_rechain may have declined */
     if (rc) {
-        cpu_temps_trim(&e->temps);   /* no run to take the kept buffers */
+        core_results_trim(&e->temps);   /* no run to take the kept buffers */
         return rc;
     }
     e->run_pe = e->last_pe;   /* expr_clear_results let go of the previous one */
     __atomic_add_fetch(&e->run_pe->refs, 1, __ATOMIC_ACQ_REL);
     if (!was_cached) e->timings.plan_ms = now_ms() - tp;
     /* the inputs' descriptors: on the stack for up to 8 arrays and scalars */
-    vm_buf bufs_stack[8];
+    core_buf bufs_stack[8];
     plan_value scalars_stack[8];
     int on_device_stack[8];
     int small = p->nbufs <= 8 && p->nscalars <= 8;
-    vm_buf *bufs = small ? bufs_stack : calloc((size_t)p->nbufs + 1, sizeof *bufs);
+    core_buf *bufs = small ? bufs_stack : calloc((size_t)p->nbufs + 1, sizeof *bufs);
     plan_value *scalars = small ? scalars_stack : calloc((size_t)p->nscalars + 1, sizeof *scalars);
     int *on_device = small ? on_device_stack : calloc((size_t)p->nbufs + 1, sizeof *on_device);
-    cpu_cancel cancel = {&e->ctx->interrupts, __atomic_load_n(&e->ctx->interrupts, __ATOMIC_RELAXED)};
+    core_cancel cancel = {&e->ctx->interrupts, __atomic_load_n(&e->ctx->interrupts, __ATOMIC_RELAXED)};
     rc = bufs && scalars && on_device ? expr_inputs(e, p, bufs, scalars, on_device) : fail(e, RED_ERR_NOMEM);
     if (!rc) {
         e->gpu = gpu;
@@ -1074,8 +1064,13 @@ RED_API int red_run(red_expr *e)
             e->run.device_results = expr_opt(e, RED_OPT_RESULTS);
             e->run.timings = expr_opt(e, RED_OPT_TIMINGS);
             e->run.cancel = &cancel;
+            /* explicit ranges of free indices are evaluated on the host, from
+             * host arrays and scalars (the pending run keeps no pointer to it) */
+            cpu_bound_arg barg = {bufs, scalars, NULL, on_device};
+            e->run.bounds = (core_bounds){cpu_eval_bound, &barg};
             rc = gpu_execute(gpu, p, bufs, on_device, scalars, expr_opt(e, RED_OPT_STRATEGY), &e->run, &e->temps,
                              &e->diag);
+            e->run.bounds = (core_bounds){0};
             e->results_on_device = rc ? RED_RESULTS_HOST : e->run.device_results;
             e->timings.compile_ms = e->run.compile_ms;
         } else {
@@ -1092,7 +1087,7 @@ RED_API int red_run(red_expr *e)
     }
     e->timings.total_ms = now_ms() - t0;
     if (rc) {
-        cpu_temps_trim(&e->temps);
+        core_results_trim(&e->temps);
         return rc;
     }
     e->nresults = p->nresults;
@@ -1136,7 +1131,7 @@ RED_API int red_result(red_expr *e, int i, red_array *out, const char **name)
     if (i < 0 || i >= e->nresults) return RED_ERR_ARG;
     if (e->detached[i]) return RED_ERR_MISUSE;
     const plan_result *pr = &e->run_pe->plan->results[i];
-    const vm_buf *t = &e->temps.t[pr->temp];
+    const core_buf *t = &e->temps.t[pr->temp];
     memset(out, 0, sizeof *out);
     out->data = (void *)t->data;
     out->dtype = t->dtype;
@@ -1167,7 +1162,7 @@ static int scalar_result(red_expr *e, int i, plan_value *v, int *ct)
         if (rc) return fail(e, rc);
         src = host;
     }
-    *v = vm_read_dtype(a.dtype, src);
+    *v = core_read_dtype(a.dtype, src);
     *ct = plan_ct_of_dtype(a.dtype);
     return 0;
 }
@@ -1194,7 +1189,7 @@ RED_API int red_result_i64(red_expr *e, int i, int64_t *out)
     if (rc) return rc;
     if (CT_IS_FLOAT(ct)) {
         int64_t r;
-        vm_convert(CT_I64, &r, CT_F64, &v.f, 1);
+        core_convert(CT_I64, &r, CT_F64, &v.f, 1);
         *out = r;
     } else {
         *out = v.i;
@@ -1216,7 +1211,7 @@ static int copy_array(const red_array *src, const red_array *dst)
             so += idx[d] * src->strides[d];
             doff += idx[d] * dst->strides[d];
         }
-        plan_value v = vm_read_dtype(src->dtype, (const char *)src->data + so * (int64_t)ssz);
+        plan_value v = core_read_dtype(src->dtype, (const char *)src->data + so * (int64_t)ssz);
         unsigned char tmp[8];
         /* widen the value to its compute type's storage, then convert */
         switch (sct) {
@@ -1227,12 +1222,12 @@ static int copy_array(const red_array *src, const red_array *dst)
         default: memcpy(tmp, &v, 8);
         }
         unsigned char out[8];
-        vm_convert(dct, out, sct, tmp, 1);
+        core_convert(dct, out, sct, tmp, 1);
         char *dp = (char *)dst->data + doff * (int64_t)dsz;
         if (dst->dtype == RED_F16 || dst->dtype == RED_BF16) {
             float f;
             memcpy(&f, out, 4);
-            uint16_t h = dst->dtype == RED_BF16 ? vm_f32_to_bf16(f) : vm_f32_to_f16(f);
+            uint16_t h = dst->dtype == RED_BF16 ? core_f32_to_bf16(f) : core_f32_to_f16(f);
             memcpy(dp, &h, 2);
         } else {
             memcpy(dp, out, dsz);
@@ -1328,7 +1323,7 @@ static int result_detach(red_expr *e, int i, red_array *out, int take)
     if (take && !shared) {
         *out = src;
         if (src.memory != RED_MEM_CUDA)   /* the caller frees it */
-            cpu_temps_leave(&e->temps, (void *)src.data,
+            core_results_leave(&e->temps, (void *)src.data,
                             (size_t)red_array_size(&src) * red_dtype_size(src.dtype));
         e->temps.t[t].data = NULL;
         e->detached[i] = 1;

@@ -687,7 +687,7 @@ typedef struct run_ctx {
     CUstream s;
     CUdeviceptr ws;     /* err[4] at 0, counter at 32, key stats at 64 */
     gpu_run *run;
-    const vm_buf *bufs; /* the bound arrays (shapes and strides)        */
+    const core_buf *bufs; /* the bound arrays (shapes and strides)        */
     long long pub_words; /* > 0: the next kernel that ends the run publishes
                             this many words of the workspace (rj_publish)   */
     unsigned long long pub_seq; /* nonzero: it was launched, with this number */
@@ -818,7 +818,7 @@ static long long cdiv(long long a, long long b) { return (a + b - 1) / b; }
 
 /* Host copy of a host array's touched span; device pointer adjusted so the
  * kernel's offsets (which may be negative with negative strides) work. */
-static int upload(run_ctx *r, const vm_buf *b, CUdeviceptr *adj)
+static int upload(run_ctx *r, const core_buf *b, CUdeviceptr *adj)
 {
     gpu_dev *g = r->g;
     CUstream s = r->s;
@@ -852,7 +852,7 @@ static int upload(run_ctx *r, const vm_buf *b, CUdeviceptr *adj)
     return 0;
 }
 
-static void set_array(long long *P, int base, CUdeviceptr ptr, const vm_buf *b)
+static void set_array(long long *P, int base, CUdeviceptr ptr, const core_buf *b)
 {
     P[base] = (long long)ptr;
     for (int d = 0; d < b->ndim; d++) {
@@ -1031,11 +1031,11 @@ static int count_on_device(run_ctx *r, pass_entry *e, long long nout, long long 
 /* Whether the pass reads a column layout: the fastest-varying dimension (the
  * smallest stride among extents > 1) of every load is subscripted by a free
  * index, so neighbouring outputs are neighbours in memory. */
-int gpu_column_layout(const cg_kernel *k, const vm_buf *bufs)
+int gpu_column_layout(const cg_kernel *k, const core_buf *bufs)
 {
     if (!bufs || k->nloads == 0 || k->loads_overflow) return 0;
     for (int l = 0; l < k->nloads; l++) {
-        const vm_buf *b = &bufs[k->loads[l].slot];
+        const core_buf *b = &bufs[k->loads[l].slot];
         int best = -1;
         for (int d = 0; d < b->ndim && d < RED_MAX_DIMS; d++) {
             long long st = b->strides[d] < 0 ? -b->strides[d] : b->strides[d];
@@ -1189,7 +1189,7 @@ static uint64_t count_key(const run_ctx *r, const pass_entry *e, long long nout)
     const plan *p = r->p;
     uint64_t h = kc_hash(&nout, sizeof nout, 0);
     for (int i = 0; i < p->nbufs; i++) {
-        const vm_buf *b = &r->bufs[i];
+        const core_buf *b = &r->bufs[i];
         h = kc_hash(&b->data, sizeof b->data, h);
         h = kc_hash(&b->ndim, sizeof b->ndim, h);
         int nd = b->ndim > 0 && b->ndim <= RED_MAX_DIMS ? b->ndim : 0;
@@ -1354,7 +1354,7 @@ static const ir *plan_node(const plan *p, int id)
     return NULL;
 }
 
-static int report_device_fault(run_ctx *r, const unsigned long long err[4], const vm_buf *bufs)
+static int report_device_fault(run_ctx *r, const unsigned long long err[4], const core_buf *bufs)
 {
     const plan *p = r->p;
     if ((int)err[0] == RED_ERR_EMPTY) {
@@ -1735,7 +1735,7 @@ static int key_fused(run_ctx *r, pass_entry *e, long long N, long long nkeys, in
  * assumption (never reaches the library's caller) */
 #define KEYS_RETRY (-1000)
 
-/* A large host result's buffer, kept from the run before (cpu_temps), is
+/* A large host result's buffer, kept from the run before (core_results), is
  * page-locked with the driver the second time it is used, and stays so
  * while it is kept: a copy from the GPU into pageable memory ran at 13.9
  * GB/s, into registered memory at 55.4 (H200 host, 89 MiB; registering it
@@ -1751,7 +1751,7 @@ static int locked_at(const gpu_dev *g, const void *p)
     return -1;
 }
 
-/* cpu_temps' leave hook: a large buffer is freed or handed over; unlocked
+/* core_results' leave hook: a large buffer is freed or handed over; unlocked
  * first if host_pin locked it.  g->lock not held. */
 static void host_unpin(void *arg, void *p)
 {
@@ -1766,7 +1766,7 @@ static void host_unpin(void *arg, void *p)
     pthread_mutex_unlock(&g->lock);
 }
 
-static void host_pin(gpu_dev *g, cpu_temps *out, void *h, size_t bytes)   /* g->lock held */
+static void host_pin(gpu_dev *g, core_results *out, void *h, size_t bytes)   /* g->lock held */
 {
     if (locked_at(g, h) >= 0) return;
     if (g->nlocked == g->caplocked) {
@@ -1783,8 +1783,8 @@ static void host_pin(gpu_dev *g, cpu_temps *out, void *h, size_t bytes)   /* g->
     out->leave_arg = g;
 }
 
-static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_device, const plan_value *scalars,
-                   int strategy, gpu_run *run, cpu_temps *out, util_diag *diag, int retry)
+static int execute(gpu_dev *g, const plan *p, const core_buf *bufs, const int *on_device, const plan_value *scalars,
+                   int strategy, gpu_run *run, core_results *out, util_diag *diag, int retry)
 {
     pthread_mutex_lock(&g->lock);
     int rc = 0;
@@ -1799,12 +1799,12 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
     run->pending = 0;
     /* the caller's arrays serve fault messages until the run returns; a run
      * left pending gets a copy at the end */
-    run->bufs = (vm_buf *)bufs;
+    run->bufs = (core_buf *)bufs;
     run->bufs_owned = 0;
     /* the run's bookkeeping, zeroed: on the stack for any plan of a usual
      * size (malloc and free were a third of a warm run's host time) */
     int nt = p->ntemps + 1, nb = p->nbufs + 1, nv = p->nvars + 1;
-    size_t need = (size_t)nt * (sizeof(vm_buf) + sizeof(CUdeviceptr) + 3 * sizeof(int)) +
+    size_t need = (size_t)nt * (sizeof(core_buf) + sizeof(CUdeviceptr) + 3 * sizeof(int)) +
                   (size_t)nb * sizeof(CUdeviceptr) + (size_t)nv * (2 * sizeof(int64_t) + sizeof(int));
     union {
         max_align_t align;
@@ -1814,7 +1814,7 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
     if (scratch) memset(scratch, 0, need);
     unsigned char *sp = scratch;
 #define SCRATCH(type, n) (sp += (size_t)(n) * sizeof(type), (type *)(void *)(sp - (size_t)(n) * sizeof(type)))
-    vm_buf *tdesc = scratch ? SCRATCH(vm_buf, nt) : NULL;
+    core_buf *tdesc = scratch ? SCRATCH(core_buf, nt) : NULL;
     CUdeviceptr *tptr = scratch ? SCRATCH(CUdeviceptr, nt) : NULL;
     CUdeviceptr *in_adj = scratch ? SCRATCH(CUdeviceptr, nb) : NULL;
     int64_t *vlo = scratch ? SCRATCH(int64_t, nv) : NULL, *vhi = scratch ? SCRATCH(int64_t, nv) : NULL;
@@ -1826,6 +1826,7 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
     long long params_stack[256], *params = NULL;
     size_t ws_used = 32;   /* of the workspace, what comes back: the fault record, then results */
     run_ctx r = {.g = g, .p = p, .diag = diag, .s = s, .run = run, .bufs = bufs};
+    core_vars vars = {vlo, vhi, done};
     if (!scratch) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
     for (int i = 0; !rc && i < p->nresults; i++) {
         int t = p->results[i].temp;
@@ -1875,7 +1876,7 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
     for (int pi = 0; !rc && pi < p->npasses; pi++) {
         const plan_pass *ps = &p->passes[pi];
         pass_entry *e = NULL;
-        if (cpu_cancelled(run->cancel)) {
+        if (core_cancelled(run->cancel)) {
             rc = util_diag_set(diag, RED_ERR_INTERRUPTED, "interrupted");
             break;
         }
@@ -1899,51 +1900,13 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
         for (int i = 0; i < p->nbufs; i++) set_array(params, L->buf_base[i], in_adj[i], &bufs[i]);
         for (int i = 0; i < p->nscalars; i++) memcpy(&params[L->scalar_slot[i]], &scalars[i], 8);
 
-        /* free variables */
-        long long nout = 1;
-        for (int d = 0; !rc && d < ps->nfree; d++) {
-            int v = ps->free[d];
-            const plan_var *pv = &p->vars[v];
-            if (!done[v]) {
-                if (pv->lo) {
-                    rc = util_diag_at(diag, p->src, pv->pos, RED_ERR_UNSUPPORTED,
-                                      "the GPU backend does not yet support a reduction nested inside the "
-                                      "ranged index '%s'; use the CPU", pv->name);
-                } else if (pv->key_pass < 0) {
-                    vlo[v] = 0;
-                    rc = cpu_infer_extent(p, v, bufs, &vhi[v], diag);
-                } else {
-                    rc = util_diag_set(diag, RED_ERR_INTERNAL, "key count used before it is known");
-                }
-                done[v] = 1;
-            }
-            if (__builtin_mul_overflow(nout, vhi[v] - vlo[v], &nout)) rc = util_diag_set(diag, RED_ERR_LIMIT, "result too large");
-        }
-        /* uniform reduced variables (ranged ones are computed in the kernel) */
-        long long L1 = 1;
-        int ranged = 0;
-        for (int d = 0; !rc && d < ps->nred; d++) {
-            int v = ps->red[d];
-            if (p->vars[v].lo) {
-                ranged = 1;
-                continue;
-            }
-            int64_t ext = 0;
-            if (p->vars[v].key_pass >= 0) {
-                /* the keys of an earlier keyed pass: their count is known now */
-                if (!done[v]) rc = util_diag_set(diag, RED_ERR_INTERNAL, "key count used before it is known");
-                ext = vhi[v];
-            } else {
-                rc = cpu_infer_extent(p, v, bufs, &ext, diag);
-            }
-            vlo[v] = 0;
-            vhi[v] = ext;
-            if (__builtin_mul_overflow(L1, ext, &L1)) rc = util_diag_set(diag, RED_ERR_LIMIT, "domain too large");
-        }
-        long long whole;
-        if (!rc && (__builtin_mul_overflow(nout, L1, &whole) || whole > ((long long)1 << 40)))
-            rc = util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large (at most 2^40 elements)");
+        /* the pass's ranges (explicit reduced ones are evaluated per
+         * output in the kernel) */
+        core_domain dom;
+        rc = core_resolve_pass(p, pi, bufs, &run->bounds, 0, &vars, &dom, diag);
         if (rc) break;
+        long long nout = dom.nout, L1 = dom.L;
+        int ranged = dom.ranged;
         for (int v = 0; v < p->nvars; v++) {
             params[L->var_lo[v]] = vlo[v];
             params[L->var_sz[v]] = vhi[v] - vlo[v];
@@ -1998,9 +1961,7 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
                 if (!rc && kh) e->unsorted_key = sorted ? 0 : kh;
             }
             if (rc) break;
-            vlo[ps->key_var] = 0;
-            vhi[ps->key_var] = nkeys;
-            done[ps->key_var] = 1;
+            core_set_key_count(p, pi, &vars, nkeys);
             params[L->var_lo[ps->key_var]] = 0;
             params[L->var_sz[ps->key_var]] = nkeys;
             nout = nkeys;
@@ -2013,18 +1974,9 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
             for (int c = 0; c < ps->reds[q].ncomp; c++) outs[nouts++] = ps->reds[q].temp[c];
         for (int k = 0; !rc && k < nouts; k++) {
             int t = outs[k];
-            const plan_temp *pt = &p->temps[t];
-            vm_buf *d = &tdesc[t];
-            d->dtype = plan_dtype_of_ct(pt->type);
-            d->ndim = pt->ndim;
-            d->name = "";
-            int64_t n = 1;
-            for (int q = pt->ndim - 1; q >= 0; q--) {
-                d->shape[q] = vhi[pt->dims[q]];
-                d->strides[q] = n;
-                n *= d->shape[q] > 0 ? d->shape[q] : 1;
-            }
-            size_t bytes = (size_t)n * (size_t)plan_ct_size(pt->type);
+            size_t bytes;
+            rc = core_temp_shape(p, t, &vars, &tdesc[t], &bytes, diag);
+            if (rc) break;
             size_t at = (ws_used > WS_HEAD ? ws_used + 15 : WS_HEAD) & ~(size_t)15;
             if (to_host[t] && g->pinned && bytes > 0 && at + bytes <= WS_BYTES) {
                 /* bound for the host and small: beside the fault record */
@@ -2160,7 +2112,7 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
             for (int d = 0; d < tdesc[t].ndim; d++) n *= tdesc[t].shape[d];
             size_t bytes = (size_t)n * red_dtype_size(tdesc[t].dtype);
             int reused = 0;
-            void *h = cpu_temps_alloc(out, bytes, 0, &reused);
+            void *h = core_results_alloc(out, bytes, 0, &reused);
             out->t[t].data = h;
             if (h && reused && bytes >= PIN_MIN) host_pin(g, out, h, bytes);
             size_t at = (used + 15) & ~(size_t)15;
@@ -2245,7 +2197,7 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
     }
     if (pending) {
         /* its fault message may come after the caller's arrays are gone */
-        vm_buf *copy = malloc(((size_t)p->nbufs + 1) * sizeof *copy);
+        core_buf *copy = malloc(((size_t)p->nbufs + 1) * sizeof *copy);
         if (copy) {
             memcpy(copy, bufs, (size_t)p->nbufs * sizeof *bufs);
             run->bufs = copy;
@@ -2278,20 +2230,20 @@ static int execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_
         /* a fault found after the fact: the results are not valid */
         for (int i = 0; i < out->n; i++)
             if (keep[i]) gpu_release(g, (void *)out->t[i].data), out->t[i].data = NULL;
-        cpu_temps_free(out);
+        core_results_free(out);
     }
     if (scratch != scratch_stack.bytes) free(scratch);
     return rc ? rc : frc;
 }
 
-int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_device, const plan_value *scalars,
-                int strategy, gpu_run *run, cpu_temps *out, util_diag *diag)
+int gpu_execute(gpu_dev *g, const plan *p, const core_buf *bufs, const int *on_device, const plan_value *scalars,
+                int strategy, gpu_run *run, core_results *out, util_diag *diag)
 {
     int rc = execute(g, p, bufs, on_device, scalars, strategy, run, out, diag, 0);
     if (rc == KEYS_RETRY) {
-        cpu_temps_free(out);
+        core_results_free(out);
         rc = execute(g, p, bufs, on_device, scalars, strategy, run, out, diag, 1);
     }
-    cpu_temps_trim(out);
+    core_results_trim(out);
     return rc;
 }

@@ -8,7 +8,9 @@
 #define RED_GPU_H
 
 #include "check/plan.h"
-#include "cpu/exec.h"
+#include "core/buf.h"
+#include "core/extents.h"
+#include "core/results.h"
 
 typedef struct gpu_dev gpu_dev;
 
@@ -34,11 +36,12 @@ typedef struct gpu_run {
     void *stream;           /* CUstream, or NULL: the default stream        */
     int device_results;     /* RED_RESULTS_*: where results stay            */
     int timings;            /* record the events (RED_OPT_TIMINGS)          */
-    const cpu_cancel *cancel;   /* checked between kernels                  */
+    const core_cancel *cancel;   /* checked between kernels                  */
+    core_bounds bounds;     /* evaluates explicit ranges of free indices    */
     /* filled by gpu_execute */
     int pending;
     const plan *p;
-    vm_buf *bufs;           /* for fault messages: a copy (bufs_owned) once
+    core_buf *bufs;           /* for fault messages: a copy (bufs_owned) once
                                the run is pending, else the caller's        */
     int bufs_owned;
     unsigned long long ws;  /* this run's fault record, counter, key stats  */
@@ -87,8 +90,8 @@ int gpu_rechain(gpu_dev *g, gpu_run *run, const unsigned long long *extra, int n
  * RED_RESULTS_DEVICE, the arrays (ndim > 0) with RED_RESULTS_DEVICE_ARRAYS.
  * Small results on their way to the host are written into the run's
  * workspace beside its fault record, so that one copy brings both back. */
-int gpu_execute(gpu_dev *g, const plan *p, const vm_buf *bufs, const int *on_device,
-                const plan_value *scalars, int strategy, gpu_run *run, cpu_temps *out,
+int gpu_execute(gpu_dev *g, const plan *p, const core_buf *bufs, const int *on_device,
+                const plan_value *scalars, int strategy, gpu_run *run, core_results *out,
                 util_diag *diag);
 /* Wait for a run, report a device fault, give its buffers back.  Safe to
  * call on a run that is not pending (it only releases). */
@@ -128,7 +131,7 @@ gpu_seg_choice gpu_choose_segments(long long nout, long long total, int columns,
 struct cg_kernel;
 /* 1 when every load of the pass's element code has its fastest-varying
  * dimension subscripted by a free index (a column layout). */
-int gpu_column_layout(const struct cg_kernel *k, const vm_buf *bufs);
+int gpu_column_layout(const struct cg_kernel *k, const core_buf *bufs);
 
 /* Fault injection, for tests (tests/test_faults.c): the `nth` next call of
  * that kind in this process (1: the very next) fails as the real failure

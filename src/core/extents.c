@@ -1,0 +1,189 @@
+/*
+ * extents.c -- the per-run resolution of index ranges (extents.h), shared by
+ * the CPU executor and the GPU runtime.
+ */
+#include "core/extents.h"
+
+#include <string.h>
+
+static int mul_ok(int64_t a, int64_t b, int64_t *r) { return !__builtin_mul_overflow(a, b, r); }
+
+static int depends_on_vars(const ir *x)
+{
+    if (!x) return 0;
+    if (x->kind == IR_INDEX) return 1;
+    for (int i = 0; i < x->nargs; i++)
+        if (depends_on_vars(x->args[i])) return 1;
+    return 0;
+}
+
+static int eval_bounds(const plan *p, const plan_var *pv, const core_bounds *b, int64_t *lo, int64_t *hi,
+                       util_diag *diag)
+{
+    if (!b || !b->eval)
+        return util_diag_at(diag, p->src, pv->pos, RED_ERR_UNSUPPORTED,
+                            "the range of '%s' cannot be evaluated by this backend", pv->name);
+    int rc = b->eval(b->arg, p, pv->lo, lo, diag);
+    if (!rc) rc = b->eval(b->arg, p, pv->hi, hi, diag);
+    return rc;
+}
+
+/* A free variable's range, the first pass that has it. */
+static int resolve_free(const plan *p, int var, const core_buf *bufs, const core_bounds *b, core_vars *v,
+                        util_diag *diag)
+{
+    const plan_var *pv = &p->vars[var];
+    if (pv->key_pass >= 0) return util_diag_set(diag, RED_ERR_INTERNAL, "key count used before it is known");
+    if (!pv->lo) {
+        v->lo[var] = 0;
+        return core_infer_extent(p, var, bufs, &v->hi[var], diag);
+    }
+    if (depends_on_vars(pv->lo) || depends_on_vars(pv->hi))
+        return util_diag_at(diag, p->src, pv->pos, RED_ERR_UNSUPPORTED,
+                            "a reduction nested inside the ranged index '%s' whose range depends on "
+                            "another index is not supported",
+                            pv->name);
+    int rc = eval_bounds(p, pv, b, &v->lo[var], &v->hi[var], diag);
+    if (rc) return rc;
+    if (v->hi[var] < v->lo[var]) v->hi[var] = v->lo[var];
+    if (v->lo[var] < 0)
+        return util_diag_at(diag, p->src, pv->pos, RED_ERR_INDEX,
+                            "index '%s' starts at %lld: a nested result cannot have negative indices",
+                            pv->name, (long long)v->lo[var]);
+    return 0;
+}
+
+/* A reduced variable's uniform range, or *ranged when it differs per output
+ * (or the backend evaluates explicit ranges itself). */
+static int resolve_reduced(const plan *p, int var, const core_buf *bufs, const core_bounds *b, int flags,
+                           core_vars *v, int64_t *lo, int64_t *sz, int *ranged, util_diag *diag)
+{
+    const plan_var *pv = &p->vars[var];
+    *lo = 0;
+    *sz = 0;
+    if (pv->lo) {
+        if (!(flags & CORE_EVAL_UNIFORM_RANGES) || depends_on_vars(pv->lo) || depends_on_vars(pv->hi)) {
+            *ranged = 1;
+            return 0;
+        }
+        int64_t hi;
+        int rc = eval_bounds(p, pv, b, lo, &hi, diag);
+        if (rc) return rc;
+        if (hi > *lo && __builtin_sub_overflow(hi, *lo, sz))
+            return util_diag_at(diag, p->src, pv->pos, RED_ERR_LIMIT,
+                                "the range of '%s' is too large (more than 2^63 elements)", pv->name);
+    } else if (pv->key_pass >= 0) {
+        /* the keys of an earlier keyed pass: their count is known now */
+        if (!v->done[var]) return util_diag_set(diag, RED_ERR_INTERNAL, "key count used before it is known");
+        *sz = v->hi[var];
+    } else {
+        int rc = core_infer_extent(p, var, bufs, sz, diag);
+        if (rc) return rc;
+    }
+    v->lo[var] = *lo;
+    v->hi[var] = *lo + *sz;
+    return 0;
+}
+
+int core_resolve_pass(const plan *p, int pass, const core_buf *bufs, const core_bounds *bounds, int flags,
+                      core_vars *v, core_domain *dom, util_diag *diag)
+{
+    const plan_pass *ps = &p->passes[pass];
+    int rc = 0;
+    memset(dom, 0, sizeof *dom);
+    dom->nf = ps->nfree;
+    dom->nout = 1;
+    for (int d = 0; d < ps->nfree; d++) {
+        int var = ps->free[d];
+        if (!v->done[var]) {
+            rc = resolve_free(p, var, bufs, bounds, v, diag);
+            if (rc) return rc;
+            v->done[var] = 1;
+        }
+        dom->fvar[d] = var;
+        dom->flo[d] = v->lo[var];
+        dom->fext[d] = v->hi[var] - v->lo[var];
+        if (!mul_ok(dom->nout, dom->fext[d], &dom->nout))
+            return util_diag_set(diag, RED_ERR_LIMIT, "result too large (more than 2^63 elements)");
+    }
+    dom->nr = ps->nred;
+    dom->L = 1;
+    for (int d = 0; d < ps->nred; d++) {
+        int var = ps->red[d], ranged = 0;
+        dom->rvar[d] = var;
+        rc = resolve_reduced(p, var, bufs, bounds, flags, v, &dom->rlo[d], &dom->rsz[d], &ranged, diag);
+        if (rc) return rc;
+        if (ranged) {
+            dom->ranged = 1;
+            continue;
+        }
+        if (!mul_ok(dom->L, dom->rsz[d], &dom->L))
+            return util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large (more than 2^63 elements)");
+    }
+    if (!mul_ok(dom->nout, dom->L, &dom->N))
+        return util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large (more than 2^63 elements)");
+    if (dom->N > CORE_MAX_DOMAIN)
+        return util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large: %lld elements (at most 2^40)",
+                             (long long)dom->N);
+    return 0;
+}
+
+void core_set_key_count(const plan *p, int pass, core_vars *v, int64_t nkeys)
+{
+    int var = p->passes[pass].key_var;
+    v->lo[var] = 0;
+    v->hi[var] = nkeys;
+    v->done[var] = 1;
+}
+
+int core_temp_shape(const plan *p, int t, const core_vars *v, core_buf *out, size_t *bytes, util_diag *diag)
+{
+    const plan_temp *pt = &p->temps[t];
+    out->dtype = plan_dtype_of_ct(pt->type);
+    out->ndim = pt->ndim;
+    out->name = "";
+    int64_t n = 1;
+    for (int d = pt->ndim - 1; d >= 0; d--) {
+        out->shape[d] = v->hi[pt->dims[d]];
+        out->strides[d] = n;
+        if (!mul_ok(n, out->shape[d] > 0 ? out->shape[d] : 1, &n) || n > CORE_MAX_DOMAIN)
+            return util_diag_set(diag, RED_ERR_LIMIT, "an intermediate result would be too large");
+    }
+    *bytes = (size_t)n * (size_t)plan_ct_size(pt->type);
+    return 0;
+}
+
+int core_infer_extent(const plan *p, int var, const core_buf *bufs, int64_t *ext, util_diag *diag)
+{
+    const plan_var *pv = &p->vars[var];
+    int64_t e = INT64_MAX;
+    const plan_constraint *plain = NULL;
+    for (int i = 0; i < pv->nconstraints; i++) {
+        const plan_constraint *k = &pv->constraints[i];
+        const core_buf *b = &bufs[k->buf];
+        int64_t sh = b->shape[k->dim];
+        if (k->offset == 0) {
+            if (plain && bufs[plain->buf].shape[plain->dim] != sh) {
+                const core_buf *b0 = &bufs[plain->buf];
+                if (pv->name[0] == '_')
+                    return util_diag_at(diag, p->src, k->pos, RED_ERR_SHAPE,
+                                        "whole arrays '%s' and '%s' differ along dimension %d "
+                                        "(%lld and %lld elements): they must have the same shape",
+                                        b0->name, b->name, k->dim, (long long)b0->shape[plain->dim],
+                                        (long long)sh);
+                return util_diag_at(diag, p->src, k->pos, RED_ERR_SHAPE,
+                                    "index '%s' has conflicting extents: '%s' has %lld elements "
+                                    "along dimension %d but '%s' has %lld along dimension %d",
+                                    pv->name, b0->name, (long long)b0->shape[plain->dim],
+                                    plain->dim, b->name, (long long)sh, k->dim);
+            }
+            plain = k;
+        }
+        int64_t lim = sh - k->offset;
+        if (lim < e) e = lim;
+    }
+    if (e < 0) e = 0;
+    *ext = e;
+    return 0;
+}
+
