@@ -65,8 +65,8 @@ static void open_contexts(void)
 }
 
 /* A context keeps up to 256 programs with 16 plans each, about half a megabyte a plan: with
- * every input a new text and new signatures that is gigabytes (docs/reliability.md, finding
- * 6), so the contexts are renewed every 64 inputs to keep the fuzzer under its RSS limit. */
+ * every input a new text and new signatures that is gigabytes (docs/reliability.md, "A
+ * context's memory bounded only by entry counts"), so the contexts are renewed every 64 inputs to keep the fuzzer under its RSS limit. */
 static void renew_contexts(void)
 {
     if (++inputs % 64) return;
