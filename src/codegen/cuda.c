@@ -26,11 +26,11 @@ static int calls_any(const char *text, const char *const *names)
     return 0;
 }
 
-int cg_generate(const plan *p, int pi, util_arena *a, cg_kernel *out, util_diag *diag)
+int cg_generate(const plan *p, int pi, const cg_tuning *t, util_arena *a, cg_kernel *out, util_diag *diag)
 {
     memset(out, 0, sizeof *out);
     util_buf_init(&out->src);
-    gen g = {.p = p, .ps = &p->passes[pi], .k = out, .o = &out->src, .nir = p->nir, .pi = pi};
+    gen g = {.p = p, .ps = &p->passes[pi], .tun = t, .k = out, .o = &out->src, .nir = p->nir, .pi = pi};
     g.done = util_arena_alloc(a, (size_t)p->nir + 1);
     g.seen = util_arena_alloc(a, (size_t)p->nir + 1);
     if (!g.done || !g.seen) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
@@ -75,17 +75,17 @@ int cg_generate(const plan *p, int pi, util_arena *a, cg_kernel *out, util_diag 
     util_buf_free(&body);
     if (ps->nreds) {
         /* after acc_elem, which records the loads */
-        util_buf_printf(o, "#define RJ_UNROLL %d\n", cg_unroll(out));
+        util_buf_printf(o, "#define RJ_UNROLL %d\n", cg_unroll(t, out));
         /* argmin and argmax alone: elements folded straight into the
          * running accumulator, in order (see rj_fold_batch) */
         int direct = ps->nreds > 0;
         for (int q = 0; q < ps->nreds; q++) direct &= cg_is_arg(ps->reds[q].rop);
         util_buf_printf(o, "#define RJ_FOLD_DIRECT %d\n", direct);
         out->arg = direct;
-        out->vec_unroll = cg_vunroll();
+        out->vec_unroll = t->vunroll;
         util_buf_printf(o, "#define RJ_VEC %d\n#define RJ_VUNROLL %d\n#define RJ_KVT %d\n#define RJ_KMINB %d\n", out->vec,
-                        out->vec_unroll, ps->key && cg_kvt() > 0 ? cg_kvt() : 0, cg_kminb());
-        util_buf_printf(o, "#define RJ_KDB %d\n", ps->key && out->vec ? cg_kdb() : 0);
+                        out->vec_unroll, ps->key && t->kvt > 0 ? t->kvt : 0, t->kminb);
+        util_buf_printf(o, "#define RJ_KDB %d\n", ps->key && out->vec ? t->kdb : 0);
         util_buf_puts(o, rj_reduce_cuh);
         util_buf_puts(o, "#define RJ_ENTRY extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK)\n");
     }

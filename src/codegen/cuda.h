@@ -12,6 +12,7 @@
 #define RED_CG_CUDA_H
 
 #include "check/plan.h"
+#include "tuning.h"
 
 /* Parameter slots 0..CG_RESERVED-1 are the fixed ones of rj_prelude.cuh. */
 #define CG_RESERVED 13
@@ -71,9 +72,11 @@ typedef struct cg_kernel {
 
 enum { CG_MAP, CG_FULL, CG_PARTIAL, CG_KEYED };
 
-/* Generate the source for pass `pi`.  Allocations for the layout come from
- * `a`; the source buffer must be freed with util_buf_free. */
-int cg_generate(const plan *p, int pi, util_arena *a, cg_kernel *out, util_diag *diag);
+/* Generate the source for pass `pi` with tuning `t` (cg_tuning_get() for the
+ * process's): a function of the plan and `t` alone, whose RJ_* #defines show
+ * the values used.  Allocations for the layout come from `a`; the source
+ * buffer must be freed with util_buf_free. */
+int cg_generate(const plan *p, int pi, const cg_tuning *t, util_arena *a, cg_kernel *out, util_diag *diag);
 
 /* Entry-kernel groups.  cg_group_of gives the group that defines `entry`
  * ("rj_persist", ...; the first of them for rj_final, which closes both the

@@ -13,6 +13,7 @@ extern const char *const cg_tname[CT_COUNT];   /* C++ type of each checked type 
 typedef struct gen {
     const plan *p;
     const plan_pass *ps;
+    const cg_tuning *tun;
     cg_kernel *k;
     util_buf *o;
     unsigned char *done;    /* by IR id: emitted in the current function */
@@ -58,11 +59,7 @@ void cg_emit_out_range(gen *g);
 /* vec.c: 16-byte loads for contiguous reductions */
 void cg_emit_acc_elem_v(gen *g);
 
-/* tuning.c */
-int cg_unroll(const cg_kernel *k);
-int cg_vunroll(void);
-int cg_kvt(void);
-int cg_kdb(void);
-int cg_kminb(void);
+/* tuning.c: RJ_UNROLL for a pass whose acc_elem is emitted (it records the loads) */
+int cg_unroll(const cg_tuning *t, const cg_kernel *k);
 
 #endif

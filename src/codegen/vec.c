@@ -196,7 +196,7 @@ void cg_emit_acc_elem_v(gen *g)
     util_buf *o = g->o;
     if ((k->kind != CG_FULL && k->kind != CG_PARTIAL && k->kind != CG_KEYED) || k->ordered || ps->nred < 1)
         return;
-    if (ps->key && cg_kvt() < 0) return;
+    if (ps->key && g->tun->kvt < 0) return;
     /* a ranged reduced index: rj_seg1a's candidates only (ranged_vec_pass) */
     int rv = 0;
     for (int d = 0; d < ps->nred; d++)
@@ -233,21 +233,8 @@ void cg_emit_acc_elem_v(gen *g)
         util_buf_printf(o, "    rj_vec<%s, %d> q%d;\n", cg_tname[loads[i]->type], vec, loads[i]->id);
     /* acc_load_v: vector u of each array; acc_elem_v: its elements folded;
      * acc_elem_1: element t alone, loaded and folded (the domain's last
-     * elements past whole batches of vectors).  A plain ld.global: cache
-     * operators on it were tried and not kept (H200, 2026-11-25, 2^26
-     * elements, us for sum f32 / sum(a*b) / keys one segment / keys 10..50
-     * / keys of 3 / keys rows of 1024 / CSR rows of 3 / 2^25 x 8 row sums,
-     * best of two runs): plain 69.3 / 127.7 / 140.4 / 158.9 / 187.9 / 146.5
-     * / 142.5 / 283.2; ld.global.nc 68.8 / 127.7 / 140.0 / 158.2 / 185.2 /
-     * 145.9 / 142.3 / 282.9; ld.global.cs 68.1 / 127.0 / 140.0 / 156.0 /
-     * 191.4 / 144.4 / 143.1 / 301.4; ld.global.nc.L1::no_allocate 68.2 /
-     * 126.8 / 149.6 / 158.2 / 213.8 / 157.3 / 142.8 / 301.4.  Whole arrays
-     * at 2^28 (two runs each, us for sum f32 / f64 / i32, max, sum(a*b),
-     * max(abs(a-b)), sum(x) with sum(x*x), argmax): plain 242.1-243.3 /
-     * 472.1 / 240.4-241.3 / 242.3-242.7 / 472.9-473.0 / 471.7-472.6 /
-     * 242.0 / 255.5-256.4, .cs within 0.3% of those (sum f32 at 2^24 24.6-
-     * 24.8 against 25.1-25.7), .lu up to 0.9% slower; CUB 241.3 / 471.5 /
-     * 242.3 / 241.1 / 474.2 / 475.7 / 242.8 / 245.0 */
+     * elements past whole batches of vectors).  A plain ld.global: no cache
+     * operator was faster (bench/TUNING.md) */
     util_buf_puts(o, "};\n__device__ __forceinline__ void acc_load_v(Vld &L, const Params &P, long long o, "
                      "const long long *lo, long long u)\n{\n");
     cg_begin_function(g);

@@ -213,7 +213,7 @@ int gpu_compile_only(const plan *p, const char *arch, util_diag *diag)
     int rc = 0;
     for (int pi = 0; pi < p->npasses && !rc; pi++) {
         cg_kernel k;
-        rc = cg_generate(p, pi, &a, &k, diag);
+        rc = cg_generate(p, pi, cg_tuning_get(), &a, &k, diag);
         cg_add_group(&k.src, CG_ALL_GROUPS, &k);
         if (!rc && k.src.failed) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
         if (!rc) {
@@ -241,7 +241,7 @@ int gpu_explain(const plan *p, int strategy, util_buf *out, util_diag *diag)
     int rc = 0;
     for (int pi = 0; pi < p->npasses && !rc; pi++) {
         cg_kernel k;
-        rc = cg_generate(p, pi, &a, &k, diag);
+        rc = cg_generate(p, pi, cg_tuning_get(), &a, &k, diag);
         cg_add_group(&k.src, CG_ALL_GROUPS, &k);
         if (!rc && k.src.failed) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
         if (!rc) {
@@ -659,7 +659,7 @@ static int pass_kernels(gpu_dev *g, const plan *p, int pi, pass_entry **out, uti
     pass_entry *e = calloc(1, sizeof *e);
     if (!e) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
     util_arena_init(&e->arena);
-    int rc = cg_generate(p, pi, &e->arena, &e->k, diag);
+    int rc = cg_generate(p, pi, cg_tuning_get(), &e->arena, &e->k, diag);
     if (rc) {
         util_buf_free(&e->k.src);
         util_arena_free(&e->arena);
