@@ -92,6 +92,11 @@ int cg_group_has(int group, const char *entry);
 int cg_group_usable(int group, const cg_kernel *k);
 void cg_add_group(util_buf *o, int group, const cg_kernel *k);
 
+/* The generated source of each pass of `p` with tuning `t` (every usable
+ * entry group, the device helpers elided), appended to `out`: red_explain's
+ * listing. */
+int cg_explain(const plan *p, const cg_tuning *t, util_buf *out, util_diag *diag);
+
 /* The embedded device helpers (generated at build time from .cuh files). */
 extern const char rj_prelude_cuh[];
 extern const char rj_reduce_cuh[];
