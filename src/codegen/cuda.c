@@ -11,13 +11,22 @@
 /* The prelude's optional groups (rj_prelude.cuh) and the names that need
  * each: a group is compiled only when the generated code calls one of them,
  * which saves NVRTC's front end 5 to 7 ms a compile.  A name is matched with
- * its "(", so rj_to_i32( is not taken for another; calls from rj_reduce.cuh
- * would not be seen, and it makes none. */
+ * its "(", so rj_to_i32( is not taken for another; calls from the strategy
+ * files would not be seen, and they make none. */
 static const char *const half_fns[] = {"rj_f16_to_f32(", "rj_bf16_to_f32(", "rj_round_f16(", "rj_round_bf16(", NULL};
 static const char *const sat_fns[] = {"rj_to_i32(", "rj_to_i64(", "rj_to_u32(", "rj_to_u64(", NULL};
 static const char *const math_fns[] = {"rj_mod(", "rj_sqrt(", "rj_exp(", "rj_log(", "rj_log2(", "rj_log10(",
                                        "rj_sin(", "rj_cos(", "rj_tan(", "rj_tanh(", "rj_floor(", "rj_ceil(",
                                        "rj_round(", "rj_pow(", "rj_hypot(", "rj_fma(", NULL};
+
+extern const char rj_reduce_cuh[], rj_full_cuh[], rj_segment_cuh[], rj_keys_cuh[], rj_kfused_cuh[];
+
+/* The folds and trees first, then the strategies built on them; the keyed
+ * ones are compiled only under RJ_KEYED. */
+const cg_device_file cg_strategy_files[] = {
+    {"rj_reduce.cuh", rj_reduce_cuh}, {"rj_full.cuh", rj_full_cuh},     {"rj_segment.cuh", rj_segment_cuh},
+    {"rj_keys.cuh", rj_keys_cuh},     {"rj_kfused.cuh", rj_kfused_cuh}, {NULL, NULL},
+};
 
 static int calls_any(const char *text, const char *const *names)
 {
@@ -86,7 +95,7 @@ int cg_generate(const plan *p, int pi, const cg_tuning *t, util_arena *a, cg_ker
         util_buf_printf(o, "#define RJ_VEC %d\n#define RJ_VUNROLL %d\n#define RJ_KVT %d\n#define RJ_KMINB %d\n", out->vec,
                         out->vec_unroll, ps->key && t->kvt > 0 ? t->kvt : 0, t->kminb);
         util_buf_printf(o, "#define RJ_KDB %d\n", ps->key && out->vec ? t->kdb : 0);
-        util_buf_puts(o, rj_reduce_cuh);
+        for (const cg_device_file *f = cg_strategy_files; f->name; f++) util_buf_puts(o, f->text);
         util_buf_puts(o, "#define RJ_ENTRY extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK)\n");
     }
     if (o->failed || failed) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");

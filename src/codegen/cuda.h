@@ -97,8 +97,14 @@ void cg_add_group(util_buf *o, int group, const cg_kernel *k);
  * listing. */
 int cg_explain(const plan *p, const cg_tuning *t, util_buf *out, util_diag *diag);
 
-/* The embedded device helpers (generated at build time from .cuh files). */
+/* The embedded device helpers (generated at build time from the .cuh files
+ * of src/codegen/device by cmake/embed.cmake): the prelude, which every
+ * source starts with, and the strategies, pasted after the generated part
+ * of a reduction pass in the order of cg_strategy_files (NULL-terminated). */
 extern const char rj_prelude_cuh[];
-extern const char rj_reduce_cuh[];
+typedef struct cg_device_file {
+    const char *name, *text;
+} cg_device_file;
+extern const cg_device_file cg_strategy_files[];
 
 #endif

@@ -10,13 +10,14 @@
 /* s with each device helper's text replaced by a line naming its file */
 static void put_elided(util_buf *out, const char *s)
 {
-    const char *helpers[2] = {rj_prelude_cuh, rj_reduce_cuh};
-    const char *names[2] = {"rj_prelude.cuh", "rj_reduce.cuh"};
+    cg_device_file helpers[8] = {{"rj_prelude.cuh", rj_prelude_cuh}};
+    int nh = 1;
+    for (const cg_device_file *f = cg_strategy_files; f->name && nh < 8; f++) helpers[nh++] = *f;
     while (*s) {
         const char *next = NULL;
         int which = -1;
-        for (int h = 0; h < 2; h++) {
-            const char *f = strstr(s, helpers[h]);
+        for (int h = 0; h < nh; h++) {
+            const char *f = strstr(s, helpers[h].text);
             if (f && (!next || f < next)) {
                 next = f;
                 which = h;
@@ -27,8 +28,8 @@ static void put_elided(util_buf *out, const char *s)
             break;
         }
         util_buf_putn(out, s, (size_t)(next - s));
-        util_buf_printf(out, "// ... %s ...\n", names[which]);
-        s = next + strlen(helpers[which]);
+        util_buf_printf(out, "// ... %s ...\n", helpers[which].name);
+        s = next + strlen(helpers[which].text);
     }
 }
 
