@@ -12,6 +12,7 @@
 #define RED_CG_CUDA_H
 
 #include "check/plan.h"
+#include "tuning.h"
 
 /* Parameter slots 0..CG_RESERVED-1 are the fixed ones of rj_prelude.cuh. */
 #define CG_RESERVED 13
@@ -71,9 +72,11 @@ typedef struct cg_kernel {
 
 enum { CG_MAP, CG_FULL, CG_PARTIAL, CG_KEYED };
 
-/* Generate the source for pass `pi`.  Allocations for the layout come from
- * `a`; the source buffer must be freed with util_buf_free. */
-int cg_generate(const plan *p, int pi, util_arena *a, cg_kernel *out, util_diag *diag);
+/* Generate the source for pass `pi` with tuning `t` (cg_tuning_get() for the
+ * process's): a function of the plan and `t` alone, whose RJ_* #defines show
+ * the values used.  Allocations for the layout come from `a`; the source
+ * buffer must be freed with util_buf_free. */
+int cg_generate(const plan *p, int pi, const cg_tuning *t, util_arena *a, cg_kernel *out, util_diag *diag);
 
 /* Entry-kernel groups.  cg_group_of gives the group that defines `entry`
  * ("rj_persist", ...; the first of them for rj_final, which closes both the
@@ -89,8 +92,19 @@ int cg_group_has(int group, const char *entry);
 int cg_group_usable(int group, const cg_kernel *k);
 void cg_add_group(util_buf *o, int group, const cg_kernel *k);
 
-/* The embedded device helpers (generated at build time from .cuh files). */
+/* The generated source of each pass of `p` with tuning `t` (every usable
+ * entry group, the device helpers elided), appended to `out`: red_explain's
+ * listing. */
+int cg_explain(const plan *p, const cg_tuning *t, util_buf *out, util_diag *diag);
+
+/* The embedded device helpers (generated at build time from the .cuh files
+ * of src/codegen/device by cmake/embed.cmake): the prelude, which every
+ * source starts with, and the strategies, pasted after the generated part
+ * of a reduction pass in the order of cg_strategy_files (NULL-terminated). */
 extern const char rj_prelude_cuh[];
-extern const char rj_reduce_cuh[];
+typedef struct cg_device_file {
+    const char *name, *text;
+} cg_device_file;
+extern const cg_device_file cg_strategy_files[];
 
 #endif

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "check/check.h"
+#include "codegen/cuda.h"
 #include "core/dtype.h"
 #include "cpu/exec.h"
 #include "parser/ast.h"
@@ -1375,7 +1376,7 @@ RED_API int red_explain(red_expr *e, const char **text)
                         expr_opt(e, RED_OPT_THREADS), expr_opt(e, RED_OPT_THREADS) == 1 ? "" : "s", VM_B);
     plan_explain(&e->explain, p);
     util_buf_puts(&e->explain, "generated CUDA (helpers from src/codegen/device elided):\n");
-    rc = gpu_explain(p, expr_opt(e, RED_OPT_STRATEGY), &e->explain, &e->diag);
+    rc = cg_explain(p, cg_tuning_get(), &e->explain, &e->diag);
     if (rc) return fail(e, rc);
     if (e->explain.failed) return fail(e, RED_ERR_NOMEM);
     *text = util_buf_str(&e->explain);

@@ -213,7 +213,7 @@ int gpu_compile_only(const plan *p, const char *arch, util_diag *diag)
     int rc = 0;
     for (int pi = 0; pi < p->npasses && !rc; pi++) {
         cg_kernel k;
-        rc = cg_generate(p, pi, &a, &k, diag);
+        rc = cg_generate(p, pi, cg_tuning_get(), &a, &k, diag);
         cg_add_group(&k.src, CG_ALL_GROUPS, &k);
         if (!rc && k.src.failed) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
         if (!rc) {
@@ -230,50 +230,6 @@ int gpu_compile_only(const plan *p, const char *arch, util_diag *diag)
         }
         util_buf_free(&k.src);
     }
-    util_arena_free(&a);
-    return rc;
-}
-
-int gpu_explain(const plan *p, int strategy, util_buf *out, util_diag *diag)
-{
-    util_arena a;
-    util_arena_init(&a);
-    int rc = 0;
-    for (int pi = 0; pi < p->npasses && !rc; pi++) {
-        cg_kernel k;
-        rc = cg_generate(p, pi, &a, &k, diag);
-        cg_add_group(&k.src, CG_ALL_GROUPS, &k);
-        if (!rc && k.src.failed) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
-        if (!rc) {
-            static const char *const kinds[] = {"map", "full reduction", "partial reduction", "keyed reduction"};
-            util_buf_printf(out, "---- pass %d: %s kernel, %d parameters, accumulator %d bytes ----\n", pi,
-                            kinds[k.kind], k.lay.nparams, k.acc_size);
-            /* the generated part only: the helpers are in src/codegen/device */
-            const char *s = util_buf_str(&k.src);
-            const char *helpers[2] = {rj_prelude_cuh, rj_reduce_cuh};
-            const char *names[2] = {"rj_prelude.cuh", "rj_reduce.cuh"};
-            while (*s) {
-                const char *next = NULL;
-                int which = -1;
-                for (int h = 0; h < 2; h++) {
-                    const char *f = strstr(s, helpers[h]);
-                    if (f && (!next || f < next)) {
-                        next = f;
-                        which = h;
-                    }
-                }
-                if (!next) {
-                    util_buf_puts(out, s);
-                    break;
-                }
-                util_buf_putn(out, s, (size_t)(next - s));
-                util_buf_printf(out, "// ... %s ...\n", names[which]);
-                s = next + strlen(helpers[which]);
-            }
-        }
-        util_buf_free(&k.src);
-    }
-    (void)strategy;
     util_arena_free(&a);
     return rc;
 }
@@ -659,7 +615,7 @@ static int pass_kernels(gpu_dev *g, const plan *p, int pi, pass_entry **out, uti
     pass_entry *e = calloc(1, sizeof *e);
     if (!e) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
     util_arena_init(&e->arena);
-    int rc = cg_generate(p, pi, &e->arena, &e->k, diag);
+    int rc = cg_generate(p, pi, cg_tuning_get(), &e->arena, &e->k, diag);
     if (rc) {
         util_buf_free(&e->k.src);
         util_arena_free(&e->arena);

@@ -141,7 +141,4 @@ int gpu_column_layout(const struct cg_kernel *k, const core_buf *bufs);
 enum { GPU_FAULT_NVRTC, GPU_FAULT_MODULE_LOAD, GPU_FAULT_ALLOC, GPU_FAULT_LAUNCH, GPU_NFAULTS };
 void gpu_inject_fault(int kind, int nth);
 
-/* The generated source of each pass, for red_explain. */
-int gpu_explain(const plan *p, int strategy, util_buf *out, util_diag *diag);
-
 #endif

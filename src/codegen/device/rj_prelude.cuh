@@ -42,18 +42,13 @@ __device__ __forceinline__ void rj_fault(const Params &P, unsigned long long cod
 // of the block whose thread 0 wrote the last result, once every other
 // block's writes are visible to it: the workspace (fault record, then the
 // results staged beside it) copied into pinned host memory by the first
-// warp, a word a lane (one copy by thread 0 took 5 us longer: a round trip
-// to L2 a word), and after a system-wide fence the run's sequence number
-// into the word before it, which the host watches.  No copy engine and no
-// stream synchronisation between the kernel and the host: 6.4 us for a
-// launch and a mapped store seen by the host, against 9.7 for launch,
-// 8-byte copy and cuStreamSynchronize (H200, bench/driver_costs).  The
-// fence is 0.7-0.8 us of that (H100, driver_costs, two hosts: a mapped
-// store seen 7.10-7.32 us after the launch, 7.87-8.04 with a word and
-// membar.sys before it); fence.acq_rel.sys (7.94-8.11) and a st.release.sys
-// of the sequence number (7.87-8.15) were no cheaper.  It stays: it is what
-// makes every word the run wrote visible before the host takes the
-// sequence number and gives the run's buffers back.
+// warp, a word a lane (one copy by thread 0 paid a round trip to L2 a
+// word), and after a system-wide fence the run's sequence number into the
+// word before it, which the host watches.  No copy engine and no stream
+// synchronisation between the kernel and the host, which cost a third more
+// (bench/TUNING.md).  The fence makes every word the run wrote visible
+// before the host takes the sequence number and gives the run's buffers
+// back; no cheaper fence or release store did.
 __device__ __forceinline__ void rj_publish(const Params &P)
 {
     volatile unsigned long long *dst = (volatile unsigned long long *)P.v[RJ_PUB];
@@ -61,8 +56,8 @@ __device__ __forceinline__ void rj_publish(const Params &P)
     __syncthreads();   // thread 0's results and every thread's faults are written
     if (threadIdx.x >= 32) return;
     const volatile unsigned long long *ws = (const volatile unsigned long long *)P.v[RJ_ERR];
-    // a loop, not unrolled: NVVM's unrolling of this copy of a few words was
-    // 20 of the 180 ms NVRTC took over sum(x)'s kernel
+    // a loop, not unrolled: NVVM's unrolling of this copy of a few words
+    // was a ninth of NVRTC's time over sum(x)'s kernel
 #pragma unroll 1
     for (long long i = threadIdx.x; i < P.v[RJ_PUBN]; i += 32) dst[i + 1] = ws[i];
     __threadfence_system();
@@ -217,9 +212,9 @@ RJ_FLT_OPS(float, f)
 RJ_FLT_OPS(double, )
 
 #if RJ_MATH
-// fmod is a loop of CUDA's libdevice that NVVM unrolls wherever it is inlined: a keyed kernel
-// whose user operator took two float %s compiled in 9.5 s for sm_90, against 2.5 s with this
-// one call left out of line (1.8 s with no fmod); the call costs little beside fmod itself.
+// fmod is a loop of CUDA's libdevice that NVVM unrolls wherever it is inlined: left out of
+// line, a keyed kernel with two float %s compiles in a quarter of the time (bench/TUNING.md);
+// the call costs little beside fmod itself.
 #define RJ_MATH_OPS(T, S)                                                                    \
     __device__ __noinline__ T rj_mod(T a, T b) { return fmod##S(a, b); }                      \
     __device__ __forceinline__ T rj_sqrt(T a) { return sqrt##S(a); }                          \

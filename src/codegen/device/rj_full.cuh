@@ -1,0 +1,246 @@
+// rj_full.cuh -- full reductions (one output: tree, sequential, persistent) and the
+// 16-byte-load kernels of contiguous reductions (rj_persistv, rj_seg*v).
+// Pasted after rj_reduce.cuh, whose folds and trees it uses.
+
+// ---- full reductions (one output) --------------------------------------------
+
+// tree and persistent, first stage: block b folds its contiguous range.
+__device__ __forceinline__ Acc rj_full_block_fold(const Params &P, long long b)
+{
+    long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+    out_range(P, 0, lo, sz);
+    long long n = P.v[RJ_N], per = P.v[RJ_PER];
+    long long begin = b * per, end = begin + per < n ? begin + per : n;
+    return rj_block_range(P, 0, lo, sz, begin, end);   // valid in thread 0
+}
+
+__device__ __forceinline__ void rj_full_block_stage(const Params &P, long long b)
+{
+    Acc a = rj_full_block_fold(P, b);
+    if (threadIdx.x == 0) ((Acc *)P.v[RJ_PARTIALS])[b] = a;
+}
+
+// sequential, first stage: each thread folds a contiguous run in order.
+__device__ __forceinline__ void rj_full_seq_stage(const Params &P)
+{
+    long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+    out_range(P, 0, lo, sz);
+    long long n = P.v[RJ_N], per = P.v[RJ_PER];
+    long long g = (long long)blockIdx.x * RJ_BLOCK + threadIdx.x;
+    long long begin = g * per, end = begin + per < n ? begin + per : n;
+    Acc a = rj_thread_run(P, 0, lo, sz, begin, end, 1);
+    a = rj_block_reduce(a);
+    if (threadIdx.x == 0) ((Acc *)P.v[RJ_PARTIALS])[blockIdx.x] = a;
+}
+
+__device__ __forceinline__ void rj_full_final(const Params &P)
+{
+    Acc a = rj_combine_partials((const Acc *)P.v[RJ_PARTIALS], P.v[RJ_NBLK]);
+    if (threadIdx.x == 0) acc_write(P, 0, a);
+    rj_publish(P);
+}
+
+// persistent: a grid that fills the GPU once; the last block to finish
+// combines every block's partial (after its stage wrote it), so the whole
+// reduction is one launch.
+// A grid of one block (small inputs) has its answer in thread 0 already
+// (`a`): written straight out, without the fence, the ticket and the second
+// block reduction over one partial, which cost small inputs a microsecond.
+__device__ __forceinline__ void rj_persist_finish(const Params &P, const Acc &a)
+{
+    Acc t = a;
+    if (gridDim.x > 1) {
+        // the ticket: one atomic that releases this block's partial (and,
+        // through the barrier before it, every thread's fault record) and,
+        // in the last block, acquires all the others' (the barrier after it
+        // passes that on to the block's other threads), in place of a
+        // fence by every thread, the atomic and a fence again in the last
+        // block, which was slower (bench/TUNING.md).
+        __shared__ int last;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            ((Acc *)P.v[RJ_PARTIALS])[blockIdx.x] = a;
+            unsigned *ctr = (unsigned *)P.v[RJ_COUNTER];
+            unsigned ticket;
+#if __CUDA_ARCH__ >= 700
+            asm volatile("atom.add.acq_rel.gpu.u32 %0, [%1], 1;\n" : "=r"(ticket) : "l"(ctr) : "memory");
+#else
+            __threadfence();
+            ticket = atomicAdd(ctr, 1u);
+            __threadfence();
+#endif
+            last = ticket == gridDim.x - 1;
+        }
+        __syncthreads();
+        if (!last) return;
+        t = rj_combine_partials((const Acc *)P.v[RJ_PARTIALS], gridDim.x);
+        if (threadIdx.x == 0) *(unsigned *)P.v[RJ_COUNTER] = 0u;   // ready for the next launch
+    }
+    // one copy of the result's write and of rj_publish for both grid sizes
+    if (threadIdx.x == 0) acc_write(P, 0, t);
+    rj_publish(P);
+}
+
+__device__ __forceinline__ void rj_full_persistent(const Params &P)
+{
+    rj_persist_finish(P, rj_full_block_fold(P, blockIdx.x));
+}
+
+#if RJ_VEC && !RJ_KEYED && !RJ_RVEC
+// A batch of RJ_VUNROLL whole vectors folded into `in` in order: into
+// fresh accumulators first, combined in order, as rj_fold_batch does;
+// argmin and argmax straight into `in`.
+__device__ __forceinline__ void rj_fold_vbatch(Acc &in, const Params &P, const Vld *L, long long o,
+                                               const long long *lo, long long u, int step)
+{
+#if RJ_FOLD_DIRECT
+#pragma unroll
+    for (int j = 0; j < RJ_VUNROLL; j++) acc_elem_v(in, P, L[j], o, lo, u + (long long)j * step);
+#else
+    Acc x[RJ_VUNROLL];
+#pragma unroll
+    for (int j = 0; j < RJ_VUNROLL; j++) {
+        acc_init(x[j]);
+        acc_elem_v(x[j], P, L[j], o, lo, u + (long long)j * step);
+    }
+#pragma unroll
+    for (int j = 0; j < RJ_VUNROLL; j++) acc_combine(in, x[j]);
+#endif
+}
+
+// Contiguous reductions (the runtime's vec_ok): output o's elements begin
+// .. end-1 (begin a multiple of RJ_VEC), RJ_VEC of them a 16-byte load of
+// each array (acc_load_v, then acc_elem_v folds them), RJ_VUNROLL such loads
+// in flight per thread; this thread takes the vectors first, first + step,
+// ..., the last of them cut short where the domain ends inside it.
+// Commutative operators only; no subscript to check.  Scalar loads at a
+// stride read from the parameters stayed short of CUB's bandwidth on
+// instructions; these reach CUB's time (bench/TUNING.md).
+__device__ __forceinline__ Acc rj_run_v(const Params &P, long long o, const long long *lo, long long begin,
+                                        long long end, int first, int step)
+{
+    Acc a, in;
+    acc_init(a);
+    acc_init(in);
+    int k = 0;
+    long long vend = end / RJ_VEC;   // whole vectors, then fewer than RJ_VEC elements
+    // whole batches of RJ_VUNROLL vectors, unguarded: their loads are all
+    // issued before the first fold.  NVVM unrolls this loop four times (8
+    // loads a thread in flight), which is much of the kernel's NVRTC time
+    // and of its speed.
+    long long u = begin / RJ_VEC + first;
+    for (; u + (long long)(RJ_VUNROLL - 1) * step < vend; u += (long long)RJ_VUNROLL * step) {
+        Vld L[RJ_VUNROLL];
+#pragma unroll
+        for (int j = 0; j < RJ_VUNROLL; j++) acc_load_v(L[j], P, o, lo, u + (long long)j * step);
+        rj_fold_vbatch(in, P, L, o, lo, u, step);
+        if (++k == RJ_INNER / (RJ_VUNROLL * RJ_VEC)) {
+            acc_combine(a, in);
+            acc_init(in);
+            k = 0;
+        }
+    }
+    // what is left (fewer than RJ_VUNROLL whole vectors, then fewer than
+    // RJ_VEC elements), one element at a time: a batch of its own, cut
+    // short by guards, cost NVRTC a fifth of the kernel's time, and so did
+    // the generic acc_elem; a 16-byte load a whole vector here was no
+    // faster and cost NVRTC time.
+#pragma unroll 1
+    for (long long t = u * RJ_VEC; t < end; t += (t % RJ_VEC == RJ_VEC - 1) ? (long long)(step - 1) * RJ_VEC + 1 : 1)
+        acc_elem_1(in, P, o, lo, t);
+    acc_combine(a, in);
+    return a;
+}
+
+// rj_full_block_fold over 16-byte vectors (RJ_PER is a multiple of RJ_VEC).
+__device__ __forceinline__ Acc rj_full_vec_fold(const Params &P, long long b)
+{
+    long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+    out_range(P, 0, lo, sz);
+    long long n = P.v[RJ_N], per = P.v[RJ_PER];
+    long long begin = b * per, end = begin + per < n ? begin + per : n;
+    if (end < begin) end = begin;   // a block past the end: nothing
+    return rj_block_reduce(rj_run_v(P, 0, lo, begin, end, threadIdx.x, RJ_BLOCK));   // valid in thread 0
+}
+
+__device__ __forceinline__ void rj_full_persistent_vec(const Params &P)
+{
+    rj_persist_finish(P, rj_full_vec_fold(P, blockIdx.x));
+}
+
+// rj_segnv: contiguous rows of a few vectors, w lanes a row (P.v[RJ_PER],
+// a power of 2 up to 16): lane l takes vectors l, l + w, ... of its row,
+// then a tree of w lanes.  Two rows a step (o and o + ng), both rows' loads
+// issued before either is folded.  Faster than a thread a row (rj_seg1v)
+// for rows of 16 vectors; for rows of 2 to 8 a thread a row stays faster
+// (gpu.c, row_min).  Every output has the same domain (vec_ok).
+__device__ __forceinline__ void rj_segmented_vec_lanes(const Params &P)
+{
+    long long nout = P.v[RJ_NOUT];
+    int w = (int)P.v[RJ_PER], sh = __ffs(w) - 1;
+    int lane = threadIdx.x & (w - 1);
+    long long gid = ((long long)blockIdx.x * RJ_BLOCK + threadIdx.x) >> sh;
+    long long ng = ((long long)gridDim.x * RJ_BLOCK) >> sh;
+    long long iters = (nout + 2 * ng - 1) / (2 * ng);   // uniform: the trees' shuffles
+    for (long long it = 0; it < iters; it++) {
+        // rows past the end read row 0 (uniform trips), and are not written
+        long long r0 = gid + 2 * it * ng, r1 = r0 + ng;
+        long long o0 = r0 < nout ? r0 : 0, o1 = r1 < nout ? r1 : 0;
+        long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+        long long cnt = out_range(P, o0, lo, sz);   // no loads; the same domain for o1
+        long long nv = cnt / RJ_VEC;
+        Acc a0, a1;
+        acc_init(a0);
+        acc_init(a1);
+        for (long long u = lane; u < nv; u += w) {
+            Vld L0, L1;
+            acc_load_v(L0, P, o0, lo, u);
+            acc_load_v(L1, P, o1, lo, u);
+            acc_elem_v(a0, P, L0, o0, lo, u);
+            acc_elem_v(a1, P, L1, o1, lo, u);
+        }
+#pragma unroll 1
+        for (long long t = nv * RJ_VEC + lane; t < cnt; t += w) {   // fewer than RJ_VEC left
+            acc_elem_1(a0, P, o0, lo, t);
+            acc_elem_1(a1, P, o1, lo, t);
+        }
+        a0 = rj_warp_reduce(a0, w);
+        a1 = rj_warp_reduce(a1, w);
+        if (lane == 0 && r0 < nout) acc_write(P, r0, a0);
+        if (lane == 0 && r1 < nout) acc_write(P, r1, a1);
+    }
+}
+
+// A block per output over 16-byte vectors (rj_segbv): long contiguous rows.
+__device__ __forceinline__ void rj_segmented_vec_block(const Params &P)
+{
+    long long nout = P.v[RJ_NOUT];
+    for (long long o = blockIdx.x; o < nout; o += gridDim.x) {   // uniform in the block
+        long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+        long long cnt = out_range(P, o, lo, sz);
+        Acc a = rj_block_reduce(rj_run_v(P, o, lo, 0, cnt, threadIdx.x, RJ_BLOCK));
+        if (threadIdx.x == 0) acc_write(P, o, a);
+    }
+}
+
+// rj_segmented's thread (group 1) and warp (32) per output over 16-byte
+// vectors: rows whose reduced dimension is contiguous.
+__device__ __forceinline__ void rj_segmented_vec(const Params &P, int group)
+{
+    long long nout = P.v[RJ_NOUT];
+    long long gid = ((long long)blockIdx.x * RJ_BLOCK + threadIdx.x) / group;
+    long long ngroups = (long long)gridDim.x * RJ_BLOCK / group;
+    int lane = threadIdx.x % group;
+    // every lane of a warp runs the same number of iterations (shuffles)
+    long long iters = (nout + ngroups - 1) / ngroups;
+    for (long long it = 0; it < iters; it++) {
+        long long o = gid + it * ngroups;
+        long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+        long long cnt = out_range(P, o, lo, sz);   // no loads: the domain is the same for every output
+        if (o >= nout) cnt = 0;
+        Acc a = rj_run_v(P, o, lo, 0, cnt, lane, group);
+        if (group > 1) a = rj_warp_reduce(a, group);
+        if (o < nout && lane == 0) acc_write(P, o, a);
+    }
+}
+#endif

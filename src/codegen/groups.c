@@ -1,0 +1,115 @@
+/*
+ * groups.c -- the entry kernels and their groups: each group the kernels one
+ * launch sequence needs, appended to a pass's body only when a run needs it,
+ * since NVRTC's time grows with every entry kernel.
+ */
+#include "cuda.h"
+
+#include <string.h>
+
+/* The entry kernels (the map pass's one is in its body) and their groups (see
+ * cuda.h).  rj_final closes both the tree and the sequential strategy, so it
+ * is in both groups. */
+static const struct {
+    const char *name, *src;
+} entries[] = {
+    {"rj_block", "RJ_ENTRY rj_block(Params P) { rj_full_block_stage(P, blockIdx.x); }\n"},
+    {"rj_final", "RJ_ENTRY rj_final(Params P) { rj_full_final(P); }\n"},
+    {"rj_seq", "RJ_ENTRY rj_seq(Params P) { rj_full_seq_stage(P); }\n"},
+    {"rj_persist", "RJ_ENTRY rj_persist(Params P) { rj_full_persistent(P); }\n"},
+    {"rj_persistv", "RJ_ENTRY rj_persistv(Params P) { rj_full_persistent_vec(P); }\n"},
+    {"rj_seg1", "RJ_ENTRY rj_seg1(Params P) { rj_segmented(P, 1); }\n"},
+    {"rj_seg32", "RJ_ENTRY rj_seg32(Params P) { rj_segmented(P, 32); }\n"},
+    {"rj_seg1v", "RJ_ENTRY rj_seg1v(Params P) { rj_segmented_vec(P, 1); }\n"},
+    {"rj_seg32v", "RJ_ENTRY rj_seg32v(Params P) { rj_segmented_vec(P, 32); }\n"},
+    {"rj_segnv", "RJ_ENTRY rj_segnv(Params P) { rj_segmented_vec_lanes(P); }\n"},
+    {"rj_segbv", "RJ_ENTRY rj_segbv(Params P) { rj_segmented_vec_block(P); }\n"},
+    {"rj_seg1a", "RJ_ENTRY rj_seg1a(Params P) { rj_segmented_ranged_vec(P); }\n"},
+    {"rj_seg1s", "RJ_ENTRY rj_seg1s(Params P) { rj_segmented_ranged_s(P); }\n"},
+    {"rj_segb", "RJ_ENTRY rj_segb(Params P) { rj_segmented(P, RJ_BLOCK); }\n"},
+    {"rj_count", "RJ_ENTRY rj_count(Params P) { rj_count_all(P); }\n"},
+    {"rj_kends", "RJ_ENTRY rj_kends(Params P) { rj_key_ends(P); }\n"},
+    {"rj_kscan", "RJ_ENTRY rj_kscan(Params P) { rj_key_scan(P); }\n"},
+    {"rj_koffs", "RJ_ENTRY rj_koffs(Params P) { rj_key_offsets(P); }\n"},
+    /* at most 64 registers: four blocks an SM, as many as its shared memory holds */
+    {"rj_kfused", "extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK, 4) rj_kfused(Params P) { rj_key_fused<false>(P); }\n"},
+    /* the same two over 16-byte loads (vec_ok): a group of their own, so
+     * that a pass compiles one of the two fused kernels, not both */
+    {"rj_kendsv", "RJ_ENTRY rj_kendsv(Params P) { rj_key_ends(P); }\n"},
+    {"rj_kfusedv", "extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK, RJ_KMINB) rj_kfusedv(Params P) { rj_key_fused<true>(P); }\n"},
+    {"rj_kpriv", "RJ_ENTRY rj_kpriv(Params P) { rj_keyed_private(P); }\n"},
+    {"rj_kcomb", "RJ_ENTRY rj_kcomb(Params P) { rj_keyed_combine(P); }\n"},
+    {"rj_split1", "RJ_ENTRY rj_split1(Params P) { rj_split_threads(P); }\n"},
+    {"rj_splitb", "RJ_ENTRY rj_splitb(Params P) { rj_split_blocks(P); }\n"},
+    {"rj_splitf", "RJ_ENTRY rj_splitf(Params P) { rj_split_final(P); }\n"},
+};
+
+static const char *const group_entries[CG_NGROUPS] = {   /* names, each NUL-terminated */
+    [CG_G_MAP] = "rj_map\0",
+    [CG_G_TREE] = "rj_block\0rj_final\0",
+    [CG_G_SEQ] = "rj_seq\0rj_final\0",
+    [CG_G_PERSIST] = "rj_persist\0",
+    [CG_G_PERSISTV] = "rj_persistv\0",
+    [CG_G_SEG1] = "rj_seg1\0",
+    [CG_G_SEG32] = "rj_seg32\0",
+    [CG_G_SEG1V] = "rj_seg1v\0",
+    [CG_G_SEG32V] = "rj_seg32v\0",
+    [CG_G_SEGB] = "rj_segb\0",
+    [CG_G_COUNT] = "rj_count\0",
+    [CG_G_KSORTED] = "rj_kends\0rj_kfused\0",
+    [CG_G_KOFFS] = "rj_koffs\0",
+    [CG_G_KPRIV] = "rj_kscan\0rj_kpriv\0rj_kcomb\0",
+    [CG_G_SPLIT1] = "rj_split1\0rj_splitf\0",
+    [CG_G_SPLITB] = "rj_splitb\0rj_splitf\0",
+    [CG_G_KSORTEDV] = "rj_kendsv\0rj_kfusedv\0",
+    [CG_G_SEGBV] = "rj_segbv\0",
+    [CG_G_SEG1A] = "rj_seg1a\0",
+    [CG_G_SEG1S] = "rj_seg1s\0",
+    [CG_G_SEGNV] = "rj_segnv\0",
+};
+
+int cg_group_has(int group, const char *entry)
+{
+    if (group < 0 || group >= CG_NGROUPS) return 0;
+    for (const char *n = group_entries[group]; *n; n += strlen(n) + 1)
+        if (strcmp(n, entry) == 0) return 1;
+    return 0;
+}
+
+int cg_group_of(const char *entry)
+{
+    for (int g = 0; g < CG_NGROUPS; g++)
+        if (cg_group_has(g, entry)) return g;
+    return -1;
+}
+
+int cg_group_usable(int group, const cg_kernel *k)
+{
+    int kind = k->kind;
+    if (group < 0 || group >= CG_NGROUPS) return 0;
+    if (kind == CG_MAP) return group == CG_G_MAP;
+    if (group == CG_G_MAP) return 0;
+    if (group == CG_G_PERSISTV) return k->vec > 0 && kind == CG_FULL;
+    if (group == CG_G_SEG1V || group == CG_G_SEG32V || group == CG_G_SEGBV || group == CG_G_SEGNV)
+        return k->vec > 0 && kind == CG_PARTIAL && !k->rvec;
+    if (group == CG_G_SEG1A || group == CG_G_SEG1S) return k->rvec;
+    if (group == CG_G_KSORTEDV) return k->vec > 0 && kind == CG_KEYED;
+    if (group == CG_G_KSORTED || group == CG_G_KOFFS || group == CG_G_KPRIV) return kind == CG_KEYED;
+    if (group == CG_G_SPLIT1 || group == CG_G_SPLITB) return kind == CG_PARTIAL || kind == CG_KEYED;
+    return 1;
+}
+
+void cg_add_group(util_buf *o, int group, const cg_kernel *k)
+{
+    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
+        int mine = 0;
+        if (group == CG_ALL_GROUPS) {
+            mine = cg_group_usable(cg_group_of(entries[i].name), k);
+        } else if (cg_group_usable(group, k)) {
+            for (const char *n = group_entries[group]; *n && !mine; n += strlen(n) + 1)
+                mine = strcmp(n, entries[i].name) == 0;
+        }
+        if (mine) util_buf_puts(o, entries[i].src);
+    }
+}
+

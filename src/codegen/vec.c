@@ -1,0 +1,296 @@
+/*
+ * vec.c -- contiguous reductions: the loads of a pass that qualifies for
+ * 16-byte vectors (cg_kernel.vec), and the functions that load and fold
+ * them (acc_load_v, acc_elem_v, acc_elem_1, acc_one_v, key_v, acc_one_s).
+ */
+#include "gen.h"
+
+/* Is v one of the pass's free indices? */
+static int is_free(const plan_pass *ps, int v)
+{
+    for (int f = 0; f < ps->nfree; f++)
+        if (ps->free[f] == v) return 1;
+    return 0;
+}
+
+/* Position of v among the pass's reduced indices, or -1. */
+static int red_pos(const plan_pass *ps, int v)
+{
+    for (int d = 0; d < ps->nred; d++)
+        if (ps->red[d] == v) return d;
+    return -1;
+}
+
+/* The loads of a contiguous reduction (see cg_kernel.vec): every load
+ * reached from x is a bound array whose subscripts are the pass's reduced
+ * indices, each once, in consecutive dimensions in the pass's order, and
+ * free indices, all plain and in range by construction (so no check), of a
+ * 4- or 8-byte type.  With more than one reduced index, none may be used
+ * but as such a subscript (acc_elem_v defines only the flat position).
+ * Collects the distinct loads into list; 0 where any load is not so. */
+static int vec_loads(gen *g, const ir *x, const ir **list, int *n, int max)
+{
+    const plan_pass *ps = g->ps;
+    if (x->kind == IR_INDEX) return ps->nred == 1 || red_pos(ps, x->slot) < 0;
+    if (x->kind == IR_LOAD) {
+        int first = -1, seen = 0;
+        if (x->slot < 0 || x->nargs > RED_MAX_DIMS) return 0;
+        for (int d = 0; d < x->nargs; d++) {
+            const ir *sub = x->args[d];
+            if (sub->kind != IR_INDEX || !cg_proven_in_range(g, x, d)) return 0;
+            int k = red_pos(ps, sub->slot);
+            if (k < 0) {
+                if (!is_free(ps, sub->slot)) return 0;
+                continue;
+            }
+            if (k == 0 && first < 0) first = d;
+            if (first < 0 || d - first != k) return 0;   /* out of order, or twice */
+            seen++;
+        }
+        if (seen != ps->nred) return 0;   /* one missing */
+        switch (cg_buf_dtype(g, x->slot)) {
+        case RED_I32: case RED_U32: case RED_F32: case RED_I64: case RED_U64: case RED_F64: break;
+        default: return 0;
+        }
+        for (int i = 0; i < *n; i++)
+            if (list[i] == x) return 1;
+        if (*n == max) return 0;
+        list[(*n)++] = x;
+        return 1;
+    }
+    for (int i = 0; i < x->nargs; i++)
+        if (!vec_loads(g, x->args[i], list, n, max)) return 0;
+    return 1;
+}
+
+/* For acc_load_v and acc_elem_1: the free indices from o, and b<id>, the
+ * address of element 0 of output o's domain in each array of a contiguous
+ * reduction (recording, for the runtime's vec_ok, where its parameters are
+ * and in which dimensions the reduced indices run).  The last reduced
+ * dimension has stride 1 there (vec_ok). */
+static void emit_vec_bases(gen *g, const ir *const *loads, int n)
+{
+    const plan_pass *ps = g->ps;
+    cg_kernel *k = g->k;
+    util_buf *o = g->o;
+    cg_emit_free_vars(g, "o");
+    util_buf_puts(o, "    (void)o;\n");
+    for (int i = 0; i < n; i++) {
+        const ir *x = loads[i];
+        int base = cg_buf_base(g, x->slot), nd = x->nargs;
+        const char *t = cg_tname[x->type];
+        k->vec_base[i] = base;
+        k->vec_ndim[i] = nd;
+        util_buf_printf(o, "    const %s *b%d = (const %s *)P.v[%d]", t, x->id, t, base);
+        for (int d = 0; d < nd; d++) {
+            int r = red_pos(ps, x->args[d]->slot);
+            if (r == 0) k->vec_rdim[i] = d;
+            if (r == ps->nred - 1) util_buf_printf(o, " + lo[%d]", r);
+            else if (r >= 0) util_buf_printf(o, " + lo[%d] * P.v[%d]", r, base + 1 + nd + d);
+            else util_buf_printf(o, " + i%d * P.v[%d]", x->args[d]->slot, base + 1 + nd + d);
+        }
+        util_buf_puts(o, ";\n");
+    }
+}
+
+/* For a keyed pass's rj_kfusedv (rj_reduce.cuh): element c of vector u of
+ * its arrays, from Vld L, folded into `a` (acc_one_v) and its key (key_v);
+ * one copy each, c a constant once inlined into the kernel's unrolled
+ * loops.  For rj_seg1a (a ranged pass, no key) acc_one_v alone. */
+static void emit_key_v(gen *g, const ir *const *loads, int n)
+{
+    const plan_pass *ps = g->ps;
+    util_buf *o = g->o;
+    for (int f = 0; f < (ps->key ? 2 : 1); f++) {
+        cg_begin_function(g);
+        if (f == 0)
+            util_buf_puts(o, "__device__ __forceinline__ void acc_one_v(Acc &a, const Params &P, const Vld &L, "
+                             "const long long *lo, long long u, int c)\n{\n");
+        else
+            util_buf_puts(o, "__device__ __forceinline__ long long key_v(const Params &P, const Vld &L, "
+                             "const long long *lo, long long u, int c)\n{\n");
+        util_buf_puts(o, "    (void)P;\n    (void)lo;\n");
+        if (ps->nred == 1)
+            util_buf_printf(o, "    const long long i%d = lo[0] + u * %d + c;\n    (void)i%d;\n", ps->red[0], g->k->vec,
+                            ps->red[0]);
+        else
+            util_buf_printf(o, "    const long long t = u * %d + c;\n    (void)t;\n", g->k->vec);
+        for (int i = 0; i < n; i++) {
+            g->done[loads[i]->id] = 1;
+            util_buf_printf(o, "    const %s v%d = L.q%d.c[c];\n    (void)v%d;\n", cg_tname[loads[i]->type], loads[i]->id,
+                            loads[i]->id, loads[i]->id);
+        }
+        if (f == 0) {
+            cg_emit_fold(g);
+        } else {
+            cg_emit(g, ps->key);
+            util_buf_puts(o, "    return ");
+            cg_ref(g, ps->key);
+            util_buf_puts(o, ";\n");
+        }
+        util_buf_puts(o, "}\n");
+    }
+}
+
+/* For rj_seg1s (a ranged pass, as rj_seg1a's acc_one_v): element t, an
+ * absolute position, of each of its arrays, loaded and folded into `a`.
+ * The runtime takes it where every such array has one dimension of stride
+ * 1 (ranged_scalar_ok), so the element is at base + t, with no stride to
+ * multiply; out_range has checked the row's range against every array. */
+static void emit_one_s(gen *g, const ir *const *loads, int n)
+{
+    const plan_pass *ps = g->ps;
+    util_buf *o = g->o;
+    cg_begin_function(g);
+    util_buf_puts(o, "__device__ __forceinline__ void acc_one_s(Acc &a, const Params &P, long long t)\n{\n"
+                     "    (void)P;\n");
+    util_buf_printf(o, "    const long long i%d = t;\n    (void)i%d;\n", ps->red[0], ps->red[0]);
+    for (int i = 0; i < n; i++) {
+        const char *t = cg_tname[loads[i]->type];
+        g->done[loads[i]->id] = 1;
+        util_buf_printf(o, "    const %s v%d = ((const %s *)P.v[%d])[t];\n    (void)v%d;\n", t, loads[i]->id, t,
+                        g->k->vec_base[i], loads[i]->id);
+    }
+    cg_emit_fold(g);
+    util_buf_puts(o, "}\n");
+}
+
+/* Does x use an index other than the pass's reduced ones? */
+static int uses_free_index(const plan_pass *ps, const ir *x)
+{
+    if (x->kind == IR_INDEX && red_pos(ps, x->slot) < 0) return 1;
+    for (int i = 0; i < x->nargs; i++)
+        if (uses_free_index(ps, x->args[i])) return 1;
+    return 0;
+}
+
+/* A candidate for rj_seg1a (rj_reduce.cuh): one output index, one reduced
+ * index over a range (`over k in ptr[r]..ptr[r+1]`), folded with a
+ * commutative operator from loads at the reduced index alone
+ * (cg_emit_acc_elem_v checks them), the output index itself unused by the
+ * fold. */
+static int ranged_vec_pass(gen *g)
+{
+    const plan_pass *ps = g->ps;
+    if (g->k->kind != CG_PARTIAL || ps->nfree != 1 || ps->nred != 1 || ps->key || g->k->ordered) return 0;
+    for (int q = 0; q < ps->nreds; q++)
+        for (int c = 0; c < ps->reds[q].ncomp; c++)
+            if (uses_free_index(ps, ps->reds[q].map[c])) return 0;
+    return 1;
+}
+
+/* acc_load_v and acc_elem_v: the elements u*RJ_VEC .. u*RJ_VEC + RJ_VEC-1
+ * of output o's domain (flat positions, the last reduced index fastest),
+ * from one 16-byte load of each array (acc_load_v), folded into `a` in
+ * order (acc_elem_v); acc_elem_1 one element; for rj_run_v.  Emitted only
+ * where the pass qualifies (no ordered operator, no ranged reduced index,
+ * loads as vec_loads takes them, all of one size); the runtime takes them
+ * only where, in every such array, the reduced dimensions make one
+ * contiguous run ending in stride 1, every other dimension has a stride of
+ * a multiple of 16 bytes, and the domain's first element sits on 16 bytes
+ * (gpu.c, vec_ok). */
+void cg_emit_acc_elem_v(gen *g)
+{
+    const plan_pass *ps = g->ps;
+    cg_kernel *k = g->k;
+    util_buf *o = g->o;
+    if ((k->kind != CG_FULL && k->kind != CG_PARTIAL && k->kind != CG_KEYED) || k->ordered || ps->nred < 1)
+        return;
+    if (ps->key && g->tun->kvt < 0) return;
+    /* a ranged reduced index: rj_seg1a's candidates only (ranged_vec_pass) */
+    int rv = 0;
+    for (int d = 0; d < ps->nred; d++)
+        if (g->p->vars[ps->red[d]].lo) rv = 1;
+    if (rv && !ranged_vec_pass(g)) return;
+    const ir *loads[8];
+    int n = 0, ok = 1;
+    g->in_elem = rv;   /* (out_range checks a ranged subscript, as for acc_elem) */
+    for (int q = 0; q < ps->nreds && ok; q++)
+        for (int c = 0; c < ps->reds[q].ncomp && ok; c++) ok = vec_loads(g, ps->reds[q].map[c], loads, &n, 8);
+    g->in_elem = 0;
+    if (!ok) return;
+    if (ps->key && !vec_loads(g, ps->key, loads, &n, 8)) return;
+    if (n == 0) return;
+    for (int i = 0; rv && i < n; i++)
+        if (loads[i]->nargs != 1) return;   /* v[k]: one dimension, the ranged index */
+    size_t esz = red_dtype_size(cg_buf_dtype(g, loads[0]->slot));
+    for (int i = 1; i < n; i++)
+        if (red_dtype_size(cg_buf_dtype(g, loads[i]->slot)) != esz) return;
+    int vec = (int)(16 / esz);
+    k->vec = vec;
+    k->vec_esz = (int)esz;
+    k->vec_nred = ps->nred;
+    for (int d = 0; d < ps->nred; d++) {
+        k->vec_lo[d] = k->lay.var_lo[ps->red[d]];
+        k->vec_sz[d] = k->lay.var_sz[ps->red[d]];
+    }
+    k->nvec = n;
+    /* the loads apart from the folds (Vld, acc_load_v), so that a batch's
+     * loads are all issued before the first fold: with both in one function
+     * ptxas interleaved them, one load of each array in flight per thread */
+    util_buf_puts(o, "struct Vld {\n");
+    for (int i = 0; i < n; i++)
+        util_buf_printf(o, "    rj_vec<%s, %d> q%d;\n", cg_tname[loads[i]->type], vec, loads[i]->id);
+    /* acc_load_v: vector u of each array; acc_elem_v: its elements folded;
+     * acc_elem_1: element t alone, loaded and folded (the domain's last
+     * elements past whole batches of vectors).  A plain ld.global: no cache
+     * operator was faster (bench/TUNING.md) */
+    util_buf_puts(o, "};\n__device__ __forceinline__ void acc_load_v(Vld &L, const Params &P, long long o, "
+                     "const long long *lo, long long u)\n{\n");
+    cg_begin_function(g);
+    emit_vec_bases(g, loads, n);
+    for (int i = 0; i < n; i++)
+        util_buf_printf(o, "    L.q%d = ((const rj_vec<%s, %d> *)b%d)[u];\n", loads[i]->id, cg_tname[loads[i]->type], vec,
+                        loads[i]->id);
+    util_buf_puts(o, "}\n");
+    if (ps->key) {
+        emit_key_v(g, loads, n);
+        return;
+    }
+    if (rv) {
+        /* rj_seg1a: acc_one_v as for keys, at absolute positions (lo[0] 0);
+         * rvec_extent, the fewest elements of its arrays; rj_seg1s:
+         * acc_one_s */
+        emit_key_v(g, loads, n);
+        emit_one_s(g, loads, n);
+        util_buf_printf(o, "__device__ __forceinline__ long long rvec_extent(const Params &P)\n{\n"
+                           "    long long n = P.v[%d];\n", k->vec_base[0] + 1);
+        for (int i = 1; i < n; i++)
+            util_buf_printf(o, "    if (P.v[%d] < n) n = P.v[%d];\n", k->vec_base[i] + 1, k->vec_base[i] + 1);
+        util_buf_puts(o, "    return n;\n}\n");
+        k->rvec = 1;
+        return;
+    }
+    util_buf_puts(o, "__device__ __forceinline__ void acc_elem_v(Acc &a, const Params &P, const Vld &L, long long o, "
+                     "const long long *lo, long long u)\n{\n    (void)P;\n    (void)o;\n");
+    for (int c = 0; c < vec; c++) {
+        cg_begin_function(g);
+        util_buf_puts(o, "    {\n");
+        cg_emit_free_vars(g, "o");
+        /* one reduced index: its value; several: the flat position (for
+         * argmin and argmax), the indices themselves being unused */
+        if (ps->nred == 1)
+            util_buf_printf(o, "    const long long i%d = lo[0] + u * %d + %d;\n    (void)i%d;\n", ps->red[0], vec, c,
+                            ps->red[0]);
+        else
+            util_buf_printf(o, "    const long long t = u * %d + %d;\n    (void)t;\n", vec, c);
+        for (int i = 0; i < n; i++) {
+            g->done[loads[i]->id] = 1;
+            util_buf_printf(o, "    const %s v%d = L.q%d.c[%d];\n", cg_tname[loads[i]->type], loads[i]->id, loads[i]->id, c);
+        }
+        cg_emit_fold(g);
+        util_buf_puts(o, "    }\n");
+    }
+    util_buf_puts(o, "}\n__device__ __forceinline__ void acc_elem_1(Acc &a, const Params &P, long long o, "
+                     "const long long *lo, long long t)\n{\n");
+    cg_begin_function(g);
+    emit_vec_bases(g, loads, n);
+    if (ps->nred == 1) util_buf_printf(o, "    const long long i%d = lo[0] + t;\n    (void)i%d;\n", ps->red[0], ps->red[0]);
+    for (int i = 0; i < n; i++) {
+        g->done[loads[i]->id] = 1;
+        util_buf_printf(o, "    const %s v%d = b%d[t];\n", cg_tname[loads[i]->type], loads[i]->id, loads[i]->id);
+    }
+    cg_emit_fold(g);
+    util_buf_puts(o, "}\n");
+}
+
