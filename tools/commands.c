@@ -68,14 +68,16 @@ static double now_ms(void)
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
-/* The next blank-separated word of `*p` (written into `buf`). */
+/* The next blank-separated word of `*p` (written into `buf`).  `*p` moves
+ * past it only when it fits, so a word too long is still there for
+ * extra_words to report. */
 static bool word(const char **p, char *buf, size_t len)
 {
     const char *b = *p + strspn(*p, " \t");
     size_t n = strcspn(b, " \t");
-    *p = b + n;
     if (n == 0 || n >= len)
         return false;
+    *p = b + n;
     memcpy(buf, b, n);
     buf[n] = '\0';
     return true;
@@ -94,6 +96,26 @@ static char *rest(const char *p, char *buf, size_t len)
         return buf + 1;
     }
     return buf;
+}
+
+/* Words after those a command takes are reported rather than ignored: a
+ * stray word is more likely a mistake than a wish. */
+static bool extra_words(repl_session *s, const char *args, const char *usage)
+{
+    args += strspn(args, " \t");
+    if (!*args)
+        return false;
+    session_error(s, "usage: %s (unexpected '%.40s')", usage, args);
+    return true;
+}
+
+/* The one optional word of `:ops [clear]` and its kind: "" when absent;
+ * false after reporting more words than that. */
+static bool optional_word(repl_session *s, const char *args, char *buf, size_t len, const char *usage)
+{
+    if (!word(&args, buf, len))
+        buf[0] = '\0';
+    return !extra_words(s, args, usage);
 }
 
 static bool ends_with(const char *s, const char *suffix)
@@ -170,6 +192,8 @@ static int cmd_del(repl_session *s, const char *args)
             status = 1;
         }
     }
+    if (extra_words(s, args, ":del NAME..."))   /* a word too long to be a name */
+        return 1;
     if (n == 0) {
         session_error(s, "usage: :del NAME...");
         return 1;
@@ -240,9 +264,12 @@ static int cmd_save(repl_session *s, const char *args)
 static int cmd_option(repl_session *s, const char *cmd, const char *args, red_option opt,
                       const char *const *names, int nnames)
 {
-    char val[64];
+    char val[64], usage[64];
     int cur = 0;
-    if (!word(&args, val, sizeof val)) {
+    snprintf(usage, sizeof usage, "%s [%s]", cmd, opt == RED_OPT_DEVICE ? "D" : "S");
+    if (!optional_word(s, args, val, sizeof val, usage))
+        return 1;
+    if (!val[0]) {
         red_get_option(s->ctx, opt, &cur);
         printf("%s\n", cur >= 0 && cur < nnames ? names[cur] : "?");
         return 0;
@@ -276,7 +303,9 @@ static int cmd_option(repl_session *s, const char *cmd, const char *args, red_op
 static int cmd_ops(repl_session *s, const char *args)
 {
     char w[16];
-    if (word(&args, w, sizeof w)) {
+    if (!optional_word(s, args, w, sizeof w, ":ops [clear]"))
+        return 1;
+    if (w[0]) {
         if (strcmp(w, "clear") != 0) {
             session_error(s, "usage: :ops [clear]");
             return 1;
@@ -298,9 +327,11 @@ static bool on_gpu(repl_session *s)
     return dev == RED_DEVICE_GPU || (dev == RED_DEVICE_AUTO && red_gpu_available(s->ctx));
 }
 
-/* Prepare and bind EXPR as an entry; 1 after printing an error. */
+/* Prepare and bind EXPR as an entry; 1 after printing an error.  `st` is
+ * filled in on every path, so the caller's stmt_free is always safe. */
 static int prepared(repl_session *s, const char *cmd, const char *expr, repl_stmt *st)
 {
+    memset(st, 0, sizeof *st);
     expr += strspn(expr, " \t");
     if (!*expr) {
         session_error(s, "usage: %s EXPR", cmd);
@@ -455,7 +486,9 @@ static int cmd_bench(repl_session *s, const char *expr)
 static int cmd_cache(repl_session *s, const char *args)
 {
     char w[16];
-    if (word(&args, w, sizeof w)) {
+    if (!optional_word(s, args, w, sizeof w, ":cache [clear]"))
+        return 1;
+    if (w[0]) {
         if (strcmp(w, "clear") != 0) {
             session_error(s, "usage: :cache [clear]");
             return 1;
@@ -491,6 +524,8 @@ int command_run(repl_session *s, const char *line)
         return 1;
     }
     if (strcmp(cmd, ":quit") == 0 || strcmp(cmd, ":q") == 0 || strcmp(cmd, ":exit") == 0) {
+        if (extra_words(s, args, ":quit"))
+            return 1;
         s->quit = true;
         return 0;
     }
@@ -501,16 +536,19 @@ int command_run(repl_session *s, const char *line)
     if (strcmp(cmd, ":seed") == 0) {
         char num[32] = "", *end = NULL;
         unsigned long long v = word(&args, num, sizeof num) ? strtoull(num, &end, 0) : 0;
-        if (!num[0] || *end) {
+        /* strtoull takes "-1" as 2^64 - 1 */
+        if (!num[0] || *end || num[0] == '-') {
             session_error(s, "usage: :seed N (a non-negative integer)");
             return 1;
         }
+        if (extra_words(s, args, ":seed N"))
+            return 1;
         gen_seed(s, v);
         return 0;
     }
     int status;
     if (strcmp(cmd, ":vars") == 0)
-        status = cmd_vars(s);
+        status = extra_words(s, args, ":vars") ? 1 : cmd_vars(s);
     else if (strcmp(cmd, ":del") == 0)
         status = cmd_del(s, args);
     else if (strcmp(cmd, ":load") == 0)
