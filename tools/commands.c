@@ -42,7 +42,8 @@ static const char help_text[] =
     "  :del NAME...           forget values\n"
     "  :seed N                restart the generators from seed N\n"
     "  :ops [clear]           the saved operators\n"
-    "  :explain EXPR          the plan: passes, strategy, launch configuration\n"
+    "  :explain [--cuda] EXPR the plan: passes, backend, strategy, launch configuration;\n"
+    "                         the generated CUDA too on the GPU, or with --cuda\n"
     "  :strategy [S]          auto, tree, sequential, persistent or segmented\n"
     "  :device [D]            auto, cpu or gpu; cpu copies the values on the GPU to the host\n"
     "  :time EXPR             time parsing, planning, compiling (or the cache hit), uploads,\n"
@@ -346,13 +347,21 @@ static int prepared(repl_session *s, const char *cmd, const char *expr, repl_stm
     return stmt_bind(s, st);
 }
 
+/* `:explain [--cuda] EXPR`.  "--cuda" could begin an expression (minus
+ * minus a value named cuda), but not one anybody asks to explain. */
 static int cmd_explain(repl_session *s, const char *expr)
 {
     repl_stmt st;
+    int what = RED_EXPLAIN_CUDA_ON_GPU;
+    expr += strspn(expr, " \t");
+    if (strncmp(expr, "--cuda", 6) == 0 && (expr[6] == '\0' || expr[6] == ' ' || expr[6] == '\t')) {
+        what = RED_EXPLAIN_CUDA;
+        expr += 6;
+    }
     int status = prepared(s, ":explain", expr, &st);
     const char *plan = NULL;
     if (status == 0) {
-        int rc = red_explain(st.e, &plan);
+        int rc = red_explain_ex(st.e, what, &plan);
         if (rc != RED_OK) {
             session_lib_error(s, rc, red_expr_errmsg(st.e), st.oplines);
             status = 1;
@@ -393,19 +402,6 @@ static int median_run(red_expr *e, int max, double budget_ms, double *median, in
     return RED_OK;
 }
 
-static void describe_first_run(char *buf, size_t n, const red_cache_info *a, const red_cache_info *b, bool gpu)
-{
-    if (!gpu)
-        snprintf(buf, n, "cpu executor, nothing to compile");
-    else if (b->compiles > a->compiles)
-        snprintf(buf, n, "compiled %lld kernel%s (NVRTC %.1f ms)", b->compiles - a->compiles,
-                 b->compiles - a->compiles == 1 ? "" : "s", b->compile_ms - a->compile_ms);
-    else if (b->disk_hits > a->disk_hits)
-        snprintf(buf, n, "kernel cache hit (disk)");
-    else
-        snprintf(buf, n, "kernel cache hit (memory)");
-}
-
 static int cmd_time(repl_session *s, const char *expr)
 {
     repl_stmt st;
@@ -431,7 +427,7 @@ static int cmd_time(repl_session *s, const char *expr)
             status = 1;
         } else {
             char what[128];
-            describe_first_run(what, sizeof what, &before, &after, gpu);
+            print_cache_note(what, sizeof what, &before, &after, gpu);
             red_timings last = {0};
             red_last_timings(st.e, &last);
             printf("parse + generators  %10.3f ms\n", t_prep);

@@ -207,6 +207,53 @@ void print_json_string(FILE *out, const char *s)
     fputc('"', out);
 }
 
+/* ---- notes on a run ------------------------------------------------------------------ */
+
+void print_cache_note(char *buf, size_t n, const red_cache_info *a, const red_cache_info *b, bool gpu)
+{
+    if (!gpu)
+        snprintf(buf, n, "cpu executor, nothing to compile");
+    else if (b->compiles > a->compiles)
+        snprintf(buf, n, "compiled %lld kernel%s (NVRTC %.1f ms)", b->compiles - a->compiles,
+                 b->compiles - a->compiles == 1 ? "" : "s", b->compile_ms - a->compile_ms);
+    else if (b->disk_hits > a->disk_hits)
+        snprintf(buf, n, "kernel cache hit (disk)");
+    else
+        snprintf(buf, n, "kernel cache hit (memory)");
+}
+
+void print_run_note(FILE *out, red_ctx *ctx, red_expr *e, const red_cache_info *before)
+{
+    /* The backend line of the plan is the library's own account of where
+     * the run went and with how many threads. */
+    const char *plan = NULL, *line = NULL;
+    if (red_explain_ex(e, RED_EXPLAIN_PLAN, &plan) == RED_OK && plan)
+        line = strstr(plan, "backend: ");
+    size_t len = line ? strcspn(line, "\n") : 0;
+    bool gpu = line && strncmp(line, "backend: gpu", 12) == 0;
+    int device = RED_DEVICE_AUTO;
+    red_get_option(ctx, RED_OPT_DEVICE, &device);
+    fprintf(out, "redjit: %.*s", (int)len, line ? line : "backend: ?");
+    if (!gpu && device == RED_DEVICE_AUTO && !red_gpu_available(ctx))
+        fprintf(out, "; device auto: %s", red_errmsg(ctx));   /* why not the GPU */
+    fputc('\n', out);
+
+    red_timings t = {0};
+    red_last_timings(e, &t);
+    fprintf(out, "redjit: time: plan %.3f ms", t.plan_ms);
+    if (gpu) {
+        red_cache_info after;
+        char note[128];
+        red_cache_stats(ctx, &after);
+        print_cache_note(note, sizeof note, before, &after, true);
+        fprintf(out, ", compile %.3f ms (%s), upload %.3f ms, kernels %.3f ms, download %.3f ms", t.compile_ms,
+                note, t.upload_ms, t.kernel_ms, t.download_ms);
+    } else {
+        fprintf(out, ", cpu executor %.3f ms", t.cpu_ms);
+    }
+    fprintf(out, ", red_run %.3f ms\n", t.total_ms);
+}
+
 void print_json(FILE *out, const red_array *a, const char *name, bool first)
 {
     fputs(first ? "\n  {\"name\": " : ",\n  {\"name\": ", out);

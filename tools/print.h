@@ -28,4 +28,15 @@ void print_text(FILE *out, const red_array *a, const char *name);
 void print_json(FILE *out, const red_array *a, const char *name, bool first);
 void print_json_string(FILE *out, const char *s);
 
+/* What a run's first red_run did about kernels, from the cache statistics
+ * before and after it: "compiled 1 kernel (NVRTC 95.0 ms)", "kernel cache
+ * hit (disk)", ...; on the CPU, that there was nothing to compile. */
+void print_cache_note(char *buf, size_t n, const red_cache_info *before, const red_cache_info *after, bool gpu);
+
+/* --verbose: after a successful red_run of `e`, two lines on `out`: the
+ * backend that ran it (the CPU's threads, the GPU's strategy; why not the
+ * GPU when the device was auto), and where the time went (red_last_timings,
+ * the kernels compiled or found since `before`). */
+void print_run_note(FILE *out, red_ctx *ctx, red_expr *e, const red_cache_info *before);
+
 #endif /* REDJIT_PRINT_H */

@@ -47,8 +47,12 @@ static const char cli_help[] =
     "  --out NAME=FILE.npy      save the result named NAME (from 'NAME[i,j] = ...') or at\n"
     "                           position NAME (0, 1, ...) as a .npy file; may be repeated.\n"
     "                           With a script: the value NAME holds when it ends\n"
-    "  --explain                print the evaluation plan before the results\n"
-    "  --verbose                print the library's notes (strategy, cache) on stderr\n"
+    "  --explain[=plan|cuda]    print the evaluation plan before the results: the passes,\n"
+    "                           the backend and, for the CPU, its threads; the generated\n"
+    "                           CUDA too when the GPU runs it (=cuda: always, =plan: never)\n"
+    "  --verbose                on stderr: the backend of each evaluation (the CPU's\n"
+    "                           threads, the GPU's strategy, why not the GPU), where its\n"
+    "                           time went, and the library's notes\n"
     "  -h, --help               this text\n"
     "  -V, --version            the library version\n"
     "\n"
@@ -94,7 +98,8 @@ typedef struct cli_session {
     int nsets;
     cli_out *outs;
     int nouts;
-    bool json, explain;
+    bool json, explain, verbose;
+    int explain_what;    /* RED_EXPLAIN_*: what follows the plan */
     const char *origin;  /* script file name prefixed to its errors, or NULL */
 } cli_session;
 
@@ -226,7 +231,7 @@ static int cli_show(const cli_session *s, red_expr *e)
     }
     const char *plan = NULL;
     if (s->explain) {
-        int rc = red_explain(e, &plan);
+        int rc = red_explain_ex(e, s->explain_what, &plan);
         if (rc != RED_OK) {
             free(which);
             return cli_lib_error(s, rc, red_expr_errmsg(e));
@@ -286,10 +291,17 @@ static int cli_eval(const cli_session *s, const char *text)
     if (rc != RED_OK)
         return cli_lib_error(s, rc, red_errmsg(s->ctx));
     rc = cli_bind(s, e);
+    red_cache_info before = {0};
+    if (s->verbose)
+        red_cache_stats(s->ctx, &before);
     if (rc == RED_OK)
         rc = red_run(e);
     int status;
     if (rc == RED_OK) {
+        if (s->verbose) {
+            fflush(stdout);
+            print_run_note(stderr, s->ctx, e, &before);
+        }
         status = cli_show(s, e);
     } else {
         const char *msg = red_expr_errmsg(e);
@@ -310,6 +322,8 @@ static int cli_session_run(cli_session *s, const char *script)
     gen_seed(&rs, (uint64_t)time(NULL) * 0x9e3779b97f4a7c15u ^ (uint64_t)getpid());
     rs.json = s->json;
     rs.explain = s->explain;
+    rs.explain_what = s->explain_what;
+    rs.verbose = s->verbose;
     int status = CLI_OK;
     for (int i = 0; i < s->nloads && status == CLI_OK; i++) {
         cli_load *l = &s->loads[i];
@@ -464,8 +478,13 @@ static int cli_parse(int argc, char **argv, cli_args *a, cli_session *s)
             printf("redjit %s\n", red_version_string());
             return -1;
         }
-        if (strcmp(arg, "--explain") == 0) {
+        if (strcmp(arg, "--explain") == 0 || strncmp(arg, "--explain=", 10) == 0) {
+            static const char *const whats[] = {"plan", "cuda"};
+            int w = arg[9] ? cli_keyword("--explain", arg + 10, whats, 2) : -1;
+            if (arg[9] && w < 0)
+                return CLI_USAGE;
             s->explain = true;
+            s->explain_what = w == 0 ? RED_EXPLAIN_PLAN : w == 1 ? RED_EXPLAIN_CUDA : RED_EXPLAIN_CUDA_ON_GPU;
             continue;
         }
         if (strcmp(arg, "--verbose") == 0) {
@@ -581,7 +600,10 @@ static int cli_main(int argc, char **argv, cli_session *s)
     static bool verbose;
     verbose = a.verbose;
     red_set_log(s->ctx, cli_log, &verbose);
+    s->verbose = a.verbose;
     rc = cli_options(&a, s->ctx);
+    if (rc == RED_OK && a.verbose)
+        rc = red_set_option(s->ctx, RED_OPT_TIMINGS, 1);   /* the GPU phases of the note */
     if (rc != RED_OK)
         return cli_lib_error(s, rc, red_errmsg(s->ctx));
 

@@ -49,6 +49,8 @@ typedef struct repl_session {
     int ntemp;                /* temporaries made for the current statement  */
     bool tty;                 /* at a terminal: tuples on one line, prompts  */
     bool json, explain;       /* --format json, --explain                    */
+    bool verbose;             /* --verbose: print_run_note after each run    */
+    int explain_what;         /* RED_EXPLAIN_*: what --explain adds to the plan */
     const char *origin;       /* script name put in front of errors, or NULL */
     int line;                 /* first line of the statement being run       */
     bool quit;                /* :quit was given                             */

@@ -636,7 +636,7 @@ static int show_results(repl_session *s, repl_stmt *st)
     int count = red_result_count(e);
     if (s->explain) {
         const char *plan = NULL;
-        if (red_explain(e, &plan) == RED_OK && plan) {
+        if (red_explain_ex(e, s->explain_what, &plan) == RED_OK && plan) {
             if (s->json) {
                 fputs("{\"explain\": ", stdout);
                 print_json_string(stdout, plan);
@@ -778,12 +778,19 @@ static int stmt_exec(repl_session *s, const char *text)
     } else if (status == 0 && st.ops_only) {
         status = save_ops(s, st.newops);
     } else if (status == 0 && (status = stmt_bind(s, &st)) == 0) {
+        red_cache_info before = {0};
+        if (s->verbose)
+            red_cache_stats(s->ctx, &before);
         /* Ctrl-C now makes red_run return RED_ERR_INTERRUPTED (repl.c) */
         int rc = red_run(st.e);
         if (rc != RED_OK) {
             session_lib_error(s, rc, red_expr_errmsg(st.e), st.oplines);
             status = 1;
         } else {
+            if (s->verbose) {
+                fflush(stdout);
+                print_run_note(stderr, s->ctx, st.e, &before);
+            }
             status = stmt_deliver(s, &st);
         }
     }

@@ -120,6 +120,34 @@ run redjit -e 'sum(x)' --load x=x.npy --device cpu --threads 2 --strategy auto
 expect "--device cpu --threads 2 --strategy auto" "10"
 run redjit -e 'sum(x)' --load x=x.npy --explain
 if [ $rc -eq 0 ] && [ "$(tail -n 1 out)" = "10" ] && [ "$(wc -l <out)" -gt 1 ]; then ok; else bad "--explain prints a plan, then the result"; fi
+# On the CPU the plan comes without the CUDA a GPU would run, and names the threads that run it.
+run redjit -e 'sum(x)' --load x=x.npy --explain --device cpu
+if [ $rc -eq 0 ] && [ "$(tail -n 1 out)" = "10" ] && ! grep -q 'generated CUDA' out &&
+   grep -Eq '^backend: cpu \(up to [1-9][0-9]* threads?,' out && [ "$(wc -l <out)" -lt 20 ]; then
+    ok
+else
+    bad "--explain on the CPU: the plan and its threads, no CUDA"
+fi
+run redjit -e 'sum(x)' --load x=x.npy --explain --device cpu --threads 3
+if [ $rc -eq 0 ] && grep -q '^backend: cpu (up to 3 threads,' out; then ok; else bad "--explain names --threads 3"; fi
+run redjit -e 'sum(x)' --load x=x.npy --explain=cuda --device cpu
+if [ $rc -eq 0 ] && [ "$(tail -n 1 out)" = "10" ] && grep -q '^generated CUDA' out && grep -q '__global__' out; then
+    ok
+else
+    bad "--explain=cuda shows the generated CUDA on the CPU too"
+fi
+run redjit -e 'sum(x)' --load x=x.npy --explain=plan
+if [ $rc -eq 0 ] && [ "$(tail -n 1 out)" = "10" ] && ! grep -q 'generated CUDA' out; then ok; else bad "--explain=plan"; fi
+run redjit -e 'sum(x)' --load x=x.npy --explain=asm
+expect_usage "--explain with an unknown value"
+# --verbose on the CPU: the backend, its threads and the times, on stderr only.
+run redjit -e 'sum(x)' --load x=x.npy --verbose --device cpu
+if [ $rc -eq 0 ] && [ "$(cat out)" = "10" ] && grep -Eq '^redjit: backend: cpu \(up to [1-9][0-9]* threads?,' err &&
+   grep -q '^redjit: time: plan .* ms, cpu executor .* ms' err; then
+    ok
+else
+    bad "--verbose on the CPU names the backend, its threads and the times"
+fi
 
 # ---- every dtype, byte order and format version loads ----
 for dt in i32 i64 u32 u64 f16 f32 f64; do
