@@ -1,7 +1,8 @@
 /*
  * print.c -- how results look: numbers with the shortest digits that read
- * back exactly, arrays laid out like NumPy (elided above 1000 elements), and
- * JSON.  Shared by the one-shot command line and the interactive session.
+ * back exactly, arrays laid out like NumPy (wrapped to the terminal, elided
+ * above 1000 elements), and JSON.  Shared by the one-shot command line and
+ * the interactive session.
  */
 #include "print.h"
 
@@ -9,6 +10,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 /* NumPy's print options: arrays above THRESHOLD elements show EDGE items
  * at each end of every long axis. */
@@ -109,6 +112,23 @@ size_t print_dtype_size(red_dtype t)
 
 /* ---- printing arrays ----------------------------------------------------------------- */
 
+/* Lines are as wide as the terminal: $COLUMNS when set (as `ls` reads it),
+ * else the width of the terminal `out` writes to, else 80. */
+static int print_line_width(FILE *out)
+{
+    const char *env = getenv("COLUMNS");
+    if (env && *env) {
+        char *end;
+        long n = strtol(env, &end, 10);
+        if (!*end && n > 0 && n <= 1 << 20)
+            return (int)n;
+    }
+    struct winsize ws;
+    if (ioctl(fileno(out), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+        return ws.ws_col;
+    return 80;
+}
+
 typedef struct print_text_state {
     FILE *out;           /* NULL while measuring the widest element */
     const red_array *a;
@@ -116,44 +136,75 @@ typedef struct print_text_state {
     bool elide;
     int width;           /* every element is right-aligned to this */
     int indent;          /* columns before the outermost '[' */
+    int line_width;      /* no line is longer than this, one word allowing */
+    int col;             /* the column `out` is at */
 } print_text_state;
 
-/* NumPy's layout: elements of the last axis on one line, deeper blocks
- * separated by one more newline per level, each line indented to its depth. */
+/* A word of the last axis (an element or "..."), after a blank or, when it
+ * would pass the room left for the closing brackets of `dim + 1` levels, on
+ * a new line aligned under the first element: NumPy's _formatArray. */
+static void print_word(print_text_state *t, int dim, const char *word, int len, bool first)
+{
+    int hang = t->indent + dim + 1, limit = t->line_width - dim - 1;
+    if (!first && t->col + 1 + len > limit) {
+        fprintf(t->out, "\n%*s", hang, "");
+        t->col = hang;
+    } else if (!first) {
+        fputc(' ', t->out);
+        t->col++;
+    }
+    fprintf(t->out, "%*s", len, word);
+    t->col += len;
+}
+
+/* NumPy's layout: elements of the last axis on lines of at most
+ * line_width, deeper blocks separated by one more newline per level, each
+ * line indented to its depth. */
 static void print_text_rec(print_text_state *t, int dim, const char *p)
 {
     const red_array *a = t->a;
     char buf[64];
-    if (dim == a->ndim) {
+    if (dim == a->ndim) {   /* a 0-d array: one element, nothing to wrap */
         print_fmt_elem(buf, sizeof buf, a->dtype, p, false);
+        fputs(buf, t->out);
+        return;
+    }
+    bool last = dim == a->ndim - 1;
+    int64_t n = a->shape[dim];
+    bool cut = t->elide && n > 2 * PRINT_EDGE;
+    if (t->out) {
+        fputc('[', t->out);
+        t->col++;
+    }
+    for (int64_t k = 0; k < n; k++) {
+        if (k > 0 && t->out && !last) {
+            fprintf(t->out, "%.*s%*s", a->ndim - dim - 1, "\n\n\n\n\n\n\n\n", t->indent + dim + 1, "");
+            t->col = t->indent + dim + 1;
+        }
+        if (cut && k == PRINT_EDGE) {
+            if (t->out && last)
+                print_word(t, dim, "...", 3, false);
+            else if (t->out)
+                t->col += fputs("...", t->out) >= 0 ? 3 : 0;
+            k = n - PRINT_EDGE - 1;
+            continue;
+        }
+        const char *q = p + (ptrdiff_t)(k * a->strides[dim]) * (ptrdiff_t)t->esize;
+        if (!last) {
+            print_text_rec(t, dim + 1, q);
+            continue;
+        }
+        print_fmt_elem(buf, sizeof buf, a->dtype, q, false);
         int len = (int)strlen(buf);
         if (!t->out)
             t->width = len > t->width ? len : t->width;
         else
-            fprintf(t->out, "%*s", t->width, buf);
-        return;
+            print_word(t, dim, buf, t->width, k == 0);
     }
-    int64_t n = a->shape[dim];
-    bool cut = t->elide && n > 2 * PRINT_EDGE;
-    if (t->out)
-        fputc('[', t->out);
-    for (int64_t k = 0; k < n; k++) {
-        if (k > 0 && t->out) {
-            if (dim == a->ndim - 1)
-                fputc(' ', t->out);
-            else
-                fprintf(t->out, "%.*s%*s", a->ndim - dim - 1, "\n\n\n\n\n\n\n\n", t->indent + dim + 1, "");
-        }
-        if (cut && k == PRINT_EDGE) {
-            if (t->out)
-                fputs("...", t->out);
-            k = n - PRINT_EDGE - 1;
-            continue;
-        }
-        print_text_rec(t, dim + 1, p + (ptrdiff_t)(k * a->strides[dim]) * (ptrdiff_t)t->esize);
-    }
-    if (t->out)
+    if (t->out) {
         fputc(']', t->out);
+        t->col++;
+    }
 }
 
 void print_text(FILE *out, const red_array *a, const char *name)
@@ -167,7 +218,8 @@ void print_text(FILE *out, const red_array *a, const char *name)
         fputs("[]\n", out);
         return;
     }
-    print_text_state t = {NULL, a, print_dtype_size(a->dtype), red_array_size(a) > PRINT_THRESHOLD, 0, indent};
+    print_text_state t = {NULL, a, print_dtype_size(a->dtype), red_array_size(a) > PRINT_THRESHOLD, 0, indent,
+                          print_line_width(out), indent};
     if (a->ndim > 0)
         print_text_rec(&t, 0, a->data);   /* measure */
     t.out = out;

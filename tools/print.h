@@ -19,8 +19,9 @@ void print_fmt_elem(char *buf, size_t n, red_dtype t, const void *p, bool json);
 size_t print_dtype_size(red_dtype t);
 
 /* `a` (host memory) as NumPy prints it, prefixed "NAME = " when `name` is
- * non-empty, ending with a newline; above 1000 elements only 3 items at each
- * end of every axis are shown. */
+ * non-empty, ending with a newline: lines wrapped to $COLUMNS, else the
+ * width of the terminal `out` is, else 80; above 1000 elements only 3 items
+ * at each end of every axis are shown. */
 void print_text(FILE *out, const red_array *a, const char *name);
 
 /* One member {"name", "dtype", "shape", "value"} of a "results" list;

@@ -47,7 +47,7 @@ typedef struct repl_session {
     char *ops;                /* saved `op` definitions, one per line        */
     uint64_t rng[4];          /* xoshiro256** state that keys generator calls */
     int ntemp;                /* temporaries made for the current statement  */
-    bool tty;                 /* at a terminal: tuples on one line, prompts  */
+    bool tty;                 /* at a terminal: prompts, line editing        */
     bool json, explain;       /* --format json, --explain                    */
     bool verbose;             /* --verbose: print_run_note after each run    */
     int explain_what;         /* RED_EXPLAIN_*: what --explain adds to the plan */

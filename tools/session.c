@@ -646,17 +646,10 @@ static int show_results(repl_session *s, repl_stmt *st)
             }
         }
     }
-    /* A tuple of scalars reads best on one line at the prompt: (1, 0). */
-    bool tuple = s->tty && !s->json && count > 1;
-    for (int i = 0; i < count && tuple; i++) {
-        red_array a;
-        const char *name = NULL;
-        tuple = red_result(e, i, &a, &name) == RED_OK && a.ndim == 0 && (!name || !*name);
-    }
+    /* One result per line, at the prompt as from `redjit -e` and pipes:
+     * what a person reads there is what a script will get. */
     if (s->json)
         fputs("{\"results\": [", stdout);
-    if (tuple)
-        fputc('(', stdout);
     for (int i = 0; i < count; i++) {
         red_array a;
         const char *name = NULL;
@@ -666,19 +659,12 @@ static int show_results(repl_session *s, repl_stmt *st)
             session_lib_error(s, rc, red_expr_errmsg(e), st->oplines);
             return 1;
         }
-        if (s->json) {
+        if (s->json)
             print_json(stdout, &a, name, i == 0);
-        } else if (tuple) {
-            char buf[64];
-            print_fmt_elem(buf, sizeof buf, a.dtype, a.data, false);
-            printf("%s%s", i ? ", " : "", buf);
-        } else {
+        else
             print_text(stdout, &a, name);
-        }
         free(tmp);
     }
-    if (tuple)
-        fputs(")\n", stdout);
     if (s->json)
         fputs(count > 0 ? "\n]}\n" : "]}\n", stdout);
     return 0;
