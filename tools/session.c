@@ -742,9 +742,64 @@ static bool is_blank(const char *text)
     return t.kind == SC_END;
 }
 
+/* Whether `text` is two or more assignments (operators between them
+ * allowed) and nothing else: `p = x; q = y`. */
+static bool only_assignments(const char *text, span *sp, int *n)
+{
+    *n = split_stmts(text, sp, MAX_STMTS);
+    int assigned = 0;
+    for (int i = 0; i < *n; i++) {
+        char *name;
+        const char *eq;
+        stmt_kind k = classify(sp[i], &name, &eq);
+        free(name);
+        if (k == K_EXPR)
+            return false;
+        assigned += k != K_OP;
+    }
+    return assigned >= 2;
+}
+
+static int stmt_exec(repl_session *s, const char *text);
+
+/* `p = x; q = y` keeps both p and q: each statement runs as an entry of its
+ * own, in order, so a later one reads the values the earlier ones stored.
+ * Each gets a copy of the text with the others blanked, so that line
+ * numbers and carets in its errors point where the user typed.  (An entry
+ * that ends with an expression stays one program, whose names live only
+ * in it: `d = x - y; max(abs(d))` computes d without storing it.) */
+static int stmt_exec_each(repl_session *s, const char *text, const span *sp, int n)
+{
+    size_t len = strlen(text);
+    char *copy = malloc(len + 1);
+    if (!copy) {
+        session_error(s, "out of memory");
+        return 1;
+    }
+    int status = 0;
+    for (int i = 0; i < n && status == 0 && !repl_sigint; i++) {
+        for (size_t k = 0; k < len; k++) {
+            bool inside = text + k >= sp[i].b && text + k < sp[i].e;
+            copy[k] = inside || text[k] == '\n' ? text[k] : ' ';
+        }
+        copy[len] = '\0';
+        status = stmt_exec(s, copy);
+    }
+    free(copy);
+    return status;
+}
+
 /* One entry that is not a command: prepare, bind, run, store or print. */
 static int stmt_exec(repl_session *s, const char *text)
 {
+    span *sp = malloc(MAX_STMTS * sizeof *sp);
+    int n = 0;
+    if (sp && only_assignments(text, sp, &n)) {
+        int status = stmt_exec_each(s, text, sp, n);
+        free(sp);
+        return status;
+    }
+    free(sp);
     repl_stmt st;
     int status = stmt_prepare(s, text, &st);
     if (status == 0 && st.alias) {

@@ -155,6 +155,18 @@ printf 'x = iota(4)\nsum(x)\n' | "$REDJIT" --device cpu --verbose >out 2>err
 rc=$?
 expect "--verbose in a session: the note on stderr" 0 "6" "redjit: backend: cpu (up to" "redjit: time: plan"
 
+# Assignments only: each is kept, and a later one reads an earlier one.  An
+# entry that ends with an expression keeps none of its names.
+printf 'x = iota(3)\np = x + 1; q = p * 2\nsum(p), sum(q)\nd = x - 1; max(d)\nd\n' | "$REDJIT" >out 2>err
+rc=$?
+expect "p = ...; q = ... keeps both; d = ...; max(d) keeps no d" 1 "6
+12
+1" "unknown name 'd'"
+printf 'a = iota(2)\n\nb = a + 1; c = b * yy\n' >seq.red
+"$REDJIT" seq.red >out 2>err
+rc=$?
+expect "an error in the second of two assignments points at its line and column" 1 "" "seq.red:3:20: unknown name 'yy'"
+
 # ---- statements from a pipe ----
 printf 'x = iota(6)\nsum(x\n)\n\nsum(x) +\n 1\nsum(x), max(x)\n' | "$REDJIT" >out 2>err
 rc=$?
