@@ -25,7 +25,8 @@ static const char help_text[] =
     "  x = randn(1e8)              keep a value under a name for the session\n"
     "  y = x + 0.001 * randn(1e8)  generators work inside expressions too\n"
     "  max(abs(x - y))             evaluate and print\n"
-    "  d = x - y; max(abs(d))      one line is one program: d is a named value\n"
+    "  d = x - y; max(abs(d))      one program: d names a value inside it, not kept\n"
+    "  p = x + 1; q = x * 2        assignments only: each runs in turn, p and q are kept\n"
     "  C[i,j] = sum(A[i,k]*B[k,j]) over k      stores C\n"
     "  op cmul(a,b) = (a.0*b.0 - a.1*b.1, a.0*b.1 + a.1*b.0) identity (1, 0)\n"
     "                              operators are kept for later statements\n"
@@ -56,8 +57,10 @@ static const char help_text[] =
     "live in GPU memory, so evaluations read them where they are; :save and printing\n"
     "copy them back.\n"
     "\n"
-    "Tab completes names, functions and commands; Ctrl-C abandons the line being typed,\n"
-    "or stops the statement being evaluated (\"interrupted\"; nothing is stored).\n";
+    "Tab completes names, functions, commands, and file names after :load NAME and\n"
+    ":save NAME; Up and Down bring back whole statements, however many lines they took.\n"
+    "Ctrl-C abandons the line being typed, or stops the statement being evaluated\n"
+    "(\"interrupted\"; nothing is stored).\n";
 
 static const char *const strategy_names[] = {"auto", "tree", "sequential", "persistent", "segmented"};
 static const char *const device_names[] = {"auto", "cpu", "gpu"};
@@ -527,6 +530,8 @@ int command_run(repl_session *s, const char *line)
     }
     if (strcmp(cmd, ":help") == 0 || strcmp(cmd, ":h") == 0 || strcmp(cmd, ":?") == 0) {
         fputs(help_text, stdout);
+        fputc('\n', stdout);
+        print_history_note(stdout);
         return 0;
     }
     if (strcmp(cmd, ":seed") == 0) {

@@ -5,6 +5,7 @@
  * the interactive session.
  */
 #include "print.h"
+#include "repl.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -260,6 +261,22 @@ void print_json_string(FILE *out, const char *s)
 }
 
 /* ---- notes on a run ------------------------------------------------------------------ */
+
+void print_history_note(FILE *out)
+{
+    char *path = repl_history_path();
+    if (path)
+        fprintf(out, "The prompt keeps its history in %s\n  (%s).\n", path, repl_history_rule);
+    else
+        fprintf(out, "The prompt keeps no history: %s.\n",
+#ifdef REDJIT_HAVE_LIBEDIT
+                "neither $REDJIT_HISTORY nor $XDG_STATE_HOME nor $HOME is set"
+#else
+                "redjit was built without libedit"
+#endif
+        );
+    free(path);
+}
 
 void print_cache_note(char *buf, size_t n, const red_cache_info *a, const red_cache_info *b, bool gpu)
 {

@@ -29,6 +29,10 @@ void print_text(FILE *out, const red_array *a, const char *name);
 void print_json(FILE *out, const red_array *a, const char *name, bool first);
 void print_json_string(FILE *out, const char *s);
 
+/* One line: where the prompt keeps its history (repl_history_path), or
+ * that it keeps none. */
+void print_history_note(FILE *out);
+
 /* What a run's first red_run did about kernels, from the cache statistics
  * before and after it: "compiled 1 kernel (NVRTC 95.0 ms)", "kernel cache
  * hit (disk)", ...; on the CPU, that there was nothing to compile. */

@@ -474,6 +474,8 @@ static int cli_parse(int argc, char **argv, cli_args *a, cli_session *s)
         }
         if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
             fputs(cli_help, stdout);
+            fputc('\n', stdout);
+            print_history_note(stdout);
             return -1;
         }
         if (strcmp(arg, "-V") == 0 || strcmp(arg, "--version") == 0) {

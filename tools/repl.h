@@ -158,6 +158,11 @@ extern const char *const command_names[];
  * until EOF or :quit.  `stop_on_error` for scripts.  Returns 0, or 1 if a
  * statement failed and the input is not a terminal. */
 int repl_run(repl_session *s, FILE *in, bool stop_on_error);
+/* Where the prompt keeps its history: a path to free, or NULL when there
+ * is none (no $HOME, or built without libedit); repl_history_rule says how
+ * the path is chosen. */
+char *repl_history_path(void);
+extern const char repl_history_rule[];
 
 /* ---- csv.c ---------------------------------------------------------------------- */
 

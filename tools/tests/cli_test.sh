@@ -273,6 +273,9 @@ expect_usage "--out without a program"
 
 run redjit --help
 if [ $rc -eq 0 ] && grep -q 'usage: redjit' out && grep -q '"nan"' out; then ok; else bad "--help"; fi
+REDJIT_HISTORY=$T/hist.txt redjit --help >out 2>err
+rc=$?
+if [ $rc -eq 0 ] && grep -q "keeps its history in $T/hist.txt" out; then ok; else bad "--help says where the history is kept"; fi
 run redjit --version
 if [ $rc -eq 0 ] && grep -q '^redjit [0-9]' out; then ok; else bad "--version"; fi
 

@@ -205,6 +205,11 @@ static void first_session(void)
     expect(&t, "1 + 2\r", "\n3\r\n", "a statement's result");
     expect(&t, "sum(iota(\r", "...> ", "an open bracket asks for more with the secondary prompt");
     expect(&t, "4))\r", "\n6\r\n", "the continued statement runs");
+    expect(&t, NULL, "redjit> ", "the prompt is back");
+    settle(&t);
+    expect(&t, "\x1b[A", "sum(iota(", "Up brings back the statement of two lines ...");
+    expect(&t, NULL, "4))", "... whole, both lines at once");
+    expect(&t, "\r", "\n6\r\n", "... and it runs again");
     expect(&t, "x = 2 *\r", "...> ", "a trailing operator asks for more");
     expect(&t, "21\r", "redjit> ", "the continued assignment runs");
     expect(&t, "x\r", "\n42\r\n", "the value was stored");
@@ -235,6 +240,8 @@ static void first_session(void)
     expect(&t, "\r", "\n5\r\n", "... and the completed name evaluates");
     expect(&t, ":he\t", "lp", "Tab completes :he to :help");
     expect(&t, "\r", "commands:", "... which runs");
+    expect(&t, NULL, "keeps its history in ", ":help says where the history is kept ...");
+    expect(&t, NULL, histpath, "... naming the file");
     expect(&t, ":vars\r", "abcdef", ":vars lists the values");
     expect(&t, NULL, "i64", ":vars shows the dtype");
     expect(&t, NULL, "host", ":vars shows where it lives");
@@ -256,6 +263,21 @@ static void first_session(void)
     expect(&t, "all(v == w)\r", "true", ".npy round trip");
     snprintf(line, sizeof line, "m = rand(3, 4)\r:save m %s/m.csv\r:load m2 %s/m.csv\r", workdir, workdir);
     expect(&t, line, "redjit> ", ":save / :load .csv");
+    /* Tab after :load NAME completes file names: one match, then a list */
+    settle(&t);
+    snprintf(line, sizeof line, ":load w2 %s/v.n\t", workdir);
+    expect(&t, line, "v.n", "typing :load NAME and the start of a file name");
+    expect(&t, NULL, "py", "Tab completes the file of :load NAME");
+    expect(&t, "\r", "redjit> ", "... which loads");
+    expect(&t, "all(v == w2)\r", "true", "... the file named");
+    settle(&t);
+    snprintf(line, sizeof line, ":save v %s/\t", workdir);
+    expect(&t, line, "state/", "Tab after :save NAME lists the directory (a directory with '/')");
+    check(&t, seen_between(&t, t.mark > 200 ? t.mark - 200 : 0, "m.csv"), "... and its files");
+    expect(&t, NULL, "redjit> ", "the line is drawn again under the list");
+    settle(&t);
+    term_send(&t, "\x03");
+    expect(&t, NULL, "redjit> ", "Ctrl-C drops the line");
     expect(&t, "max(abs(m - m2)) < 1e-6, sum(m2[i,j] * 0 + 1)\r", "\ntrue\r\n12\r\n", ".csv round trip, 3 x 4");
     expect(&t, "op mx(a, b) = a > b ? a : b identity -inf\r", "redjit> ", "an operator definition");
     expect(&t, "reduce(mx, v)\r", "\n5\r\n", "the operator is kept for later statements");
