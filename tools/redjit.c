@@ -560,6 +560,15 @@ static int cli_parse(int argc, char **argv, cli_args *a, cli_session *s)
     }
     if (a->expr && a->script)
         return cli_usage("give either -e EXPR or a script file, not both");
+    /* `redjit --load x=x.npy 'sum(x)'`: an expression where a script goes.
+     * Not evaluated as one: a mistyped file name would then run as an
+     * expression and fail with a message about names.  A missing FILE.red
+     * stays a file error (exit 1). */
+    size_t len = a->script ? strlen(a->script) : 0;
+    if (a->script && strcmp(a->script, "-") != 0 && access(a->script, F_OK) != 0 && errno == ENOENT &&
+        !(len >= 4 && strcmp(a->script + len - 4, ".red") == 0))
+        return cli_usage("'%s' is not a file; to evaluate an expression, give it with -e: redjit -e '%s'",
+                         a->script, a->script);
     if (s->nouts && !a->expr && !a->script)
         return cli_usage("--out needs -e EXPR or a script file");
     return CLI_OK;

@@ -270,6 +270,11 @@ run redjit -e 'sum(x)' prog.red
 expect_usage "-e and a script"
 run redjit --out C=c.npy
 expect_usage "--out without a program"
+run redjit --load x=x.npy 'sum(x)'
+expect_usage "an expression without -e"
+if grep -q "redjit -e 'sum(x)'" err; then ok; else bad "... says to give it with -e"; fi
+run redjit --load x=x.npy missing.red
+expect_fail "a missing script file" 1 "missing.red" "cannot open"
 
 run redjit --help
 if [ $rc -eq 0 ] && grep -q 'usage: redjit' out && grep -q '"nan"' out; then ok; else bad "--help"; fi
