@@ -47,10 +47,29 @@ foreach(kind LIBDIR INCLUDEDIR)
   endif()
 endforeach()
 
+# A program linked with `pkg-config --libs redjit` must also find libredjit.so.0 when it runs.
+# The loader searches the system's directories only, so for any other libdir (a prefix in $HOME,
+# /opt, /usr/local before ldconfig has run) Libs carries an rpath to it.  The directories the
+# compiler links from without -L stand for the system's; the choice waits for the install
+# prefix, known only at install time.
+set(REDJIT_PC_SYSTEM_LIBDIRS ${CMAKE_C_IMPLICIT_LINK_DIRECTORIES} ${CMAKE_PLATFORM_IMPLICIT_LINK_DIRECTORIES})
 set(redjit_pc_in ${CMAKE_CURRENT_LIST_DIR}/redjit.pc.in)
 set(redjit_pc ${CMAKE_CURRENT_BINARY_DIR}/redjit.pc)
 install(CODE "
   set(REDJIT_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
+  set(libdir [[${CMAKE_INSTALL_LIBDIR}]])
+  if(NOT IS_ABSOLUTE \"\${libdir}\")
+    set(libdir \"\${CMAKE_INSTALL_PREFIX}/\${libdir}\")
+  endif()
+  file(REAL_PATH \"\${libdir}\" libdir)
+  set(REDJIT_PC_RPATH [[-Wl,-rpath,\${libdir} ]])
+  set(system_libdirs [[${REDJIT_PC_SYSTEM_LIBDIRS}]])
+  foreach(dir IN LISTS system_libdirs)
+    file(REAL_PATH \"\${dir}\" dir)
+    if(dir STREQUAL libdir)
+      set(REDJIT_PC_RPATH \"\")
+    endif()
+  endforeach()
   set(REDJIT_PC_LIBDIR [[${REDJIT_PC_LIBDIR}]])
   set(REDJIT_PC_INCLUDEDIR [[${REDJIT_PC_INCLUDEDIR}]])
   set(REDJIT_PC_LIBS_PRIVATE [[${REDJIT_PC_LIBS_PRIVATE}]])

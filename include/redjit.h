@@ -324,8 +324,22 @@ RED_API void red_free(void *p);
 
 /* Human-readable plan of the expression for the current bindings: the map
  * expressions, operators with identities, domain, result shape and
- * segmentation.  The string is owned by `e` (valid until the next call). */
+ * segmentation, the backend that would run it (for the CPU, the number of
+ * threads), then the generated CUDA source of each pass, whatever the
+ * backend.  The string is owned by `e` (valid until the next call). */
 RED_API int red_explain(red_expr *e, const char **text);
+
+/* What red_explain_ex puts after the plan. */
+enum {
+    RED_EXPLAIN_PLAN        = 0, /* nothing: the plan and backend only         */
+    RED_EXPLAIN_CUDA        = 1, /* the generated CUDA, whatever the backend
+                                    (red_explain)                              */
+    RED_EXPLAIN_CUDA_ON_GPU = 2  /* the generated CUDA when the backend is the
+                                    GPU: a CPU run has no kernels to show      */
+};
+/* red_explain with a choice of what follows the plan: one of RED_EXPLAIN_*
+ * (RED_ERR_ARG for another value).  Same ownership as red_explain. */
+RED_API int red_explain_ex(red_expr *e, int what, const char **text);
 
 /* ---- GPU and kernel cache ------------------------------------------------ */
 

@@ -12,6 +12,7 @@ cd "$(dirname "$0")/.."
 mode=${1:-release}
 case "$mode" in
   release)
+    # scripts/run.sh configures build/ with this same line, so each reuses the other's build.
     cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DREDJIT_WERROR=ON \
           -DPython3_EXECUTABLE=/usr/bin/python3
     cmake --build build

@@ -25,7 +25,8 @@ static const char help_text[] =
     "  x = randn(1e8)              keep a value under a name for the session\n"
     "  y = x + 0.001 * randn(1e8)  generators work inside expressions too\n"
     "  max(abs(x - y))             evaluate and print\n"
-    "  d = x - y; max(abs(d))      one line is one program: d is a named value\n"
+    "  d = x - y; max(abs(d))      one program: d names a value inside it, not kept\n"
+    "  p = x + 1; q = x * 2        assignments only: each runs in turn, p and q are kept\n"
     "  C[i,j] = sum(A[i,k]*B[k,j]) over k      stores C\n"
     "  op cmul(a,b) = (a.0*b.0 - a.1*b.1, a.0*b.1 + a.1*b.0) identity (1, 0)\n"
     "                              operators are kept for later statements\n"
@@ -42,7 +43,8 @@ static const char help_text[] =
     "  :del NAME...           forget values\n"
     "  :seed N                restart the generators from seed N\n"
     "  :ops [clear]           the saved operators\n"
-    "  :explain EXPR          the plan: passes, strategy, launch configuration\n"
+    "  :explain [--cuda] EXPR the plan: passes, backend, strategy, launch configuration;\n"
+    "                         the generated CUDA too on the GPU, or with --cuda\n"
     "  :strategy [S]          auto, tree, sequential, persistent or segmented\n"
     "  :device [D]            auto, cpu or gpu; cpu copies the values on the GPU to the host\n"
     "  :time EXPR             time parsing, planning, compiling (or the cache hit), uploads,\n"
@@ -55,8 +57,10 @@ static const char help_text[] =
     "live in GPU memory, so evaluations read them where they are; :save and printing\n"
     "copy them back.\n"
     "\n"
-    "Tab completes names, functions and commands; Ctrl-C abandons the line being typed,\n"
-    "or stops the statement being evaluated (\"interrupted\"; nothing is stored).\n";
+    "Tab completes names, functions, commands, and file names after :load NAME and\n"
+    ":save NAME; Up and Down bring back whole statements, however many lines they took.\n"
+    "Ctrl-C abandons the line being typed, or stops the statement being evaluated\n"
+    "(\"interrupted\"; nothing is stored).\n";
 
 static const char *const strategy_names[] = {"auto", "tree", "sequential", "persistent", "segmented"};
 static const char *const device_names[] = {"auto", "cpu", "gpu"};
@@ -68,14 +72,16 @@ static double now_ms(void)
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
-/* The next blank-separated word of `*p` (written into `buf`). */
+/* The next blank-separated word of `*p` (written into `buf`).  `*p` moves
+ * past it only when it fits, so a word too long is still there for
+ * extra_words to report. */
 static bool word(const char **p, char *buf, size_t len)
 {
     const char *b = *p + strspn(*p, " \t");
     size_t n = strcspn(b, " \t");
-    *p = b + n;
     if (n == 0 || n >= len)
         return false;
+    *p = b + n;
     memcpy(buf, b, n);
     buf[n] = '\0';
     return true;
@@ -94,6 +100,26 @@ static char *rest(const char *p, char *buf, size_t len)
         return buf + 1;
     }
     return buf;
+}
+
+/* Words after those a command takes are reported rather than ignored: a
+ * stray word is more likely a mistake than a wish. */
+static bool extra_words(repl_session *s, const char *args, const char *usage)
+{
+    args += strspn(args, " \t");
+    if (!*args)
+        return false;
+    session_error(s, "usage: %s (unexpected '%.40s')", usage, args);
+    return true;
+}
+
+/* The one optional word of `:ops [clear]` and its kind: "" when absent;
+ * false after reporting more words than that. */
+static bool optional_word(repl_session *s, const char *args, char *buf, size_t len, const char *usage)
+{
+    if (!word(&args, buf, len))
+        buf[0] = '\0';
+    return !extra_words(s, args, usage);
 }
 
 static bool ends_with(const char *s, const char *suffix)
@@ -170,6 +196,8 @@ static int cmd_del(repl_session *s, const char *args)
             status = 1;
         }
     }
+    if (extra_words(s, args, ":del NAME..."))   /* a word too long to be a name */
+        return 1;
     if (n == 0) {
         session_error(s, "usage: :del NAME...");
         return 1;
@@ -240,9 +268,12 @@ static int cmd_save(repl_session *s, const char *args)
 static int cmd_option(repl_session *s, const char *cmd, const char *args, red_option opt,
                       const char *const *names, int nnames)
 {
-    char val[64];
+    char val[64], usage[64];
     int cur = 0;
-    if (!word(&args, val, sizeof val)) {
+    snprintf(usage, sizeof usage, "%s [%s]", cmd, opt == RED_OPT_DEVICE ? "D" : "S");
+    if (!optional_word(s, args, val, sizeof val, usage))
+        return 1;
+    if (!val[0]) {
         red_get_option(s->ctx, opt, &cur);
         printf("%s\n", cur >= 0 && cur < nnames ? names[cur] : "?");
         return 0;
@@ -276,7 +307,9 @@ static int cmd_option(repl_session *s, const char *cmd, const char *args, red_op
 static int cmd_ops(repl_session *s, const char *args)
 {
     char w[16];
-    if (word(&args, w, sizeof w)) {
+    if (!optional_word(s, args, w, sizeof w, ":ops [clear]"))
+        return 1;
+    if (w[0]) {
         if (strcmp(w, "clear") != 0) {
             session_error(s, "usage: :ops [clear]");
             return 1;
@@ -298,9 +331,11 @@ static bool on_gpu(repl_session *s)
     return dev == RED_DEVICE_GPU || (dev == RED_DEVICE_AUTO && red_gpu_available(s->ctx));
 }
 
-/* Prepare and bind EXPR as an entry; 1 after printing an error. */
+/* Prepare and bind EXPR as an entry; 1 after printing an error.  `st` is
+ * filled in on every path, so the caller's stmt_free is always safe. */
 static int prepared(repl_session *s, const char *cmd, const char *expr, repl_stmt *st)
 {
+    memset(st, 0, sizeof *st);
     expr += strspn(expr, " \t");
     if (!*expr) {
         session_error(s, "usage: %s EXPR", cmd);
@@ -315,13 +350,21 @@ static int prepared(repl_session *s, const char *cmd, const char *expr, repl_stm
     return stmt_bind(s, st);
 }
 
+/* `:explain [--cuda] EXPR`.  "--cuda" could begin an expression (minus
+ * minus a value named cuda), but not one anybody asks to explain. */
 static int cmd_explain(repl_session *s, const char *expr)
 {
     repl_stmt st;
+    int what = RED_EXPLAIN_CUDA_ON_GPU;
+    expr += strspn(expr, " \t");
+    if (strncmp(expr, "--cuda", 6) == 0 && (expr[6] == '\0' || expr[6] == ' ' || expr[6] == '\t')) {
+        what = RED_EXPLAIN_CUDA;
+        expr += 6;
+    }
     int status = prepared(s, ":explain", expr, &st);
     const char *plan = NULL;
     if (status == 0) {
-        int rc = red_explain(st.e, &plan);
+        int rc = red_explain_ex(st.e, what, &plan);
         if (rc != RED_OK) {
             session_lib_error(s, rc, red_expr_errmsg(st.e), st.oplines);
             status = 1;
@@ -362,19 +405,6 @@ static int median_run(red_expr *e, int max, double budget_ms, double *median, in
     return RED_OK;
 }
 
-static void describe_first_run(char *buf, size_t n, const red_cache_info *a, const red_cache_info *b, bool gpu)
-{
-    if (!gpu)
-        snprintf(buf, n, "cpu executor, nothing to compile");
-    else if (b->compiles > a->compiles)
-        snprintf(buf, n, "compiled %lld kernel%s (NVRTC %.1f ms)", b->compiles - a->compiles,
-                 b->compiles - a->compiles == 1 ? "" : "s", b->compile_ms - a->compile_ms);
-    else if (b->disk_hits > a->disk_hits)
-        snprintf(buf, n, "kernel cache hit (disk)");
-    else
-        snprintf(buf, n, "kernel cache hit (memory)");
-}
-
 static int cmd_time(repl_session *s, const char *expr)
 {
     repl_stmt st;
@@ -400,7 +430,7 @@ static int cmd_time(repl_session *s, const char *expr)
             status = 1;
         } else {
             char what[128];
-            describe_first_run(what, sizeof what, &before, &after, gpu);
+            print_cache_note(what, sizeof what, &before, &after, gpu);
             red_timings last = {0};
             red_last_timings(st.e, &last);
             printf("parse + generators  %10.3f ms\n", t_prep);
@@ -455,7 +485,9 @@ static int cmd_bench(repl_session *s, const char *expr)
 static int cmd_cache(repl_session *s, const char *args)
 {
     char w[16];
-    if (word(&args, w, sizeof w)) {
+    if (!optional_word(s, args, w, sizeof w, ":cache [clear]"))
+        return 1;
+    if (w[0]) {
         if (strcmp(w, "clear") != 0) {
             session_error(s, "usage: :cache [clear]");
             return 1;
@@ -491,26 +523,33 @@ int command_run(repl_session *s, const char *line)
         return 1;
     }
     if (strcmp(cmd, ":quit") == 0 || strcmp(cmd, ":q") == 0 || strcmp(cmd, ":exit") == 0) {
+        if (extra_words(s, args, ":quit"))
+            return 1;
         s->quit = true;
         return 0;
     }
     if (strcmp(cmd, ":help") == 0 || strcmp(cmd, ":h") == 0 || strcmp(cmd, ":?") == 0) {
         fputs(help_text, stdout);
+        fputc('\n', stdout);
+        print_history_note(stdout);
         return 0;
     }
     if (strcmp(cmd, ":seed") == 0) {
         char num[32] = "", *end = NULL;
         unsigned long long v = word(&args, num, sizeof num) ? strtoull(num, &end, 0) : 0;
-        if (!num[0] || *end) {
+        /* strtoull takes "-1" as 2^64 - 1 */
+        if (!num[0] || *end || num[0] == '-') {
             session_error(s, "usage: :seed N (a non-negative integer)");
             return 1;
         }
+        if (extra_words(s, args, ":seed N"))
+            return 1;
         gen_seed(s, v);
         return 0;
     }
     int status;
     if (strcmp(cmd, ":vars") == 0)
-        status = cmd_vars(s);
+        status = extra_words(s, args, ":vars") ? 1 : cmd_vars(s);
     else if (strcmp(cmd, ":del") == 0)
         status = cmd_del(s, args);
     else if (strcmp(cmd, ":load") == 0)

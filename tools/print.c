@@ -1,14 +1,18 @@
 /*
  * print.c -- how results look: numbers with the shortest digits that read
- * back exactly, arrays laid out like NumPy (elided above 1000 elements), and
- * JSON.  Shared by the one-shot command line and the interactive session.
+ * back exactly, arrays laid out like NumPy (wrapped to the terminal, elided
+ * above 1000 elements), and JSON.  Shared by the one-shot command line and
+ * the interactive session.
  */
 #include "print.h"
+#include "repl.h"
 
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 /* NumPy's print options: arrays above THRESHOLD elements show EDGE items
  * at each end of every long axis. */
@@ -109,6 +113,23 @@ size_t print_dtype_size(red_dtype t)
 
 /* ---- printing arrays ----------------------------------------------------------------- */
 
+/* Lines are as wide as the terminal: $COLUMNS when set (as `ls` reads it),
+ * else the width of the terminal `out` writes to, else 80. */
+static int print_line_width(FILE *out)
+{
+    const char *env = getenv("COLUMNS");
+    if (env && *env) {
+        char *end;
+        long n = strtol(env, &end, 10);
+        if (!*end && n > 0 && n <= 1 << 20)
+            return (int)n;
+    }
+    struct winsize ws;
+    if (ioctl(fileno(out), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+        return ws.ws_col;
+    return 80;
+}
+
 typedef struct print_text_state {
     FILE *out;           /* NULL while measuring the widest element */
     const red_array *a;
@@ -116,44 +137,75 @@ typedef struct print_text_state {
     bool elide;
     int width;           /* every element is right-aligned to this */
     int indent;          /* columns before the outermost '[' */
+    int line_width;      /* no line is longer than this, one word allowing */
+    int col;             /* the column `out` is at */
 } print_text_state;
 
-/* NumPy's layout: elements of the last axis on one line, deeper blocks
- * separated by one more newline per level, each line indented to its depth. */
+/* A word of the last axis (an element or "..."), after a blank or, when it
+ * would pass the room left for the closing brackets of `dim + 1` levels, on
+ * a new line aligned under the first element: NumPy's _formatArray. */
+static void print_word(print_text_state *t, int dim, const char *word, int len, bool first)
+{
+    int hang = t->indent + dim + 1, limit = t->line_width - dim - 1;
+    if (!first && t->col + 1 + len > limit) {
+        fprintf(t->out, "\n%*s", hang, "");
+        t->col = hang;
+    } else if (!first) {
+        fputc(' ', t->out);
+        t->col++;
+    }
+    fprintf(t->out, "%*s", len, word);
+    t->col += len;
+}
+
+/* NumPy's layout: elements of the last axis on lines of at most
+ * line_width, deeper blocks separated by one more newline per level, each
+ * line indented to its depth. */
 static void print_text_rec(print_text_state *t, int dim, const char *p)
 {
     const red_array *a = t->a;
     char buf[64];
-    if (dim == a->ndim) {
+    if (dim == a->ndim) {   /* a 0-d array: one element, nothing to wrap */
         print_fmt_elem(buf, sizeof buf, a->dtype, p, false);
+        fputs(buf, t->out);
+        return;
+    }
+    bool last = dim == a->ndim - 1;
+    int64_t n = a->shape[dim];
+    bool cut = t->elide && n > 2 * PRINT_EDGE;
+    if (t->out) {
+        fputc('[', t->out);
+        t->col++;
+    }
+    for (int64_t k = 0; k < n; k++) {
+        if (k > 0 && t->out && !last) {
+            fprintf(t->out, "%.*s%*s", a->ndim - dim - 1, "\n\n\n\n\n\n\n\n", t->indent + dim + 1, "");
+            t->col = t->indent + dim + 1;
+        }
+        if (cut && k == PRINT_EDGE) {
+            if (t->out && last)
+                print_word(t, dim, "...", 3, false);
+            else if (t->out)
+                t->col += fputs("...", t->out) >= 0 ? 3 : 0;
+            k = n - PRINT_EDGE - 1;
+            continue;
+        }
+        const char *q = p + (ptrdiff_t)(k * a->strides[dim]) * (ptrdiff_t)t->esize;
+        if (!last) {
+            print_text_rec(t, dim + 1, q);
+            continue;
+        }
+        print_fmt_elem(buf, sizeof buf, a->dtype, q, false);
         int len = (int)strlen(buf);
         if (!t->out)
             t->width = len > t->width ? len : t->width;
         else
-            fprintf(t->out, "%*s", t->width, buf);
-        return;
+            print_word(t, dim, buf, t->width, k == 0);
     }
-    int64_t n = a->shape[dim];
-    bool cut = t->elide && n > 2 * PRINT_EDGE;
-    if (t->out)
-        fputc('[', t->out);
-    for (int64_t k = 0; k < n; k++) {
-        if (k > 0 && t->out) {
-            if (dim == a->ndim - 1)
-                fputc(' ', t->out);
-            else
-                fprintf(t->out, "%.*s%*s", a->ndim - dim - 1, "\n\n\n\n\n\n\n\n", t->indent + dim + 1, "");
-        }
-        if (cut && k == PRINT_EDGE) {
-            if (t->out)
-                fputs("...", t->out);
-            k = n - PRINT_EDGE - 1;
-            continue;
-        }
-        print_text_rec(t, dim + 1, p + (ptrdiff_t)(k * a->strides[dim]) * (ptrdiff_t)t->esize);
-    }
-    if (t->out)
+    if (t->out) {
         fputc(']', t->out);
+        t->col++;
+    }
 }
 
 void print_text(FILE *out, const red_array *a, const char *name)
@@ -167,7 +219,8 @@ void print_text(FILE *out, const red_array *a, const char *name)
         fputs("[]\n", out);
         return;
     }
-    print_text_state t = {NULL, a, print_dtype_size(a->dtype), red_array_size(a) > PRINT_THRESHOLD, 0, indent};
+    print_text_state t = {NULL, a, print_dtype_size(a->dtype), red_array_size(a) > PRINT_THRESHOLD, 0, indent,
+                          print_line_width(out), indent};
     if (a->ndim > 0)
         print_text_rec(&t, 0, a->data);   /* measure */
     t.out = out;
@@ -205,6 +258,69 @@ void print_json_string(FILE *out, const char *s)
             fputc(c, out);
     }
     fputc('"', out);
+}
+
+/* ---- notes on a run ------------------------------------------------------------------ */
+
+void print_history_note(FILE *out)
+{
+    char *path = repl_history_path();
+    if (path)
+        fprintf(out, "The prompt keeps its history in %s\n  (%s).\n", path, repl_history_rule);
+    else
+        fprintf(out, "The prompt keeps no history: %s.\n",
+#ifdef REDJIT_HAVE_LIBEDIT
+                "neither $REDJIT_HISTORY nor $XDG_STATE_HOME nor $HOME is set"
+#else
+                "redjit was built without libedit"
+#endif
+        );
+    free(path);
+}
+
+void print_cache_note(char *buf, size_t n, const red_cache_info *a, const red_cache_info *b, bool gpu)
+{
+    if (!gpu)
+        snprintf(buf, n, "cpu executor, nothing to compile");
+    else if (b->compiles > a->compiles)
+        snprintf(buf, n, "compiled %lld kernel%s (NVRTC %.1f ms)", b->compiles - a->compiles,
+                 b->compiles - a->compiles == 1 ? "" : "s", b->compile_ms - a->compile_ms);
+    else if (b->disk_hits > a->disk_hits)
+        snprintf(buf, n, "kernel cache hit (disk)");
+    else
+        snprintf(buf, n, "kernel cache hit (memory)");
+}
+
+void print_run_note(FILE *out, red_ctx *ctx, red_expr *e, const red_cache_info *before)
+{
+    /* The backend line of the plan is the library's own account of where
+     * the run went and with how many threads. */
+    const char *plan = NULL, *line = NULL;
+    if (red_explain_ex(e, RED_EXPLAIN_PLAN, &plan) == RED_OK && plan)
+        line = strstr(plan, "backend: ");
+    size_t len = line ? strcspn(line, "\n") : 0;
+    bool gpu = line && strncmp(line, "backend: gpu", 12) == 0;
+    int device = RED_DEVICE_AUTO;
+    red_get_option(ctx, RED_OPT_DEVICE, &device);
+    fprintf(out, "redjit: %.*s", (int)len, line ? line : "backend: ?");
+    if (!gpu && device == RED_DEVICE_AUTO && !red_gpu_available(ctx))
+        fprintf(out, "; device auto: %s", red_errmsg(ctx));   /* why not the GPU */
+    fputc('\n', out);
+
+    red_timings t = {0};
+    red_last_timings(e, &t);
+    fprintf(out, "redjit: time: plan %.3f ms", t.plan_ms);
+    if (gpu) {
+        red_cache_info after;
+        char note[128];
+        red_cache_stats(ctx, &after);
+        print_cache_note(note, sizeof note, before, &after, true);
+        fprintf(out, ", compile %.3f ms (%s), upload %.3f ms, kernels %.3f ms, download %.3f ms", t.compile_ms,
+                note, t.upload_ms, t.kernel_ms, t.download_ms);
+    } else {
+        fprintf(out, ", cpu executor %.3f ms", t.cpu_ms);
+    }
+    fprintf(out, ", red_run %.3f ms\n", t.total_ms);
 }
 
 void print_json(FILE *out, const red_array *a, const char *name, bool first)

@@ -47,16 +47,22 @@ static const char cli_help[] =
     "  --out NAME=FILE.npy      save the result named NAME (from 'NAME[i,j] = ...') or at\n"
     "                           position NAME (0, 1, ...) as a .npy file; may be repeated.\n"
     "                           With a script: the value NAME holds when it ends\n"
-    "  --explain                print the evaluation plan before the results\n"
-    "  --verbose                print the library's notes (strategy, cache) on stderr\n"
+    "  --explain[=plan|cuda]    print the evaluation plan before the results: the passes,\n"
+    "                           the backend and, for the CPU, its threads; the generated\n"
+    "                           CUDA too when the GPU runs it (=cuda: always, =plan: never)\n"
+    "  --verbose                on stderr: the backend of each evaluation (the CPU's\n"
+    "                           threads, the GPU's strategy, why not the GPU), where its\n"
+    "                           time went, and the library's notes\n"
     "  -h, --help               this text\n"
     "  -V, --version            the library version\n"
     "\n"
     "output:\n"
-    "  text   one result per line; a named result is prefixed 'NAME = '.  Floats print\n"
-    "         the shortest digits that read back to the same value, integers exactly,\n"
-    "         bools as true/false.  Arrays print like NumPy: nested brackets, and above\n"
-    "         1000 elements only 3 items at each end of each axis, with '...' between.\n"
+    "  text   one result per line (at the prompt too); a named result is prefixed\n"
+    "         'NAME = '.  Floats print the shortest digits that read back to the same\n"
+    "         value, integers exactly, bools as true/false.  Arrays print like NumPy:\n"
+    "         nested brackets, lines wrapped to $COLUMNS or the terminal's width (80\n"
+    "         when not a terminal), and above 1000 elements only 3 items at each end\n"
+    "         of each axis, with '...' between.\n"
     "  json   one object {\"results\": [...]}, each result {\"name\": \"C\", \"dtype\": \"f32\",\n"
     "         \"shape\": [2, 3], \"value\": ...} with arrays as nested lists (never elided).\n"
     "         JSON has no NaN or infinity: they are written as the strings \"nan\", \"inf\"\n"
@@ -94,7 +100,8 @@ typedef struct cli_session {
     int nsets;
     cli_out *outs;
     int nouts;
-    bool json, explain;
+    bool json, explain, verbose;
+    int explain_what;    /* RED_EXPLAIN_*: what follows the plan */
     const char *origin;  /* script file name prefixed to its errors, or NULL */
 } cli_session;
 
@@ -226,7 +233,7 @@ static int cli_show(const cli_session *s, red_expr *e)
     }
     const char *plan = NULL;
     if (s->explain) {
-        int rc = red_explain(e, &plan);
+        int rc = red_explain_ex(e, s->explain_what, &plan);
         if (rc != RED_OK) {
             free(which);
             return cli_lib_error(s, rc, red_expr_errmsg(e));
@@ -286,10 +293,17 @@ static int cli_eval(const cli_session *s, const char *text)
     if (rc != RED_OK)
         return cli_lib_error(s, rc, red_errmsg(s->ctx));
     rc = cli_bind(s, e);
+    red_cache_info before = {0};
+    if (s->verbose)
+        red_cache_stats(s->ctx, &before);
     if (rc == RED_OK)
         rc = red_run(e);
     int status;
     if (rc == RED_OK) {
+        if (s->verbose) {
+            fflush(stdout);
+            print_run_note(stderr, s->ctx, e, &before);
+        }
         status = cli_show(s, e);
     } else {
         const char *msg = red_expr_errmsg(e);
@@ -310,6 +324,8 @@ static int cli_session_run(cli_session *s, const char *script)
     gen_seed(&rs, (uint64_t)time(NULL) * 0x9e3779b97f4a7c15u ^ (uint64_t)getpid());
     rs.json = s->json;
     rs.explain = s->explain;
+    rs.explain_what = s->explain_what;
+    rs.verbose = s->verbose;
     int status = CLI_OK;
     for (int i = 0; i < s->nloads && status == CLI_OK; i++) {
         cli_load *l = &s->loads[i];
@@ -458,14 +474,21 @@ static int cli_parse(int argc, char **argv, cli_args *a, cli_session *s)
         }
         if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
             fputs(cli_help, stdout);
+            fputc('\n', stdout);
+            print_history_note(stdout);
             return -1;
         }
         if (strcmp(arg, "-V") == 0 || strcmp(arg, "--version") == 0) {
             printf("redjit %s\n", red_version_string());
             return -1;
         }
-        if (strcmp(arg, "--explain") == 0) {
+        if (strcmp(arg, "--explain") == 0 || strncmp(arg, "--explain=", 10) == 0) {
+            static const char *const whats[] = {"plan", "cuda"};
+            int w = arg[9] ? cli_keyword("--explain", arg + 10, whats, 2) : -1;
+            if (arg[9] && w < 0)
+                return CLI_USAGE;
             s->explain = true;
+            s->explain_what = w == 0 ? RED_EXPLAIN_PLAN : w == 1 ? RED_EXPLAIN_CUDA : RED_EXPLAIN_CUDA_ON_GPU;
             continue;
         }
         if (strcmp(arg, "--verbose") == 0) {
@@ -537,6 +560,15 @@ static int cli_parse(int argc, char **argv, cli_args *a, cli_session *s)
     }
     if (a->expr && a->script)
         return cli_usage("give either -e EXPR or a script file, not both");
+    /* `redjit --load x=x.npy 'sum(x)'`: an expression where a script goes.
+     * Not evaluated as one: a mistyped file name would then run as an
+     * expression and fail with a message about names.  A missing FILE.red
+     * stays a file error (exit 1). */
+    size_t len = a->script ? strlen(a->script) : 0;
+    if (a->script && strcmp(a->script, "-") != 0 && access(a->script, F_OK) != 0 && errno == ENOENT &&
+        !(len >= 4 && strcmp(a->script + len - 4, ".red") == 0))
+        return cli_usage("'%s' is not a file; to evaluate an expression, give it with -e: redjit -e '%s'",
+                         a->script, a->script);
     if (s->nouts && !a->expr && !a->script)
         return cli_usage("--out needs -e EXPR or a script file");
     return CLI_OK;
@@ -581,7 +613,10 @@ static int cli_main(int argc, char **argv, cli_session *s)
     static bool verbose;
     verbose = a.verbose;
     red_set_log(s->ctx, cli_log, &verbose);
+    s->verbose = a.verbose;
     rc = cli_options(&a, s->ctx);
+    if (rc == RED_OK && a.verbose)
+        rc = red_set_option(s->ctx, RED_OPT_TIMINGS, 1);   /* the GPU phases of the note */
     if (rc != RED_OK)
         return cli_lib_error(s, rc, red_errmsg(s->ctx));
 

@@ -4,9 +4,10 @@
  * the continuation of unfinished statements on the next line.  Ctrl-C
  * abandons the line being typed, or stops the evaluation that is running.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE   /* d_type of struct dirent */
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -54,11 +55,14 @@ static void on_sigint(int sig)
 
 /* ---- history file ------------------------------------------------------------ */
 
-#ifdef REDJIT_HAVE_LIBEDIT
-/* $REDJIT_HISTORY, else $XDG_STATE_HOME/redjit/history, else
- * ~/.local/state/redjit/history; the directories are made as needed. */
-static char *history_path(void)
+const char repl_history_rule[] =
+    "$REDJIT_HISTORY, else $XDG_STATE_HOME/redjit/history, else ~/.local/state/redjit/history";
+
+char *repl_history_path(void)
 {
+#ifndef REDJIT_HAVE_LIBEDIT
+    return NULL;
+#else
     const char *env = getenv("REDJIT_HISTORY");
     if (env && *env)
         return strdup(env);
@@ -78,6 +82,17 @@ static char *history_path(void)
     } else {
         return NULL;
     }
+    return path;
+#endif
+}
+
+#ifdef REDJIT_HAVE_LIBEDIT
+/* repl_history_path, with the directories above it made as needed. */
+static char *history_path(void)
+{
+    char *path = repl_history_path();
+    if (!path)
+        return NULL;
     for (char *p = path + 1; *p; p++)
         if (*p == '/') {
             *p = '\0';
@@ -100,6 +115,7 @@ typedef struct cands {
     size_t plen;
     char **v;
     int n, cap;
+    size_t shown;   /* a list of candidates leaves out their first `shown` bytes */
 } cands;
 
 static void cand_add(cands *c, const char *w, size_t len)
@@ -151,6 +167,62 @@ static void cand_names(cands *c, repl_session *s, bool values_only)
     cand_words(c, lang_words);
 }
 
+/* Paths that complete `c->prefix`: the entries of its directory (the
+ * working one when it has no '/'), a directory with a '/' after it, hidden
+ * ones only when the prefix asks for them.  A list shows names only. */
+static void cand_files(cands *c)
+{
+    size_t dlen = c->plen;
+    while (dlen > 0 && c->prefix[dlen - 1] != '/')
+        dlen--;
+    const char *base = c->prefix + dlen;
+    size_t blen = c->plen - dlen;
+    char dir[4096];
+    if (dlen >= sizeof dir)
+        return;
+    memcpy(dir, c->prefix, dlen);
+    dir[dlen] = '\0';
+    DIR *d = opendir(dlen ? dir : ".");
+    if (!d)
+        return;
+    c->shown = dlen;
+    struct dirent *ent;
+    while ((ent = readdir(d)) != NULL) {
+        const char *nm = ent->d_name;
+        if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0 || (nm[0] == '.' && base[0] != '.') ||
+            strncmp(nm, base, blen) != 0)
+            continue;
+        char path[8192];
+        int len = snprintf(path, sizeof path, "%s%s", dir, nm);
+        if (len < 0 || (size_t)len + 2 > sizeof path)
+            continue;
+        bool isdir = ent->d_type == DT_DIR;
+        struct stat st;
+        if ((ent->d_type == DT_UNKNOWN || ent->d_type == DT_LNK) && stat(path, &st) == 0)
+            isdir = S_ISDIR(st.st_mode);
+        if (isdir)
+            path[len++] = '/';
+        cand_add(c, path, (size_t)len);
+    }
+    closedir(d);
+}
+
+/* Whether the word at `b` is an argument that names a file: the FILE of
+ * `:load NAME FILE` and `:save NAME FILE` (the third word of the line). */
+static bool file_argument(const char *lead, const char *b)
+{
+    if ((strncmp(lead, ":load", 5) != 0 && strncmp(lead, ":save", 5) != 0) || (lead[5] != ' ' && lead[5] != '\t'))
+        return false;
+    int words = 0;
+    for (const char *p = lead; p < b; words++) {
+        p += strcspn(p, " \t");
+        if (p >= b)
+            return false;   /* the cursor is still in the command word */
+        p += strspn(p, " \t");
+    }
+    return words >= 2;
+}
+
 static int cand_cmp(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -169,9 +241,18 @@ static unsigned char complete(EditLine *el, int ch)
     bool is_cmd = b > li->buffer && b[-1] == ':' && b - 1 == lead;
     if (is_cmd)
         b--;
-    cands c = {b, (size_t)(li->cursor - b), NULL, 0, 0};
+    /* a file name runs from the blank before it: '/', '.' and '-' too */
+    const char *fb = li->cursor;
+    while (fb > li->buffer && fb[-1] != ' ' && fb[-1] != '\t')
+        fb--;
+    bool is_file = *lead == ':' && file_argument(lead, fb);
+    if (is_file)
+        b = fb;
+    cands c = {b, (size_t)(li->cursor - b), NULL, 0, 0, 0};
     if (is_cmd)
         cand_words(&c, command_names);
+    else if (is_file)
+        cand_files(&c);
     else if (*lead == ':')   /* :save NAME, :del NAME... */
         cand_names(&c, in->s, true);
     else
@@ -200,7 +281,7 @@ static unsigned char complete(EditLine *el, int ch)
             qsort(c.v, (size_t)c.n, sizeof c.v[0], cand_cmp);
             fputc('\n', stdout);
             for (int i = 0; i < c.n; i++)
-                printf("%s%s", c.v[i], i + 1 < c.n ? "  " : "\n");
+                printf("%s%s", c.v[i] + c.shown, i + 1 < c.n ? "  " : "\n");
             ret = CC_REDISPLAY;
         }
     }
@@ -398,13 +479,8 @@ int repl_run(repl_session *s, FILE *f, bool stop_on_error)
         if (r == 0 && plen == 0)
             break;
         bool blank = r == 0 || blank_text(in.line);
-        if (r > 0) {
+        if (r > 0)
             lineno++;
-#ifdef REDJIT_HAVE_LIBEDIT
-            if (in.el && !blank)
-                history_add(&in, in.line);
-#endif
-        }
         const char *text = NULL;
         if (plen == 0) {
             if (blank)
@@ -428,6 +504,12 @@ int repl_run(repl_session *s, FILE *f, bool stop_on_error)
                 continue;
             text = pend;
         }
+#ifdef REDJIT_HAVE_LIBEDIT
+        /* A statement goes into the history whole, once complete: Up
+         * brings back all its lines at once, as they will run again. */
+        if (in.el)
+            history_add(&in, text);
+#endif
         /* At the prompt a statement is numbered from its own first line;
          * in a script or a pipe by the line of the input. */
         s->line = s->tty ? 1 : start;

@@ -47,8 +47,10 @@ typedef struct repl_session {
     char *ops;                /* saved `op` definitions, one per line        */
     uint64_t rng[4];          /* xoshiro256** state that keys generator calls */
     int ntemp;                /* temporaries made for the current statement  */
-    bool tty;                 /* at a terminal: tuples on one line, prompts  */
+    bool tty;                 /* at a terminal: prompts, line editing        */
     bool json, explain;       /* --format json, --explain                    */
+    bool verbose;             /* --verbose: print_run_note after each run    */
+    int explain_what;         /* RED_EXPLAIN_*: what --explain adds to the plan */
     const char *origin;       /* script name put in front of errors, or NULL */
     int line;                 /* first line of the statement being run       */
     bool quit;                /* :quit was given                             */
@@ -156,6 +158,11 @@ extern const char *const command_names[];
  * until EOF or :quit.  `stop_on_error` for scripts.  Returns 0, or 1 if a
  * statement failed and the input is not a terminal. */
 int repl_run(repl_session *s, FILE *in, bool stop_on_error);
+/* Where the prompt keeps its history: a path to free, or NULL when there
+ * is none (no $HOME, or built without libedit); repl_history_rule says how
+ * the path is chosen. */
+char *repl_history_path(void);
+extern const char repl_history_rule[];
 
 /* ---- csv.c ---------------------------------------------------------------------- */
 

@@ -636,7 +636,7 @@ static int show_results(repl_session *s, repl_stmt *st)
     int count = red_result_count(e);
     if (s->explain) {
         const char *plan = NULL;
-        if (red_explain(e, &plan) == RED_OK && plan) {
+        if (red_explain_ex(e, s->explain_what, &plan) == RED_OK && plan) {
             if (s->json) {
                 fputs("{\"explain\": ", stdout);
                 print_json_string(stdout, plan);
@@ -646,17 +646,10 @@ static int show_results(repl_session *s, repl_stmt *st)
             }
         }
     }
-    /* A tuple of scalars reads best on one line at the prompt: (1, 0). */
-    bool tuple = s->tty && !s->json && count > 1;
-    for (int i = 0; i < count && tuple; i++) {
-        red_array a;
-        const char *name = NULL;
-        tuple = red_result(e, i, &a, &name) == RED_OK && a.ndim == 0 && (!name || !*name);
-    }
+    /* One result per line, at the prompt as from `redjit -e` and pipes:
+     * what a person reads there is what a script will get. */
     if (s->json)
         fputs("{\"results\": [", stdout);
-    if (tuple)
-        fputc('(', stdout);
     for (int i = 0; i < count; i++) {
         red_array a;
         const char *name = NULL;
@@ -666,19 +659,12 @@ static int show_results(repl_session *s, repl_stmt *st)
             session_lib_error(s, rc, red_expr_errmsg(e), st->oplines);
             return 1;
         }
-        if (s->json) {
+        if (s->json)
             print_json(stdout, &a, name, i == 0);
-        } else if (tuple) {
-            char buf[64];
-            print_fmt_elem(buf, sizeof buf, a.dtype, a.data, false);
-            printf("%s%s", i ? ", " : "", buf);
-        } else {
+        else
             print_text(stdout, &a, name);
-        }
         free(tmp);
     }
-    if (tuple)
-        fputs(")\n", stdout);
     if (s->json)
         fputs(count > 0 ? "\n]}\n" : "]}\n", stdout);
     return 0;
@@ -756,9 +742,64 @@ static bool is_blank(const char *text)
     return t.kind == SC_END;
 }
 
+/* Whether `text` is two or more assignments (operators between them
+ * allowed) and nothing else: `p = x; q = y`. */
+static bool only_assignments(const char *text, span *sp, int *n)
+{
+    *n = split_stmts(text, sp, MAX_STMTS);
+    int assigned = 0;
+    for (int i = 0; i < *n; i++) {
+        char *name;
+        const char *eq;
+        stmt_kind k = classify(sp[i], &name, &eq);
+        free(name);
+        if (k == K_EXPR)
+            return false;
+        assigned += k != K_OP;
+    }
+    return assigned >= 2;
+}
+
+static int stmt_exec(repl_session *s, const char *text);
+
+/* `p = x; q = y` keeps both p and q: each statement runs as an entry of its
+ * own, in order, so a later one reads the values the earlier ones stored.
+ * Each gets a copy of the text with the others blanked, so that line
+ * numbers and carets in its errors point where the user typed.  (An entry
+ * that ends with an expression stays one program, whose names live only
+ * in it: `d = x - y; max(abs(d))` computes d without storing it.) */
+static int stmt_exec_each(repl_session *s, const char *text, const span *sp, int n)
+{
+    size_t len = strlen(text);
+    char *copy = malloc(len + 1);
+    if (!copy) {
+        session_error(s, "out of memory");
+        return 1;
+    }
+    int status = 0;
+    for (int i = 0; i < n && status == 0 && !repl_sigint; i++) {
+        for (size_t k = 0; k < len; k++) {
+            bool inside = text + k >= sp[i].b && text + k < sp[i].e;
+            copy[k] = inside || text[k] == '\n' ? text[k] : ' ';
+        }
+        copy[len] = '\0';
+        status = stmt_exec(s, copy);
+    }
+    free(copy);
+    return status;
+}
+
 /* One entry that is not a command: prepare, bind, run, store or print. */
 static int stmt_exec(repl_session *s, const char *text)
 {
+    span *sp = malloc(MAX_STMTS * sizeof *sp);
+    int n = 0;
+    if (sp && only_assignments(text, sp, &n)) {
+        int status = stmt_exec_each(s, text, sp, n);
+        free(sp);
+        return status;
+    }
+    free(sp);
     repl_stmt st;
     int status = stmt_prepare(s, text, &st);
     if (status == 0 && st.alias) {
@@ -778,12 +819,19 @@ static int stmt_exec(repl_session *s, const char *text)
     } else if (status == 0 && st.ops_only) {
         status = save_ops(s, st.newops);
     } else if (status == 0 && (status = stmt_bind(s, &st)) == 0) {
+        red_cache_info before = {0};
+        if (s->verbose)
+            red_cache_stats(s->ctx, &before);
         /* Ctrl-C now makes red_run return RED_ERR_INTERRUPTED (repl.c) */
         int rc = red_run(st.e);
         if (rc != RED_OK) {
             session_lib_error(s, rc, red_expr_errmsg(st.e), st.oplines);
             status = 1;
         } else {
+            if (s->verbose) {
+                fflush(stdout);
+                print_run_note(stderr, s->ctx, st.e, &before);
+            }
             status = stmt_deliver(s, &st);
         }
     }

@@ -9,6 +9,7 @@
  * beyond the two caches, which are locked.
  */
 #include <dlpack/dlpack.h>
+#include <omp.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1353,9 +1354,9 @@ static int result_detach(red_expr *e, int i, red_array *out, int take)
 
 RED_API int red_result_detach(red_expr *e, int i, red_array *out) { return result_detach(e, i, out, 0); }
 
-RED_API int red_explain(red_expr *e, const char **text)
+RED_API int red_explain_ex(red_expr *e, int what, const char **text)
 {
-    if (!e || !text) return RED_ERR_ARG;
+    if (!e || !text || what < RED_EXPLAIN_PLAN || what > RED_EXPLAIN_CUDA_ON_GPU) return RED_ERR_ARG;
     e->diag.code = 0;
     plan *p;
     int rc = expr_plan(e, &p);
@@ -1367,21 +1368,28 @@ RED_API int red_explain(red_expr *e, const char **text)
     if (rc) return rc;
     static const char *const strat[] = {"auto", "tree", "sequential", "persistent", "segmented"};
     util_buf_printf(&e->explain, "expression: %s\n", e->pg->text);
-    if (gpu)
+    if (gpu) {
         util_buf_printf(&e->explain, "backend: gpu, strategy %s (blocks of 256 threads; full reductions: "
                         "persistent grid from occupancy unless another strategy is chosen; partial: a thread, "
                         "warp or block per output by segment length)\n", strat[expr_opt(e, RED_OPT_STRATEGY)]);
-    else
-        util_buf_printf(&e->explain, "backend: cpu (%d thread%s (0 = all cores), blocks of %d, chunks of 65536)\n",
-                        expr_opt(e, RED_OPT_THREADS), expr_opt(e, RED_OPT_THREADS) == 1 ? "" : "s", VM_B);
+    } else {
+        /* the count cpu_execute takes for 0; small domains use fewer */
+        int threads = expr_opt(e, RED_OPT_THREADS) > 0 ? expr_opt(e, RED_OPT_THREADS) : omp_get_max_threads();
+        util_buf_printf(&e->explain, "backend: cpu (up to %d thread%s, blocks of %d, chunks of 65536)\n",
+                        threads, threads == 1 ? "" : "s", VM_B);
+    }
     plan_explain(&e->explain, p);
-    util_buf_puts(&e->explain, "generated CUDA (helpers from src/codegen/device elided):\n");
-    rc = cg_explain(p, cg_tuning_get(), &e->explain, &e->diag);
-    if (rc) return fail(e, rc);
+    if (what == RED_EXPLAIN_CUDA || (what == RED_EXPLAIN_CUDA_ON_GPU && gpu)) {
+        util_buf_puts(&e->explain, "generated CUDA (helpers from src/codegen/device elided):\n");
+        rc = cg_explain(p, cg_tuning_get(), &e->explain, &e->diag);
+        if (rc) return fail(e, rc);
+    }
     if (e->explain.failed) return fail(e, RED_ERR_NOMEM);
     *text = util_buf_str(&e->explain);
     return RED_OK;
 }
+
+RED_API int red_explain(red_expr *e, const char **text) { return red_explain_ex(e, RED_EXPLAIN_CUDA, text); }
 
 /* ---- one call ------------------------------------------------------------------------- */
 

@@ -1,8 +1,10 @@
 # run_install_test.cmake -- cmake -P script behind the install_consumer test.
 #   1. cmake --install BUILD_DIR --prefix WORK_DIR/prefix
 #   2. configure and build consumer/ with find_package(redjit); run its shared and static programs
-#   3. cc consumer/main.c $(pkg-config --cflags --libs redjit); run it
+#   3. cc consumer/main.c $(pkg-config --cflags --libs redjit), README's line and nothing more;
+#      run it, with no LD_LIBRARY_PATH: the .pc's rpath must find libredjit.so.0
 #   4. the same against libredjit.a alone with pkg-config --static; run it
+#   5. an install for prefix /usr (under DESTDIR): its redjit.pc has no rpath
 # Prints one line per check and a final "N passed, M failed"; fails if M > 0.
 
 foreach(v BUILD_DIR WORK_DIR CONSUMER_DIR LIBDIR GENERATOR C_COMPILER)
@@ -104,13 +106,21 @@ else()
   check("pkg-config --cflags --libs redjit: ${pc_flags}" pc_ok
         "  exit ${rc}, libdir '${pc_libdir}' (want ${prefix}/${LIBDIR})\n${pc_err}")
   if(pc_ok)
+    string(FIND " ${pc_flags} " " -Wl,-rpath,${prefix}/${LIBDIR} " at)
+    set(rpath_ok FALSE)
+    if(at GREATER -1)
+      set(rpath_ok TRUE)
+    endif()
+    check("pkg-config --libs has an rpath to ${prefix}/${LIBDIR}" rpath_ok "  flags: ${pc_flags}")
     separate_arguments(pc_list UNIX_COMMAND "${pc_flags}")
-    run(cc ${C_COMPILER} ${extra} ${CONSUMER_DIR}/main.c -o ${WORK_DIR}/pc_shared
-        ${pc_list} -Wl,-rpath,${pc_libdir})
-    check("pkg-config: cc main.c (shared)" cc_ok "${cc_log}")
+    run(cc ${C_COMPILER} ${extra} ${CONSUMER_DIR}/main.c -o ${WORK_DIR}/pc_shared ${pc_list})
+    check("pkg-config: cc main.c $(pkg-config --cflags --libs redjit)" cc_ok "${cc_log}")
     if(cc_ok)
+      set(saved_ld_path "$ENV{LD_LIBRARY_PATH}")
+      unset(ENV{LD_LIBRARY_PATH})
       run(exe ${WORK_DIR}/pc_shared)
-      check("pkg-config: run pc_shared" exe_ok "${exe_log}")
+      set(ENV{LD_LIBRARY_PATH} "${saved_ld_path}")
+      check("pkg-config: run pc_shared (libredjit.so.0 found through the rpath)" exe_ok "${exe_log}")
     endif()
 
     # Static: a directory holding only libredjit.a comes first on the search path, so -lredjit
@@ -133,6 +143,23 @@ else()
     endif()
   endif()
 endif()
+
+# ---- 5. a system prefix ------------------------------------------------------------------------
+# DESTDIR keeps the files in the scratch directory; the .pc is written for prefix /usr, whose
+# library directory the loader searches anyway: an rpath there would only override the system.
+set(ENV{DESTDIR} ${WORK_DIR}/destdir)
+run(sysinst ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix /usr ${config_args})
+unset(ENV{DESTDIR})
+set(sys_pc ${WORK_DIR}/destdir/usr/${LIBDIR}/pkgconfig/redjit.pc)
+set(sys_ok FALSE)
+set(sys_libs "")
+if(sysinst_ok AND EXISTS ${sys_pc})
+  file(STRINGS ${sys_pc} sys_libs REGEX "^Libs:")
+  if(sys_libs MATCHES "^Libs: " AND NOT sys_libs MATCHES "rpath")
+    set(sys_ok TRUE)
+  endif()
+endif()
+check("prefix /usr: redjit.pc has no rpath" sys_ok "${sysinst_log}\n  ${sys_pc}: '${sys_libs}'")
 
 message("${passed} passed, ${failed} failed")
 if(failed GREATER 0)

@@ -120,6 +120,34 @@ run redjit -e 'sum(x)' --load x=x.npy --device cpu --threads 2 --strategy auto
 expect "--device cpu --threads 2 --strategy auto" "10"
 run redjit -e 'sum(x)' --load x=x.npy --explain
 if [ $rc -eq 0 ] && [ "$(tail -n 1 out)" = "10" ] && [ "$(wc -l <out)" -gt 1 ]; then ok; else bad "--explain prints a plan, then the result"; fi
+# On the CPU the plan comes without the CUDA a GPU would run, and names the threads that run it.
+run redjit -e 'sum(x)' --load x=x.npy --explain --device cpu
+if [ $rc -eq 0 ] && [ "$(tail -n 1 out)" = "10" ] && ! grep -q 'generated CUDA' out &&
+   grep -Eq '^backend: cpu \(up to [1-9][0-9]* threads?,' out && [ "$(wc -l <out)" -lt 20 ]; then
+    ok
+else
+    bad "--explain on the CPU: the plan and its threads, no CUDA"
+fi
+run redjit -e 'sum(x)' --load x=x.npy --explain --device cpu --threads 3
+if [ $rc -eq 0 ] && grep -q '^backend: cpu (up to 3 threads,' out; then ok; else bad "--explain names --threads 3"; fi
+run redjit -e 'sum(x)' --load x=x.npy --explain=cuda --device cpu
+if [ $rc -eq 0 ] && [ "$(tail -n 1 out)" = "10" ] && grep -q '^generated CUDA' out && grep -q '__global__' out; then
+    ok
+else
+    bad "--explain=cuda shows the generated CUDA on the CPU too"
+fi
+run redjit -e 'sum(x)' --load x=x.npy --explain=plan
+if [ $rc -eq 0 ] && [ "$(tail -n 1 out)" = "10" ] && ! grep -q 'generated CUDA' out; then ok; else bad "--explain=plan"; fi
+run redjit -e 'sum(x)' --load x=x.npy --explain=asm
+expect_usage "--explain with an unknown value"
+# --verbose on the CPU: the backend, its threads and the times, on stderr only.
+run redjit -e 'sum(x)' --load x=x.npy --verbose --device cpu
+if [ $rc -eq 0 ] && [ "$(cat out)" = "10" ] && grep -Eq '^redjit: backend: cpu \(up to [1-9][0-9]* threads?,' err &&
+   grep -q '^redjit: time: plan .* ms, cpu executor .* ms' err; then
+    ok
+else
+    bad "--verbose on the CPU names the backend, its threads and the times"
+fi
 
 # ---- every dtype, byte order and format version loads ----
 for dt in i32 i64 u32 u64 f16 f32 f64; do
@@ -242,9 +270,17 @@ run redjit -e 'sum(x)' prog.red
 expect_usage "-e and a script"
 run redjit --out C=c.npy
 expect_usage "--out without a program"
+run redjit --load x=x.npy 'sum(x)'
+expect_usage "an expression without -e"
+if grep -q "redjit -e 'sum(x)'" err; then ok; else bad "... says to give it with -e"; fi
+run redjit --load x=x.npy missing.red
+expect_fail "a missing script file" 1 "missing.red" "cannot open"
 
 run redjit --help
 if [ $rc -eq 0 ] && grep -q 'usage: redjit' out && grep -q '"nan"' out; then ok; else bad "--help"; fi
+REDJIT_HISTORY=$T/hist.txt redjit --help >out 2>err
+rc=$?
+if [ $rc -eq 0 ] && grep -q "keeps its history in $T/hist.txt" out; then ok; else bad "--help says where the history is kept"; fi
 run redjit --version
 if [ $rc -eq 0 ] && grep -q '^redjit [0-9]' out; then ok; else bad "--version"; fi
 

@@ -205,6 +205,11 @@ static void first_session(void)
     expect(&t, "1 + 2\r", "\n3\r\n", "a statement's result");
     expect(&t, "sum(iota(\r", "...> ", "an open bracket asks for more with the secondary prompt");
     expect(&t, "4))\r", "\n6\r\n", "the continued statement runs");
+    expect(&t, NULL, "redjit> ", "the prompt is back");
+    settle(&t);
+    expect(&t, "\x1b[A", "sum(iota(", "Up brings back the statement of two lines ...");
+    expect(&t, NULL, "4))", "... whole, both lines at once");
+    expect(&t, "\r", "\n6\r\n", "... and it runs again");
     expect(&t, "x = 2 *\r", "...> ", "a trailing operator asks for more");
     expect(&t, "21\r", "redjit> ", "the continued assignment runs");
     expect(&t, "x\r", "\n42\r\n", "the value was stored");
@@ -235,6 +240,8 @@ static void first_session(void)
     expect(&t, "\r", "\n5\r\n", "... and the completed name evaluates");
     expect(&t, ":he\t", "lp", "Tab completes :he to :help");
     expect(&t, "\r", "commands:", "... which runs");
+    expect(&t, NULL, "keeps its history in ", ":help says where the history is kept ...");
+    expect(&t, NULL, histpath, "... naming the file");
     expect(&t, ":vars\r", "abcdef", ":vars lists the values");
     expect(&t, NULL, "i64", ":vars shows the dtype");
     expect(&t, NULL, "host", ":vars shows where it lives");
@@ -243,8 +250,8 @@ static void first_session(void)
     expect(&t, "a = rand(5)\r", "redjit> ", "a generator");
     expect(&t, ":seed 7\r", "redjit> ", ":seed again");
     expect(&t, "b = rand(5)\r", "redjit> ", "the same generator");
-    expect(&t, "all(a == b), min(a) >= 0, max(a) < 1\r", "(true, true, true)",
-           "the same seed gives the same values (and a tuple prints on one line)");
+    expect(&t, "all(a == b), min(a) >= 0, max(a) < 1\r", "\ntrue\r\ntrue\r\ntrue\r\n",
+           "the same seed gives the same values (one result a line, as redjit -e prints them)");
     expect(&t, ":seed 8\r", "redjit> ", ":seed another");
     expect(&t, "c = rand(5)\r", "redjit> ", "another draw");
     expect(&t, "any(a != c)\r", "true", "another seed gives other values");
@@ -256,10 +263,25 @@ static void first_session(void)
     expect(&t, "all(v == w)\r", "true", ".npy round trip");
     snprintf(line, sizeof line, "m = rand(3, 4)\r:save m %s/m.csv\r:load m2 %s/m.csv\r", workdir, workdir);
     expect(&t, line, "redjit> ", ":save / :load .csv");
-    expect(&t, "max(abs(m - m2)) < 1e-6, sum(m2[i,j] * 0 + 1)\r", "(true, 12)", ".csv round trip, 3 x 4");
+    /* Tab after :load NAME completes file names: one match, then a list */
+    settle(&t);
+    snprintf(line, sizeof line, ":load w2 %s/v.n\t", workdir);
+    expect(&t, line, "v.n", "typing :load NAME and the start of a file name");
+    expect(&t, NULL, "py", "Tab completes the file of :load NAME");
+    expect(&t, "\r", "redjit> ", "... which loads");
+    expect(&t, "all(v == w2)\r", "true", "... the file named");
+    settle(&t);
+    snprintf(line, sizeof line, ":save v %s/\t", workdir);
+    expect(&t, line, "state/", "Tab after :save NAME lists the directory (a directory with '/')");
+    check(&t, seen_between(&t, t.mark > 200 ? t.mark - 200 : 0, "m.csv"), "... and its files");
+    expect(&t, NULL, "redjit> ", "the line is drawn again under the list");
+    settle(&t);
+    term_send(&t, "\x03");
+    expect(&t, NULL, "redjit> ", "Ctrl-C drops the line");
+    expect(&t, "max(abs(m - m2)) < 1e-6, sum(m2[i,j] * 0 + 1)\r", "\ntrue\r\n12\r\n", ".csv round trip, 3 x 4");
     expect(&t, "op mx(a, b) = a > b ? a : b identity -inf\r", "redjit> ", "an operator definition");
     expect(&t, "reduce(mx, v)\r", "\n5\r\n", "the operator is kept for later statements");
-    expect(&t, "sum(iota(4)), max(iota(4))\r", "(6, 3)", "a tuple");
+    expect(&t, "sum(iota(4)), max(iota(4))\r", "\n6\r\n3\r\n", "two results");
     term_send(&t, ":quit\r");
     check(&t, term_exit(&t) == 0, ":quit leaves with status 0");
 }
@@ -315,7 +337,7 @@ static void interrupt_session(void)
     expect(&t, NULL, "redjit> ", "the prompt is back after the interrupt");
     expect(&t, "z\r", "unknown name 'z'", "an interrupted assignment stores nothing");
     expect(&t, "sum(iota(10)) + 32\r", "\n77\r\n", "the next evaluation works");
-    expect(&t, "count(a >= 0) > 0, all(b < 1)\r", "(true, true)", "the session's arrays are still there");
+    expect(&t, "count(a >= 0) > 0, all(b < 1)\r", "\ntrue\r\ntrue\r\n", "the session's arrays are still there");
     term_send(&t, ":quit\r");
     check(&t, term_exit(&t) == 0, ":quit after an interrupt leaves with status 0");
 }
@@ -332,9 +354,9 @@ static void second_session(void)
     }
     expect(&t, NULL, "redjit> ", "a second session starts");
     settle(&t);
-    /* Up twice: past ":quit" to the tuple typed in the first session. */
+    /* Up twice: past ":quit" to the two results asked for in the first session. */
     expect(&t, "\x1b[A\x1b[A", "max(iota(4))", "history from the first session");
-    expect(&t, "\r", "(6, 3)", "a recalled statement runs");
+    expect(&t, "\r", "\n6\r\n3\r\n", "a recalled statement runs");
     expect(&t, NULL, "redjit> ", "the prompt is back");
     settle(&t);
     term_send(&t, "\x04");   /* Ctrl-D */

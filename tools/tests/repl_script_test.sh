@@ -129,6 +129,44 @@ else
     bad ":device cpu: every value on the host, evaluations go on"
 fi
 
+# :explain shows the plan; the CUDA only on the GPU or with --cuda.
+printf 'x = iota(4)\n:explain sum(x)\n' | "$REDJIT" --device cpu >out 2>err
+rc=$?
+if [ $rc -eq 0 ] && grep -q '^backend: cpu (up to' out && ! grep -q 'generated CUDA' out; then
+    pass=$((pass + 1))
+else
+    bad ":explain on the CPU: the plan without CUDA"
+fi
+printf 'x = iota(4)\n:explain --cuda sum(x)\n' | "$REDJIT" --device cpu >out 2>err
+rc=$?
+if [ $rc -eq 0 ] && grep -q '^backend: cpu (up to' out && grep -q '^generated CUDA' out; then
+    pass=$((pass + 1))
+else
+    bad ":explain --cuda shows the CUDA on the CPU too"
+fi
+printf 'x = iota(4)\nsum(x)\n' | "$REDJIT" --device cpu --explain >out 2>err
+rc=$?
+if [ $rc -eq 0 ] && [ "$(tail -n 1 out)" = "6" ] && grep -q '^backend: cpu' out && ! grep -q 'generated CUDA' out; then
+    pass=$((pass + 1))
+else
+    bad "--explain in a session on the CPU: the plan without CUDA"
+fi
+printf 'x = iota(4)\nsum(x)\n' | "$REDJIT" --device cpu --verbose >out 2>err
+rc=$?
+expect "--verbose in a session: the note on stderr" 0 "6" "redjit: backend: cpu (up to" "redjit: time: plan"
+
+# Assignments only: each is kept, and a later one reads an earlier one.  An
+# entry that ends with an expression keeps none of its names.
+printf 'x = iota(3)\np = x + 1; q = p * 2\nsum(p), sum(q)\nd = x - 1; max(d)\nd\n' | "$REDJIT" >out 2>err
+rc=$?
+expect "p = ...; q = ... keeps both; d = ...; max(d) keeps no d" 1 "6
+12
+1" "unknown name 'd'"
+printf 'a = iota(2)\n\nb = a + 1; c = b * yy\n' >seq.red
+"$REDJIT" seq.red >out 2>err
+rc=$?
+expect "an error in the second of two assignments points at its line and column" 1 "" "seq.red:3:20: unknown name 'yy'"
+
 # ---- statements from a pipe ----
 printf 'x = iota(6)\nsum(x\n)\n\nsum(x) +\n 1\nsum(x), max(x)\n' | "$REDJIT" >out 2>err
 rc=$?
