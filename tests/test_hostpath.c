@@ -38,7 +38,7 @@
 
 #include <redjit.h>
 
-#include "runtime/gpu.h"
+#include "gpu/gpu.h"
 
 #include "check.h"
 
