@@ -285,7 +285,7 @@ static const char *kernel_for(red_ctx *ctx, const char *text, int nd, const int6
 }
 
 /* Reductions over several dimensions take the 16-byte-load kernels where
- * those dimensions make one contiguous run in every array (gpu.c vec_ok),
+ * those dimensions make one contiguous run in every array (src/gpu/strategy.c, gpu_vec_ok),
  * and the others where they do not. */
 static void test_vec_choice(red_ctx *ctx)
 {
