@@ -38,6 +38,7 @@
 
 #include <redjit.h>
 
+#include "codegen/device/rj_abi.h"
 #include "gpu/gpu.h"
 
 #include "check.h"
@@ -682,7 +683,7 @@ static void test_workspace_results(red_ctx *ctx)
             float v[8] = {0};
             v[0] = 1.5f + (float)k;
             v[4] = -2.25f - (float)k;
-            fc_store(GPU_WS_HEAD, v, sizeof v);
+            fc_store(RJ_WS_HEAD, v, sizeof v);
             fc_reset();
             /* the last run's kernel ends without publishing: the host sees
              * the stream done without it, and copies the workspace back */

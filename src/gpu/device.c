@@ -152,7 +152,7 @@ void gpu_pool_put(gpu_dev *g, CUdeviceptr p)
  * flag word at 80 zero.  A run that ends without a fault and with that word
  * zero leaves them so (the persistent kernel resets its counter), and gives
  * the buffer back marked clean; taking a clean one saves
- * a memset, a GPU operation of its own on every call.  From WS_HEAD on it
+ * a memset, a GPU operation of its own on every call.  From RJ_WS_HEAD on it
  * holds the run's small results bound for the host: written there by the
  * kernels, they come back in the same copy as the fault record (one copy a
  * run, not one per result and one for the record; each costs about 1.5 us
@@ -166,8 +166,8 @@ int gpu_ws_get(gpu_dev *g, CUstream s, CUdeviceptr *out, util_diag *diag)
             *out = g->pool[i].ptr;
             return 0;
         }
-    int rc = gpu_pool_get(g, WS_BYTES, out, diag);
-    if (!rc && g->cu.MemsetD8Async(*out, 0, WS_HEAD, s)) {
+    int rc = gpu_pool_get(g, RJ_WS_BYTES, out, diag);
+    if (!rc && g->cu.MemsetD8Async(*out, 0, RJ_WS_HEAD, s)) {
         gpu_pool_put(g, *out);
         rc = util_diag_set(diag, RED_ERR_DEVICE, "cuMemsetD8Async failed");
     }
@@ -179,10 +179,10 @@ int gpu_ws_get(gpu_dev *g, CUstream s, CUdeviceptr *out, util_diag *diag)
  * it copies its results one by one. */
 void gpu_pinned_ensure(gpu_dev *g)
 {
-    if (!g->pinned && !g->cu.MemHostAlloc((void **)&g->pinned, PINNED_SIZE + PUB_IMAGE + WS_BYTES, 0)) {
+    if (!g->pinned && !g->cu.MemHostAlloc((void **)&g->pinned, PINNED_SIZE + RJ_PUB_IMAGE + RJ_WS_BYTES, 0)) {
         g->pinned_size = PINNED_SIZE;
         if (g->uva) g->pub = g->pinned + PINNED_SIZE;
-        memset(g->pinned + PINNED_SIZE, 0, PUB_IMAGE);
+        memset(g->pinned + PINNED_SIZE, 0, RJ_PUB_IMAGE);
     }
 }
 

@@ -70,11 +70,6 @@ static inline int gpu_result_on_device(int mode, int ndim)
     return mode == RED_RESULTS_DEVICE || (mode == RED_RESULTS_DEVICE_ARRAYS && ndim > 0);
 }
 
-/* Where a run's small host-bound results start in its workspace (after the
- * fault record, the persistent grid's counter and the key statistics), each
- * at a multiple of 16 bytes after the one before. */
-#define GPU_WS_HEAD 128
-
 /* Make a pending run ready to be followed by the next run of the same plan
  * on the same stream, its results on the device, without waiting for it
  * (red_run on a stream with RED_RESULTS_DEVICE): the next run keeps its

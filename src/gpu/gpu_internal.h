@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "codegen/cuda.h"
+#include "codegen/device/rj_abi.h"
 #include "cu_api.h"
 #include "gpu.h"
 
@@ -86,16 +87,9 @@ struct gpu_dev {
     int preloading;
 };
 
+/* The pinned staging area's size; rj_publish's area (RJ_PUB_SEQ, RJ_PUB_IMAGE) and a
+ * workspace's image follow it.  The workspace's layout is in rj_abi.h (RJ_WS_*). */
 #define PINNED_SIZE (64 * 1024)
-/* rj_publish's area: the sequence number's word at 56, the workspace's
- * image from 64 */
-#define PUB_SEQ 56
-#define PUB_IMAGE 64
-
-/* A run's workspace: the fault record at 0, the persistent grid's counter at 32, the key
- * statistics at 64, the run's small results from WS_HEAD (see gpu_ws_get). */
-#define WS_HEAD GPU_WS_HEAD
-#define WS_BYTES 4096
 
 #define BLOCK 256
 

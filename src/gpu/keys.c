@@ -18,12 +18,12 @@ static int read_ws_stats(run_ctx *r, long long st[3], int keys_flag)
     util_diag *diag = r->diag;
     /* into the pinned staging area when there is one (it is free until the
      * run's end): a copy to pageable memory is staged by the driver */
-    unsigned long long w_stack[11], *w = g->pinned ? (unsigned long long *)(void *)g->pinned : w_stack;
+    unsigned long long w_stack[(RJ_WS_KSTATS + RJ_WS_KSTATS_BYTES) / 8], *w = g->pinned ? (unsigned long long *)(void *)g->pinned : w_stack;
     CU(g->cu.MemcpyDtoHAsync(w, r->ws, sizeof w_stack, r->s), "cuMemcpyDtoHAsync");
     CU(g->cu.StreamSynchronize(r->s), "cuStreamSynchronize");
-    memcpy(st, &w[8], 3 * sizeof *st);
+    memcpy(st, &w[RJ_WS_KSTATS / 8], 3 * sizeof *st);
     if (w[0] && keys_flag && st[2]) {
-        CU(g->cu.MemsetD8Async(r->ws, 0, 32, r->s), "cuMemsetD8Async");
+        CU(g->cu.MemsetD8Async(r->ws, 0, RJ_WS_ERR_BYTES, r->s), "cuMemsetD8Async");
         return 0;
     }
     return w[0] ? gpu_report_device_fault(r, w, r->bufs) : 0;
@@ -77,8 +77,8 @@ int gpu_key_segments(run_ctx *r, pass_entry *e, const plan_pass *ps, long long N
      * has found the keys good (bad keys get RED_ERR_KEYS, not a size) */
     if (plausible && !gpu_pool_get(g, (size_t)(st[1] + 2) * 8, offs, &alloc)) {
         gpu_defer_release(r, *offs);
-        params[8] = (long long)*offs;
-        params[1] = st[1] + 1;
+        params[RJ_OFFS] = (long long)*offs;
+        params[RJ_NOUT] = st[1] + 1;
         rc = key_offsets(r, e, N);
         long long chk[3];
         if (!rc) rc = read_ws_stats(r, chk, 0);
@@ -94,7 +94,7 @@ int gpu_key_segments(run_ctx *r, pass_entry *e, const plan_pass *ps, long long N
      * rj_kscan's "sorted", 1 to start with) */
     *flag_dirty = 1;
     long long init[3] = {0x7fffffffffffffffll, -1, 1};
-    CU(g->cu.MemcpyHtoDAsync(r->ws + 64, init, 24, r->s), "cuMemcpyHtoDAsync");
+    CU(g->cu.MemcpyHtoDAsync(r->ws + RJ_WS_KSTATS, init, RJ_WS_KSTATS_BYTES, r->s), "cuMemcpyHtoDAsync");
     rc = gpu_launch(r, e, "rj_kscan", cdiv(N, BLOCK) < 8 * g->nsm ? cdiv(N, BLOCK) : 8 * g->nsm);
     if (!rc) rc = read_ws_stats(r, st, 0);
     if (rc) return rc;
@@ -132,7 +132,7 @@ int gpu_key_fused(run_ctx *r, pass_entry *e, long long N, long long nkeys, int z
     /* the flag word is zero in a clean workspace and after rj_kends; after
      * rj_kscan (which leaves its "sorted" there) or a raised flag it is
      * cleared here */
-    if (zero_flag) CU(g->cu.MemsetD8Async(r->ws + 64 + 16, 0, 8, r->s), "cuMemsetD8Async");
+    if (zero_flag) CU(g->cu.MemsetD8Async(r->ws + RJ_WS_KFLAG, 0, 8, r->s), "cuMemsetD8Async");
     /* contiguous arrays: 16-byte loads, each warp's range a multiple of
      * rj_kfusedv's largest tile */
     int vec = gpu_vec_ok(r, e);
@@ -150,12 +150,12 @@ int gpu_key_fused(run_ctx *r, pass_entry *e, long long N, long long nkeys, int z
     rc = gpu_pool_get(g, kbytes + (size_t)(2 * grid) * (size_t)e->k.acc_size, &items, r->diag);
     if (rc) return rc;
     gpu_defer_release(r, items);
-    P[0] = N;
-    P[1] = nkeys;
-    P[2] = (long long)(items + kbytes);
-    P[5] = per;
-    P[7] = 0;
-    P[8] = (long long)items;
+    P[RJ_N] = N;
+    P[RJ_NOUT] = nkeys;
+    P[RJ_PARTIALS] = (long long)(items + kbytes);
+    P[RJ_PER] = per;
+    P[RJ_KEYMODE] = 0;
+    P[RJ_OFFS] = (long long)items;
     /* the flag read at the run's end (no bad): from the workspace this
      * kernel's last block publishes, when the run armed that */
     if (!bad) gpu_publish_arm(r);

@@ -143,16 +143,16 @@ void gpu_set_array(long long *P, int base, CUdeviceptr ptr, const core_buf *b)
 void gpu_publish_arm(run_ctx *r)
 {
     if (r->pub_words <= 0) return;
-    r->params[CG_PUB] = (long long)(uintptr_t)(r->g->pub + PUB_SEQ);
-    r->params[CG_PUB + 1] = r->pub_words;
-    r->params[CG_PUB + 2] = (long long)++r->g->pub_seq;
+    r->params[RJ_PUB] = (long long)(uintptr_t)(r->g->pub + RJ_PUB_SEQ);
+    r->params[RJ_PUBN] = r->pub_words;
+    r->params[RJ_SEQ] = (long long)++r->g->pub_seq;
 }
 
 void gpu_publish_disarm(run_ctx *r, int rc)
 {
-    if (r->pub_words <= 0 || !r->params[CG_PUB]) return;
-    if (!rc) r->pub_seq = (unsigned long long)r->params[CG_PUB + 2];
-    r->params[CG_PUB] = 0;
+    if (r->pub_words <= 0 || !r->params[RJ_PUB]) return;
+    if (!rc) r->pub_seq = (unsigned long long)r->params[RJ_SEQ];
+    r->params[RJ_PUB] = 0;
     r->pub_words = 0;
 }
 
@@ -164,7 +164,7 @@ void gpu_publish_disarm(run_ctx *r, int rc)
  * block instead (CU_CTX_SCHED_BLOCKING_SYNC). */
 CUresult gpu_publish_wait(gpu_dev *g, CUstream s, unsigned long long seq, int *seen)
 {
-    const unsigned long long *w = (const unsigned long long *)(g->pub + PUB_SEQ);
+    const unsigned long long *w = (const unsigned long long *)(g->pub + RJ_PUB_SEQ);
     struct timespec t0 = {0}, t;
     for (unsigned spins = 1;; spins++) {
         if (__atomic_load_n(w, __ATOMIC_ACQUIRE) == seq) {

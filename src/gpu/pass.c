@@ -41,9 +41,9 @@ static int pass_params(gpu_exec *x, gpu_pass *q)
     memset(params, 0, (size_t)L->nparams * sizeof *params);
     x->r.params = params;
     x->r.nparams = L->nparams;
-    params[4] = (long long)x->r.ws;
-    params[3] = (long long)(x->r.ws + 32);
-    params[9] = (long long)(x->r.ws + 64);
+    params[RJ_ERR] = (long long)x->r.ws;
+    params[RJ_COUNTER] = (long long)(x->r.ws + RJ_WS_COUNTER);
+    params[RJ_KSTATS] = (long long)(x->r.ws + RJ_WS_KSTATS);
     for (int i = 0; i < p->nbufs; i++) gpu_set_array(params, L->buf_base[i], x->in_adj[i], &x->bufs[i]);
     for (int i = 0; i < p->nscalars; i++) memcpy(&params[L->scalar_slot[i]], &x->scalars[i], 8);
     return 0;
@@ -113,8 +113,8 @@ static int pass_keys(gpu_exec *x, gpu_pass *q)
     q->offs = 0;
     if (!ps->key) return 0;
     long long N = q->N1;
-    params[0] = N;
-    params[7] = 0;
+    params[RJ_N] = N;
+    params[RJ_KEYMODE] = 0;
     /* the last pass of a run read back at its end may take the key
      * count the same arrays gave last time: rj_kfused checks it
      * (the first key not negative, the last one nkeys - 1), and a
@@ -156,8 +156,8 @@ static int pass_temps(gpu_exec *x, gpu_pass *q)
         size_t bytes;
         rc = core_temp_shape(p, t, &x->vars, &x->tdesc[t], &bytes, x->diag);
         if (rc) break;
-        size_t at = (x->ws_used > WS_HEAD ? x->ws_used + 15 : WS_HEAD) & ~(size_t)15;
-        if (x->to_host[t] && x->g->pinned && bytes > 0 && at + bytes <= WS_BYTES) {
+        size_t at = (x->ws_used > RJ_WS_HEAD ? x->ws_used + 15 : RJ_WS_HEAD) & ~(size_t)15;
+        if (x->to_host[t] && x->g->pinned && bytes > 0 && at + bytes <= RJ_WS_BYTES) {
             /* bound for the host and small: beside the fault record */
             x->tptr[t] = x->r.ws + at;
             x->ws_off[t] = (int)at;
@@ -182,7 +182,7 @@ static int pass_temps(gpu_exec *x, gpu_pass *q)
      * (64 + 24 bytes) */
     int last = q->pi == p->npasses - 1;
     q->key_defer = ps->key && ps->nreds && q->sorted && !q->offs && !x->retry && x->ends_synced && last;
-    if (q->key_defer && x->ws_used < 64 + 24) x->ws_used = 64 + 24;
+    if (q->key_defer && x->ws_used < RJ_WS_KSTATS + RJ_WS_KSTATS_BYTES) x->ws_used = RJ_WS_KSTATS + RJ_WS_KSTATS_BYTES;
     x->r.pub_words = 0;
     if (last && x->g->pub && !run->ev[3] &&
         (q->key_defer || !(run->stream && run->device_results != RED_RESULTS_HOST && !x->host_bound))) {
@@ -239,14 +239,14 @@ static int pass_keyed(gpu_exec *x, gpu_pass *q, int *again)
     pass_entry *e = q->e;
     long long *params = x->params;
     long long N = q->N1, nkeys = q->nkeys;
-    params[0] = N;
+    params[RJ_N] = N;
     if (nkeys == 0) return 0;   /* nothing to reduce: the result is empty */
     if (q->sorted && !q->offs) return pass_fused(x, q, again);
     if (q->sorted) {
         /* key_segments wrote the segment starts */
-        params[8] = (long long)q->offs;
-        params[1] = nkeys;
-        params[7] = 1;
+        params[RJ_OFFS] = (long long)q->offs;
+        params[RJ_NOUT] = nkeys;
+        params[RJ_KEYMODE] = 1;
         return gpu_run_segments(&x->r, e, nkeys, N, x->strategy);
     }
     /* private rows per partition, combined in partition order */
@@ -257,11 +257,11 @@ static int pass_keyed(gpu_exec *x, gpu_pass *q, int *again)
     int rc = gpu_pool_get(g, (size_t)(np * nkeys * asz), &rows, x->diag);
     if (!rc) {
         gpu_defer_release(&x->r, rows);
-        params[2] = (long long)rows;
-        params[6] = np;
-        params[5] = cdiv(N, np);
-        params[1] = nkeys;
-        params[7] = 0;
+        params[RJ_PARTIALS] = (long long)rows;
+        params[RJ_NBLK] = np;
+        params[RJ_PER] = cdiv(N, np);
+        params[RJ_NOUT] = nkeys;
+        params[RJ_KEYMODE] = 0;
         rc = gpu_launch(&x->r, e, "rj_kpriv", cdiv(np, BLOCK));
         if (!rc) rc = gpu_launch(&x->r, e, "rj_kcomb", cdiv(nkeys, BLOCK));
     }
@@ -274,7 +274,7 @@ static int pass_dispatch(gpu_exec *x, gpu_pass *q, int *again)
     const plan_pass *ps = q->ps;
     pass_entry *e = q->e;
     if (!ps->nreds) {
-        x->params[1] = q->nout;
+        x->params[RJ_NOUT] = q->nout;
         long long grid = cdiv(q->nout, BLOCK);
         if (grid > (long long)x->g->nsm * 32) grid = (long long)x->g->nsm * 32;
         return q->nout > 0 ? gpu_launch(&x->r, e, "rj_map", grid) : 0;

@@ -75,7 +75,7 @@ int gpu_finish(gpu_dev *g, gpu_run *run, util_diag *diag)
         /* the fault record's copy queued behind the work, then one wait
          * for both (a failed kernel fails either call) */
         if (cr) rc = gpu_cu_fail(g, cr, "cuCtxSetCurrent", diag);
-        else if (run->ws && (cr = g->cu.MemcpyDtoHAsync(err, run->ws, 32, r.s)))
+        else if (run->ws && (cr = g->cu.MemcpyDtoHAsync(err, run->ws, RJ_WS_ERR_BYTES, r.s)))
             rc = gpu_cu_fail(g, cr, "kernel execution (cuMemcpyDtoHAsync)", diag);
         else if ((cr = g->cu.StreamSynchronize(r.s))) rc = gpu_cu_fail(g, cr, "kernel execution (cuStreamSynchronize)", diag);
         if (!rc && err[0]) rc = gpu_report_device_fault(&r, err, run->bufs);
@@ -118,7 +118,7 @@ static int exec_setup(gpu_exec *x)
     x->ws_off = scratch ? SCRATCH(int, nt) : NULL;
     x->done = scratch ? SCRATCH(int, nv) : NULL;
 #undef SCRATCH
-    x->ws_used = 32;
+    x->ws_used = RJ_WS_ERR_BYTES;
     x->vars = (core_vars){x->vlo, x->vhi, x->done};
     if (!scratch) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
     for (int i = 0; !rc && i < p->nresults; i++) {
@@ -234,7 +234,7 @@ static int exec_read_back(gpu_exec *x)
     CUresult cr = 0;
     if (x->r.pub_seq) {
         cr = gpu_publish_wait(g, s, x->r.pub_seq, &seen);
-        if (seen) img = g->pub + PUB_IMAGE;
+        if (seen) img = g->pub + RJ_PUB_IMAGE;
     }
     if (!cr && !seen) {
         cr = g->cu.MemcpyDtoHAsync(g->pinned, run->ws, x->ws_used, s);
@@ -242,11 +242,11 @@ static int exec_read_back(gpu_exec *x)
         if (!cr) cr = g->cu.StreamSynchronize(s);
     }
     if (cr) return gpu_cu_fail(g, cr, "kernel execution (cuStreamSynchronize)", x->diag);
-    memcpy(x->err, img, 32);
+    memcpy(x->err, img + RJ_WS_ERR, RJ_WS_ERR_BYTES);
     x->have_err = 1;
     for (int k = 0; k < x->nstaged; k++) memcpy(x->staged[k].dst, img + x->staged[k].off, x->staged[k].bytes);
     unsigned long long flag;
-    memcpy(&flag, img + 64 + 16, sizeof flag);
+    memcpy(&flag, img + RJ_WS_KFLAG, sizeof flag);
     if (x->deferred.e) x->flag_dirty = flag != 0;
     if (x->deferred.e && !flag) {   /* the count is confirmed */
         x->deferred.e->nkeys_key = x->deferred.kh;

@@ -11,7 +11,7 @@ int gpu_run_full(run_ctx *r, pass_entry *e, long long n, int strategy, int order
     gpu_dev *g = r->g;
     long long *P = r->params;
     size_t asz = (size_t)e->k.acc_size;
-    P[1] = 1;
+    P[RJ_NOUT] = 1;
     if (strategy == RED_STRATEGY_SEGMENTED) return gpu_launch(r, e, "rj_segb", 1);
     long long grid;
     int vec = gpu_vec_ok(r, e);
@@ -37,10 +37,10 @@ int gpu_run_full(run_ctx *r, pass_entry *e, long long n, int strategy, int order
     CUdeviceptr part;
     int rc = gpu_run_get(r, (size_t)grid * asz, &part, 1);
     if (rc) return rc;
-    P[2] = (long long)part;
-    P[0] = n;
+    P[RJ_PARTIALS] = (long long)part;
+    P[RJ_N] = n;
     if (strategy == RED_STRATEGY_SEQUENTIAL) {
-        P[5] = cdiv(n, grid * BLOCK);
+        P[RJ_PER] = cdiv(n, grid * BLOCK);
         rc = gpu_launch(r, e, "rj_seq", grid);
     } else {
         /* contiguous ranges per block, a multiple of the block size (for
@@ -49,12 +49,12 @@ int gpu_run_full(run_ctx *r, pass_entry *e, long long n, int strategy, int order
         int batches = vec && strategy != RED_STRATEGY_TREE;
         long long step = BLOCK * (long long)(batches ? e->k.vec * e->k.vec_unroll : 1);
         long long per = cdiv(cdiv(n, grid), step) * step;
-        P[5] = per > 0 ? per : step;
+        P[RJ_PER] = per > 0 ? per : step;
         if (strategy == RED_STRATEGY_PERSISTENT || strategy == RED_STRATEGY_AUTO) gpu_publish_arm(r);
         rc = gpu_launch(r, e, strategy == RED_STRATEGY_TREE ? "rj_block" : persist, grid);
     }
     if (!rc && strategy != RED_STRATEGY_PERSISTENT && strategy != RED_STRATEGY_AUTO) {
-        P[6] = grid;
+        P[RJ_NBLK] = grid;
         gpu_publish_arm(r);
         rc = gpu_launch(r, e, "rj_final", 1);
     }
@@ -70,16 +70,16 @@ int gpu_count_on_device(run_ctx *r, pass_entry *e, long long nout, long long ste
     gpu_dev *g = r->g;
     util_diag *diag = r->diag;
     long long *P = r->params;
-    P[1] = nout;
-    P[5] = step;
-    CU(g->cu.MemsetD8Async(r->ws + 64, 0, 8, r->s), "cuMemsetD8Async");
+    P[RJ_NOUT] = nout;
+    P[RJ_PER] = step;
+    CU(g->cu.MemsetD8Async(r->ws + RJ_WS_KSTATS, 0, 8, r->s), "cuMemsetD8Async");
     long long grid = cdiv(cdiv(nout, step), BLOCK);
     if (grid > (long long)g->nsm * 8) grid = (long long)g->nsm * 8;
     int rc = gpu_launch(r, e, "rj_count", grid);
-    P[5] = 0;
+    P[RJ_PER] = 0;
     if (rc) return rc;
     long long cnt = 0;
-    CU(g->cu.MemcpyDtoHAsync(&cnt, r->ws + 64, 8, r->s), "cuMemcpyDtoHAsync");
+    CU(g->cu.MemcpyDtoHAsync(&cnt, r->ws + RJ_WS_KSTATS, 8, r->s), "cuMemcpyDtoHAsync");
     CU(g->cu.StreamSynchronize(r->s), "cuStreamSynchronize");
     if (step > 1) {
         /* a sample of cdiv(nout, step) outputs: scaled to all of them */
@@ -99,7 +99,7 @@ int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total,
 {
     gpu_dev *g = r->g;
     long long *P = r->params;
-    P[1] = nout;
+    P[RJ_NOUT] = nout;
     if (nout == 0) return 0;
     const char *k;
     int group, rc;
@@ -133,20 +133,20 @@ int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total,
             CUdeviceptr part;
             rc = gpu_run_get(r, bytes, &part, 1);
             if (rc) return rc;
-            P[2] = (long long)part;
-            P[6] = c.chunks;
-            P[1] = nout;
+            P[RJ_PARTIALS] = (long long)part;
+            P[RJ_NBLK] = c.chunks;
+            P[RJ_NOUT] = nout;
             grid = cdiv(c.chunks * nout * c.group, BLOCK);
             if (grid > (long long)g->nsm * 64) grid = (long long)g->nsm * 64;
             rc = gpu_launch(r, e, c.kernel, grid);
             if (rc) return rc;
             /* few outputs: a block folds each one's chunks (a thread each
              * took 37 us for one output of 1056 chunks) */
-            P[5] = nout < 4LL * g->nsm;
-            grid = P[5] ? nout : cdiv(nout, BLOCK);
+            P[RJ_PER] = nout < 4LL * g->nsm;
+            grid = P[RJ_PER] ? nout : cdiv(nout, BLOCK);
             if (grid > (long long)g->nsm * 64) grid = (long long)g->nsm * 64;
             rc = gpu_launch(r, e, "rj_splitf", grid);
-            P[5] = 0;
+            P[RJ_PER] = 0;
             return rc;
         }
         k = c.kernel;
@@ -178,7 +178,7 @@ int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total,
                 if (w >= 4) {
                     k = "rj_segnv";
                     group = w;
-                    P[5] = w;
+                    P[RJ_PER] = w;
                 }
             }
         }
@@ -193,6 +193,6 @@ int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total,
         if (grid > (long long)g->nsm * 64) grid = (long long)g->nsm * 64;
     }
     rc = gpu_launch(r, e, k, grid);
-    P[5] = 0;
+    P[RJ_PER] = 0;
     return rc;
 }
