@@ -24,7 +24,7 @@ typedef struct module_entry {
 typedef struct pass_entry {        /* generated and loaded kernels of one plan pass */
     uint64_t uid;                  /* the plan's */
     struct {
-        const char *name;
+        int entry;                 /* enum gpu_entry */
         CUfunction f;
         int occupancy;             /* blocks per SM, 0 until asked */
     } fn[24];
@@ -220,13 +220,13 @@ void gpu_host_pin(gpu_dev *g, core_results *out, void *h, size_t bytes);
 /* modules.c */
 void gpu_modules_free(gpu_dev *g);
 int gpu_pass_kernels(gpu_dev *g, const plan *p, int pi, pass_entry **out, util_diag *diag);
-int gpu_get_fn(run_ctx *r, pass_entry *e, const char *name, int *slot);
+int gpu_get_fn(run_ctx *r, pass_entry *e, int entry, int *slot);
 
 /* launch.c */
 int gpu_defer_release(run_ctx *r, CUdeviceptr p);
 int gpu_run_get(run_ctx *r, size_t size, CUdeviceptr *out, int release);
-int gpu_launch(run_ctx *r, pass_entry *e, const char *name, long long grid);
-int gpu_occupancy_grid(run_ctx *r, pass_entry *e, const char *name, long long *grid);
+int gpu_launch(run_ctx *r, pass_entry *e, int entry, long long grid);
+int gpu_occupancy_grid(run_ctx *r, pass_entry *e, int entry, long long *grid);
 int gpu_upload(run_ctx *r, const core_buf *b, CUdeviceptr *adj);
 void gpu_set_array(long long *P, int base, CUdeviceptr ptr, const core_buf *b);
 void gpu_publish_arm(run_ctx *r);

@@ -34,10 +34,10 @@ static int read_ws_stats(run_ctx *r, long long st[3], int keys_flag)
 static int key_offsets(run_ctx *r, pass_entry *e, long long N)
 {
     long long grid = 1;
-    int rc = gpu_occupancy_grid(r, e, "rj_koffs", &grid);
+    int rc = gpu_occupancy_grid(r, e, GPU_E_KOFFS, &grid);
     if (rc) return rc;
     if (grid > cdiv(N, 2048)) grid = cdiv(N, 2048);
-    return gpu_launch(r, e, "rj_koffs", grid);
+    return gpu_launch(r, e, GPU_E_KOFFS, grid);
 }
 
 /* The keys of a keyed pass over N > 0 elements: their count, whether they
@@ -62,7 +62,7 @@ int gpu_key_segments(run_ctx *r, pass_entry *e, const plan_pass *ps, long long N
     util_diag alloc = {0};
     if (mode != KEYS_SCAN) {
         /* the module rj_kfused or rj_kfusedv comes in */
-        rc = gpu_launch(r, e, mode == KEYS_FUSED && gpu_vec_ok(r, e) ? "rj_kendsv" : "rj_kends", 1);
+        rc = gpu_launch(r, e, mode == KEYS_FUSED && gpu_vec_ok(r, e) ? GPU_E_KENDSV : GPU_E_KENDS, 1);
         if (!rc) rc = read_ws_stats(r, st, 0);
         if (rc) return rc;
         *flag_dirty = 0;   /* rj_kends cleared it */
@@ -95,7 +95,7 @@ int gpu_key_segments(run_ctx *r, pass_entry *e, const plan_pass *ps, long long N
     *flag_dirty = 1;
     long long init[3] = {0x7fffffffffffffffll, -1, 1};
     CU(g->cu.MemcpyHtoDAsync(r->ws + RJ_WS_KSTATS, init, RJ_WS_KSTATS_BYTES, r->s), "cuMemcpyHtoDAsync");
-    rc = gpu_launch(r, e, "rj_kscan", cdiv(N, BLOCK) < 8 * g->nsm ? cdiv(N, BLOCK) : 8 * g->nsm);
+    rc = gpu_launch(r, e, GPU_E_KSCAN, cdiv(N, BLOCK) < 8 * g->nsm ? cdiv(N, BLOCK) : 8 * g->nsm);
     if (!rc) rc = read_ws_stats(r, st, 0);
     if (rc) return rc;
     *sorted = (int)(st[2] & 0xffffffff) != 0;
@@ -136,7 +136,7 @@ int gpu_key_fused(run_ctx *r, pass_entry *e, long long N, long long nkeys, int z
     /* contiguous arrays: 16-byte loads, each warp's range a multiple of
      * rj_kfusedv's largest tile */
     int vec = gpu_vec_ok(r, e);
-    const char *kn = vec ? "rj_kfusedv" : "rj_kfused";
+    int kn = vec ? GPU_E_KFUSEDV : GPU_E_KFUSED;
     long long tile = vec ? 512 : 32;
     long long grid = 1;
     int rc = gpu_occupancy_grid(r, e, kn, &grid);

@@ -57,12 +57,12 @@ int gpu_run_get(run_ctx *r, size_t size, CUdeviceptr *out, int release)
     return rc;
 }
 
-int gpu_launch(run_ctx *r, pass_entry *e, const char *name, long long grid)
+int gpu_launch(run_ctx *r, pass_entry *e, int entry, long long grid)
 {
     gpu_dev *g = r->g;
     util_diag *diag = r->diag;
     int k;
-    int rc = gpu_get_fn(r, e, name, &k);
+    int rc = gpu_get_fn(r, e, entry, &k);
     if (rc) return rc;
     CUfunction f = e->fn[k].f;
     if (grid < 1) grid = 1;
@@ -70,16 +70,16 @@ int gpu_launch(run_ctx *r, pass_entry *e, const char *name, long long grid)
     void *args[] = {r->params};
     CU(gpu_fault_now(GPU_FAULT_LAUNCH) ? CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
                                    : g->cu.LaunchKernel(f, (unsigned)grid, 1, 1, BLOCK, 1, 1, 0, r->s, args, NULL),
-       name);
+       gpu_entry_name[entry]);
     return 0;
 }
 
-int gpu_occupancy_grid(run_ctx *r, pass_entry *e, const char *name, long long *grid)
+int gpu_occupancy_grid(run_ctx *r, pass_entry *e, int entry, long long *grid)
 {
     gpu_dev *g = r->g;
     util_diag *diag = r->diag;
     int k;
-    int rc = gpu_get_fn(r, e, name, &k);
+    int rc = gpu_get_fn(r, e, entry, &k);
     if (rc) return rc;
     if (!e->fn[k].occupancy) {
         int nb = 0;

@@ -122,13 +122,28 @@ int gpu_pass_kernels(gpu_dev *g, const plan *p, int pi, pass_entry **out, util_d
     return 0;
 }
 
-/* The entry `name` of a pass's module, looked up once. */
-int gpu_get_fn(run_ctx *r, pass_entry *e, const char *name, int *slot)
+/* The entry kernels' names, as the generated source defines them; codegen's groups
+ * (cg_group_of, cg_group_has) are asked by name. */
+const char *const gpu_entry_name[GPU_NENTRIES] = {
+    [GPU_E_MAP] = "rj_map",         [GPU_E_BLOCK] = "rj_block",     [GPU_E_FINAL] = "rj_final",
+    [GPU_E_SEQ] = "rj_seq",         [GPU_E_PERSIST] = "rj_persist", [GPU_E_PERSISTV] = "rj_persistv",
+    [GPU_E_SEGB] = "rj_segb",       [GPU_E_SEG1] = "rj_seg1",       [GPU_E_SEG1V] = "rj_seg1v",
+    [GPU_E_SEG1A] = "rj_seg1a",     [GPU_E_SEG1S] = "rj_seg1s",     [GPU_E_SEG32] = "rj_seg32",
+    [GPU_E_SEG32V] = "rj_seg32v",   [GPU_E_SEGBV] = "rj_segbv",     [GPU_E_SEGNV] = "rj_segnv",
+    [GPU_E_SPLIT1] = "rj_split1",   [GPU_E_SPLITB] = "rj_splitb",   [GPU_E_SPLITF] = "rj_splitf",
+    [GPU_E_COUNT] = "rj_count",     [GPU_E_KENDS] = "rj_kends",     [GPU_E_KENDSV] = "rj_kendsv",
+    [GPU_E_KOFFS] = "rj_koffs",     [GPU_E_KSCAN] = "rj_kscan",     [GPU_E_KFUSED] = "rj_kfused",
+    [GPU_E_KFUSEDV] = "rj_kfusedv", [GPU_E_KPRIV] = "rj_kpriv",     [GPU_E_KCOMB] = "rj_kcomb",
+};
+
+/* The entry kernel `entry` (enum gpu_entry) of a pass's module, looked up once. */
+int gpu_get_fn(run_ctx *r, pass_entry *e, int entry, int *slot)
 {
     gpu_dev *g = r->g;
     util_diag *diag = r->diag;
+    const char *name = gpu_entry_name[entry];
     for (int i = 0; i < e->nfn; i++)
-        if (strcmp(e->fn[i].name, name) == 0) {
+        if (e->fn[i].entry == entry) {
             *slot = i;
             return 0;
         }
@@ -154,7 +169,7 @@ int gpu_get_fn(run_ctx *r, pass_entry *e, const char *name, int *slot)
     }
     CUfunction f;
     CU(g->cu.ModuleGetFunction(&f, e->mods[grp], name), "cuModuleGetFunction");
-    e->fn[e->nfn].name = name;
+    e->fn[e->nfn].entry = entry;
     e->fn[e->nfn].f = f;
     e->fn[e->nfn].occupancy = 0;
     *slot = e->nfn++;

@@ -262,8 +262,8 @@ static int pass_keyed(gpu_exec *x, gpu_pass *q, int *again)
         params[RJ_PER] = cdiv(N, np);
         params[RJ_NOUT] = nkeys;
         params[RJ_KEYMODE] = 0;
-        rc = gpu_launch(&x->r, e, "rj_kpriv", cdiv(np, BLOCK));
-        if (!rc) rc = gpu_launch(&x->r, e, "rj_kcomb", cdiv(nkeys, BLOCK));
+        rc = gpu_launch(&x->r, e, GPU_E_KPRIV, cdiv(np, BLOCK));
+        if (!rc) rc = gpu_launch(&x->r, e, GPU_E_KCOMB, cdiv(nkeys, BLOCK));
     }
     return rc;
 }
@@ -277,7 +277,7 @@ static int pass_dispatch(gpu_exec *x, gpu_pass *q, int *again)
         x->params[RJ_NOUT] = q->nout;
         long long grid = cdiv(q->nout, BLOCK);
         if (grid > (long long)x->g->nsm * 32) grid = (long long)x->g->nsm * 32;
-        return q->nout > 0 ? gpu_launch(&x->r, e, "rj_map", grid) : 0;
+        return q->nout > 0 ? gpu_launch(&x->r, e, GPU_E_MAP, grid) : 0;
     }
     if (ps->key) return pass_keyed(x, q, again);
     if (ps->nfree == 0) return gpu_run_full(&x->r, e, q->N1, x->strategy, e->k.ordered);

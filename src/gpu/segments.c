@@ -12,10 +12,10 @@ int gpu_run_full(run_ctx *r, pass_entry *e, long long n, int strategy, int order
     long long *P = r->params;
     size_t asz = (size_t)e->k.acc_size;
     P[RJ_NOUT] = 1;
-    if (strategy == RED_STRATEGY_SEGMENTED) return gpu_launch(r, e, "rj_segb", 1);
+    if (strategy == RED_STRATEGY_SEGMENTED) return gpu_launch(r, e, GPU_E_SEGB, 1);
     long long grid;
     int vec = gpu_vec_ok(r, e);
-    const char *persist = vec ? "rj_persistv" : "rj_persist";
+    int persist = vec ? GPU_E_PERSISTV : GPU_E_PERSIST;
     if (strategy == RED_STRATEGY_PERSISTENT || strategy == RED_STRATEGY_AUTO) {
         int rc = gpu_occupancy_grid(r, e, persist, &grid);
         if (rc) return rc;
@@ -41,7 +41,7 @@ int gpu_run_full(run_ctx *r, pass_entry *e, long long n, int strategy, int order
     P[RJ_N] = n;
     if (strategy == RED_STRATEGY_SEQUENTIAL) {
         P[RJ_PER] = cdiv(n, grid * BLOCK);
-        rc = gpu_launch(r, e, "rj_seq", grid);
+        rc = gpu_launch(r, e, GPU_E_SEQ, grid);
     } else {
         /* contiguous ranges per block, a multiple of the block size (for
          * rj_persistv of its batches of vectors: only the last block has
@@ -51,12 +51,12 @@ int gpu_run_full(run_ctx *r, pass_entry *e, long long n, int strategy, int order
         long long per = cdiv(cdiv(n, grid), step) * step;
         P[RJ_PER] = per > 0 ? per : step;
         if (strategy == RED_STRATEGY_PERSISTENT || strategy == RED_STRATEGY_AUTO) gpu_publish_arm(r);
-        rc = gpu_launch(r, e, strategy == RED_STRATEGY_TREE ? "rj_block" : persist, grid);
+        rc = gpu_launch(r, e, strategy == RED_STRATEGY_TREE ? GPU_E_BLOCK : persist, grid);
     }
     if (!rc && strategy != RED_STRATEGY_PERSISTENT && strategy != RED_STRATEGY_AUTO) {
         P[RJ_NBLK] = grid;
         gpu_publish_arm(r);
-        rc = gpu_launch(r, e, "rj_final", 1);
+        rc = gpu_launch(r, e, GPU_E_FINAL, 1);
     }
     gpu_publish_disarm(r, rc);
     (void)ordered;
@@ -75,7 +75,7 @@ int gpu_count_on_device(run_ctx *r, pass_entry *e, long long nout, long long ste
     CU(g->cu.MemsetD8Async(r->ws + RJ_WS_KSTATS, 0, 8, r->s), "cuMemsetD8Async");
     long long grid = cdiv(cdiv(nout, step), BLOCK);
     if (grid > (long long)g->nsm * 8) grid = (long long)g->nsm * 8;
-    int rc = gpu_launch(r, e, "rj_count", grid);
+    int rc = gpu_launch(r, e, GPU_E_COUNT, grid);
     P[RJ_PER] = 0;
     if (rc) return rc;
     long long cnt = 0;
@@ -101,13 +101,13 @@ int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total,
     long long *P = r->params;
     P[RJ_NOUT] = nout;
     if (nout == 0) return 0;
-    const char *k;
+    int k;   /* enum gpu_entry */
     int group, rc;
     long long grid;
     switch (strategy) {
-    case RED_STRATEGY_TREE: k = "rj_segb"; group = BLOCK; break;
-    case RED_STRATEGY_SEQUENTIAL: k = "rj_seg1"; group = 1; break;
-    case RED_STRATEGY_PERSISTENT: k = "rj_seg32"; group = 32; break;
+    case RED_STRATEGY_TREE: k = GPU_E_SEGB; group = BLOCK; break;
+    case RED_STRATEGY_SEQUENTIAL: k = GPU_E_SEG1; group = 1; break;
+    case RED_STRATEGY_PERSISTENT: k = GPU_E_SEG32; group = 32; break;
     default: {
         if (total < 0) {
             /* ranges: their lengths are in the data; one round trip (tens
@@ -138,18 +138,18 @@ int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total,
             P[RJ_NOUT] = nout;
             grid = cdiv(c.chunks * nout * c.group, BLOCK);
             if (grid > (long long)g->nsm * 64) grid = (long long)g->nsm * 64;
-            rc = gpu_launch(r, e, c.kernel, grid);
+            rc = gpu_launch(r, e, c.entry, grid);
             if (rc) return rc;
             /* few outputs: a block folds each one's chunks (a thread each
              * took 37 us for one output of 1056 chunks) */
             P[RJ_PER] = nout < 4LL * g->nsm;
             grid = P[RJ_PER] ? nout : cdiv(nout, BLOCK);
             if (grid > (long long)g->nsm * 64) grid = (long long)g->nsm * 64;
-            rc = gpu_launch(r, e, "rj_splitf", grid);
+            rc = gpu_launch(r, e, GPU_E_SPLITF, grid);
             P[RJ_PER] = 0;
             return rc;
         }
-        k = c.kernel;
+        k = c.entry;
         group = c.group;
         /* 16-byte loads (auto only: the forced strategies keep the scalar
          * kernels to compare against): CSR rows from an average of
@@ -160,23 +160,23 @@ int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total,
         const gpu_tuning *tu = gpu_tuning_get();
         int occupancy = c.occupancy_grid;
         if (group == 1 && e->k.rvec && (double)total >= tu->seg1a_min * (double)nout && gpu_ranged_vec_ok(r, e)) {
-            k = "rj_seg1a";
+            k = GPU_E_SEG1A;
         } else if (group == 1 && e->k.rvec && tu->seg1s && gpu_ranged_scalar_ok(r, e)) {
-            k = "rj_seg1s";
+            k = GPU_E_SEG1S;
         } else if (e->k.kind == CG_PARTIAL && gpu_vec_ok(r, e)) {
             if (c.long_rows) {
-                k = "rj_segbv";
+                k = GPU_E_SEGBV;
                 group = BLOCK;
                 occupancy = 0;
             } else if (group == 1 || group == 32) {
-                k = group == 1 ? "rj_seg1v" : "rj_seg32v";
+                k = group == 1 ? GPU_E_SEG1V : GPU_E_SEG32V;
                 /* a thread's rows of 16 vectors or more (64 floats): w
                  * lanes a row, four vectors each (rj_segnv) */
                 long long nv = group == 1 && nout > 0 && total > 0 ? total / nout / e->k.vec : 0;
                 int w = 1;
                 while (w * 2 <= tu->segnv && w * 2 * 4 <= nv) w *= 2;
                 if (w >= 4) {
-                    k = "rj_segnv";
+                    k = GPU_E_SEGNV;
                     group = w;
                     P[RJ_PER] = w;
                 }

@@ -82,7 +82,8 @@ gpu_seg_choice gpu_choose_segments(long long nout, long long total, int columns,
         if (nc > (long long)(avg / 32)) nc = (long long)(avg / 32);
         if (nc > 1024) nc = 1024;
         if (nc >= 2) {
-            c.kernel = "rj_split1";
+            c.entry = GPU_E_SPLIT1;
+            c.kernel = gpu_entry_name[c.entry];
             c.group = 1;
             c.chunks = nc;
             return c;
@@ -93,17 +94,20 @@ gpu_seg_choice gpu_choose_segments(long long nout, long long total, int columns,
         long long nc = ((long long)nsm * 8 + nout - 1) / nout;
         if (nc > (long long)(avg / 4096)) nc = (long long)(avg / 4096);
         if (nc >= 2) {
-            c.kernel = "rj_splitb";
+            c.entry = GPU_E_SPLITB;
+            c.kernel = gpu_entry_name[c.entry];
             c.group = 256;   /* BLOCK */
             c.chunks = nc;
             return c;
         }
     }
     if (avg <= 64) {
-        c.kernel = "rj_seg1";
+        c.entry = GPU_E_SEG1;
+        c.kernel = gpu_entry_name[c.entry];
         c.group = 1;
     } else {
-        c.kernel = "rj_seg32";
+        c.entry = GPU_E_SEG32;
+        c.kernel = gpu_entry_name[c.entry];
         c.group = 32;
         c.occupancy_grid = 1;
         c.long_rows = avg >= gpu_tuning_get()->segbv_min;
