@@ -18,7 +18,7 @@
 
 #include <redjit.h>
 
-#include "runtime/cu_api.h"   /* the library's own declarations of the driver API */
+#include "gpu/cu_api.h"   /* the library's own declarations of the driver API */
 
 static cu_api cu;
 

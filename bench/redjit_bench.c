@@ -19,7 +19,7 @@
  * host's time to get the first kernel going (cub_bench --held does the same); the records say
  * "held": 1.
  *
- * The CUDA driver is loaded with dlopen through the library's src/runtime/cu_api.h, so this
+ * The CUDA driver is loaded with dlopen through the library's src/gpu/cu_api.h, so this
  * builds without CUDA headers; without a GPU it prints a notice and exits 0.
  */
 #define _GNU_SOURCE
@@ -38,9 +38,9 @@
 
 #include "bench_data.h"
 #include "bench_time.h"
-#include "runtime/cu_api.h"
+#include "gpu/cu_api.h"
 
-/* ---- the driver API: the library's own declarations (src/runtime/cu_api.h) ---------------- */
+/* ---- the driver API: the library's own declarations (src/gpu/cu_api.h) ---------------- */
 static cu_api cu;
 
 static void die(const char *fmt, ...)

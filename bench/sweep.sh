@@ -7,7 +7,7 @@
 #            bench/sweep.sh REDJIT_WAVES "1 2 4" sum_f32,argmax_f32 24,26,28
 #
 # The defaults in the library are the figures such sweeps justified (cuda.c's unroll(),
-# gpu.c's waves).  Prints one line per case, size and value: the median microseconds of the
+# gpu_tuning's waves, src/gpu/tuning.h).  Prints one line per case, size and value: the median microseconds of the
 # auto strategy.  Default cases: one of each kind; default curve 20,24,28.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2

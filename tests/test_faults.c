@@ -1,6 +1,6 @@
 /*
  * test_faults.c -- faults injected into the GPU backend (gpu_inject_fault in
- * src/runtime/gpu.h): NVRTC rejecting a kernel, a module that does not load,
+ * src/gpu/gpu.h): NVRTC rejecting a kernel, a module that does not load,
  * device memory exhausted, a launch refused.  Each must return its status
  * with a message, leave no results and no device memory in use (the pool's
  * statistics before and after), and leave the context working: the same
@@ -17,7 +17,7 @@
 
 #include <redjit.h>
 
-#include "runtime/gpu.h"
+#include "gpu/gpu.h"
 
 #include "check.h"
 

@@ -38,7 +38,8 @@
 
 #include <redjit.h>
 
-#include "runtime/gpu.h"
+#include "codegen/device/rj_abi.h"
+#include "gpu/gpu.h"
 
 #include "check.h"
 
@@ -285,7 +286,7 @@ static const char *kernel_for(red_ctx *ctx, const char *text, int nd, const int6
 }
 
 /* Reductions over several dimensions take the 16-byte-load kernels where
- * those dimensions make one contiguous run in every array (gpu.c vec_ok),
+ * those dimensions make one contiguous run in every array (src/gpu/strategy.c, gpu_vec_ok),
  * and the others where they do not. */
 static void test_vec_choice(red_ctx *ctx)
 {
@@ -682,7 +683,7 @@ static void test_workspace_results(red_ctx *ctx)
             float v[8] = {0};
             v[0] = 1.5f + (float)k;
             v[4] = -2.25f - (float)k;
-            fc_store(GPU_WS_HEAD, v, sizeof v);
+            fc_store(RJ_WS_HEAD, v, sizeof v);
             fc_reset();
             /* the last run's kernel ends without publishing: the host sees
              * the stream done without it, and copies the workspace back */

@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runtime/kcache.h"
+#include "gpu/kcache.h"
 
 #include "check.h"
 

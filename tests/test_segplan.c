@@ -15,7 +15,7 @@
 #include "check/check.h"
 #include "codegen/cuda.h"
 #include "parser/ast.h"
-#include "runtime/gpu.h"
+#include "gpu/gpu.h"
 
 #include "check.h"
 

@@ -22,8 +22,8 @@
 #include "core/dtype.h"
 #include "cpu/exec.h"
 #include "parser/ast.h"
-#include "runtime/gpu.h"
-#include "runtime/kcache.h"
+#include "gpu/gpu.h"
+#include "gpu/kcache.h"
 #include "redjit.h"
 
 #define PROGRAM_CACHE_MAX 256     /* texts a context keeps parsed               */

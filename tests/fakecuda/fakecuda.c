@@ -2,7 +2,7 @@
  * fakecuda.c -- a stand-in for libcuda.so.1 that runs no kernel, for testing
  * the GPU backend's host side where there is no GPU (CI).
  *
- * It implements the driver functions redjit resolves (src/runtime/cu_api.h)
+ * It implements the driver functions redjit resolves (src/gpu/cu_api.h)
  * on host memory: "device" allocations are host blocks it keeps a table of,
  * copies are memcpy, launches are checked (a live module's function, a grid
  * and block the hardware allows, arguments given) and counted but do nothing.

@@ -8,21 +8,7 @@
 #define RJ_BLOCK 256
 #endif
 
-// Reserved parameter slots (the generated code fills the rest).
-#define RJ_N        0   // elements in the linear domain (full reductions)
-#define RJ_NOUT     1   // output elements
-#define RJ_PARTIALS 2   // device pointer: per-block Acc partials
-#define RJ_COUNTER  3   // device pointer: unsigned, last-block ticket
-#define RJ_ERR      4   // device pointer: unsigned long long[4] error record
-#define RJ_PER      5   // elements per block (tree, persistent) or per thread
-#define RJ_NBLK     6   // blocks whose partials the final combine reads
-#define RJ_KEYMODE  7   // keyed passes: 0 whole domain, 1 segment per key via offs
-#define RJ_OFFS     8   // device pointer: long long[nkeys + 1] segment starts
-#define RJ_KSTATS   9   // device pointer: long long[3] min key, max key, sorted
-#define RJ_PUB     10   // mapped host pointer (0: none): the run's last kernel
-                        // copies the workspace there, then the sequence number
-#define RJ_PUBN    11   // 8-byte words of the workspace to copy
-#define RJ_SEQ     12   // the run's sequence number, written after them
+// The reserved parameter slots (RJ_N ... RJ_SEQ) are in rj_abi.h, embedded ahead of this file.
 
 struct Params { long long v[RJ_NPARAMS]; };
 

@@ -70,11 +70,6 @@ static inline int gpu_result_on_device(int mode, int ndim)
     return mode == RED_RESULTS_DEVICE || (mode == RED_RESULTS_DEVICE_ARRAYS && ndim > 0);
 }
 
-/* Where a run's small host-bound results start in its workspace (after the
- * fault record, the persistent grid's counter and the key statistics), each
- * at a multiple of 16 bytes after the one before. */
-#define GPU_WS_HEAD 128
-
 /* Make a pending run ready to be followed by the next run of the same plan
  * on the same stream, its results on the device, without waiting for it
  * (red_run on a stream with RED_RESULTS_DEVICE): the next run keeps its
@@ -116,12 +111,24 @@ void gpu_get_stats(gpu_dev *g, gpu_stats *s);
 /* The choice of kernel for segments (one reduction per output) under the
  * automatic strategy, a pure function so that tests check it without a GPU:
  * `total` elements over `nout` outputs, `columns` from gpu_column_layout,
- * `nsm` multiprocessors.  `kernel` runs `group` threads per output, or per
+ * `nsm` multiprocessors.  `entry` (`kernel` its name) runs `group` threads per output, or per
  * chunk when chunks > 0 (each output split into that many: rj_split1 a
  * thread per chunk, rj_splitb a block, then rj_splitf); on an
  * occupancy-sized grid when occupancy_grid. */
+/* The entry kernels the runtime launches, named by gpu_entry_name (modules.c): an enum, so
+ * that a misspelt entry does not compile.  The generated source defines them (codegen). */
+enum gpu_entry {
+    GPU_E_MAP, GPU_E_BLOCK, GPU_E_FINAL, GPU_E_SEQ, GPU_E_PERSIST, GPU_E_PERSISTV, GPU_E_SEGB,
+    GPU_E_SEG1, GPU_E_SEG1V, GPU_E_SEG1A, GPU_E_SEG1S, GPU_E_SEG32, GPU_E_SEG32V, GPU_E_SEGBV,
+    GPU_E_SEGNV, GPU_E_SPLIT1, GPU_E_SPLITB, GPU_E_SPLITF, GPU_E_COUNT, GPU_E_KENDS,
+    GPU_E_KENDSV, GPU_E_KOFFS, GPU_E_KSCAN, GPU_E_KFUSED, GPU_E_KFUSEDV, GPU_E_KPRIV,
+    GPU_E_KCOMB, GPU_NENTRIES
+};
+extern const char *const gpu_entry_name[GPU_NENTRIES];
+
 typedef struct gpu_seg_choice {
-    const char *kernel;
+    int entry;              /* enum gpu_entry */
+    const char *kernel;     /* its name */
     int group;
     long long chunks;
     int occupancy_grid;

@@ -2,7 +2,7 @@
  * cu_api.h -- the part of the CUDA driver API redjit uses, declared by hand
  * and resolved with dlsym, so that nothing needs CUDA headers to build and
  * nothing needs a driver to run until a GPU is used.  The library's GPU
- * backend (gpu.c) and the GPU benchmark programs (bench/) share it.
+ * backend (src/gpu) and the GPU benchmark programs (bench/) share it.
  */
 #ifndef RED_CU_API_H
 #define RED_CU_API_H

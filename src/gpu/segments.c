@@ -1,0 +1,198 @@
+/*
+ * segments.c -- the reduction passes without keys: a full reduction (one output) on a
+ * persistent, tree or sequential grid, segments (one reduction per output) under the kernel
+ * the strategy or gpu_choose_segments picks, and counting a ranged domain on the device.
+ */
+#include "gpu_internal.h"
+#include "tuning.h"
+
+int gpu_run_full(run_ctx *r, pass_entry *e, long long n, int strategy, int ordered)
+{
+    gpu_dev *g = r->g;
+    long long *P = r->params;
+    size_t asz = (size_t)e->k.acc_size;
+    P[RJ_NOUT] = 1;
+    if (strategy == RED_STRATEGY_SEGMENTED) return gpu_launch(r, e, GPU_E_SEGB, 1);
+    long long grid;
+    int vec = gpu_vec_ok(r, e);
+    int persist = vec ? GPU_E_PERSISTV : GPU_E_PERSIST;
+    if (strategy == RED_STRATEGY_PERSISTENT || strategy == RED_STRATEGY_AUTO) {
+        int rc = gpu_occupancy_grid(r, e, persist, &grid);
+        if (rc) return rc;
+        grid *= gpu_tuning_get()->waves ? gpu_tuning_get()->waves : n >= 3 * grid * 16384 && !e->k.arg ? 3 : 1;
+        /* occupancy waves (gpu_tuning.waves): three where each block of three
+         * has 16384 elements or more, balancing SMs whose blocks do not finish
+         * together; else one, whose blocks pay the tree and the ticket once.
+         * Small inputs: no more blocks than have 8 elements a thread (the full
+         * grid over 2^10 elements was twice CUB's time: bench/TUNING.md) */
+        if (grid > cdiv(n, (long long)BLOCK * 8)) grid = cdiv(n, (long long)BLOCK * 8);
+    } else if (strategy == RED_STRATEGY_SEQUENTIAL) {
+        grid = cdiv(n, (long long)BLOCK * 16);
+        if (grid > 4 * g->nsm) grid = 4 * g->nsm;
+    } else {
+        grid = cdiv(n, (long long)BLOCK * 16);
+        if (grid > 8 * g->nsm) grid = 8 * g->nsm;
+    }
+    if (grid < 1) grid = 1;
+    CUdeviceptr part;
+    int rc = gpu_run_get(r, (size_t)grid * asz, &part, 1);
+    if (rc) return rc;
+    P[RJ_PARTIALS] = (long long)part;
+    P[RJ_N] = n;
+    if (strategy == RED_STRATEGY_SEQUENTIAL) {
+        P[RJ_PER] = cdiv(n, grid * BLOCK);
+        rc = gpu_launch(r, e, GPU_E_SEQ, grid);
+    } else {
+        /* contiguous ranges per block, a multiple of the block size (for
+         * rj_persistv of its batches of vectors: only the last block has
+         * elements left over, which it folds one at a time) */
+        int batches = vec && strategy != RED_STRATEGY_TREE;
+        long long step = BLOCK * (long long)(batches ? e->k.vec * e->k.vec_unroll : 1);
+        long long per = cdiv(cdiv(n, grid), step) * step;
+        P[RJ_PER] = per > 0 ? per : step;
+        if (strategy == RED_STRATEGY_PERSISTENT || strategy == RED_STRATEGY_AUTO) gpu_publish_arm(r);
+        rc = gpu_launch(r, e, strategy == RED_STRATEGY_TREE ? GPU_E_BLOCK : persist, grid);
+    }
+    if (!rc && strategy != RED_STRATEGY_PERSISTENT && strategy != RED_STRATEGY_AUTO) {
+        P[RJ_NBLK] = grid;
+        gpu_publish_arm(r);
+        rc = gpu_launch(r, e, GPU_E_FINAL, 1);
+    }
+    gpu_publish_disarm(r, rc);
+    (void)ordered;
+    return rc;
+}
+
+/* Every element of every output's domain, counted on the device (ranges come
+ * from the data): a full reduction's size, or the segments' total for auto. */
+int gpu_count_on_device(run_ctx *r, pass_entry *e, long long nout, long long step, long long *total)
+{
+    gpu_dev *g = r->g;
+    util_diag *diag = r->diag;
+    long long *P = r->params;
+    P[RJ_NOUT] = nout;
+    P[RJ_PER] = step;
+    CU(g->cu.MemsetD8Async(r->ws + RJ_WS_KSTATS, 0, 8, r->s), "cuMemsetD8Async");
+    long long grid = cdiv(cdiv(nout, step), BLOCK);
+    if (grid > (long long)g->nsm * 8) grid = (long long)g->nsm * 8;
+    int rc = gpu_launch(r, e, GPU_E_COUNT, grid);
+    P[RJ_PER] = 0;
+    if (rc) return rc;
+    long long cnt = 0;
+    CU(g->cu.MemcpyDtoHAsync(&cnt, r->ws + RJ_WS_KSTATS, 8, r->s), "cuMemcpyDtoHAsync");
+    CU(g->cu.StreamSynchronize(r->s), "cuStreamSynchronize");
+    if (step > 1) {
+        /* a sample of cdiv(nout, step) outputs: scaled to all of them */
+        double est = (double)cnt * (double)nout / (double)cdiv(nout, step);
+        cnt = est < 4e18 ? (long long)est : (long long)4e18;
+    }
+    *total = cnt;
+    return 0;
+}
+
+/* Segments: one reduction per output (partial reductions, sorted keys).
+ * `total` is the elements of all outputs' domains, or -1 when ranges make
+ * it unknown.  Forced strategies pick the kernel: tree a block per output,
+ * sequential a thread, persistent a warp on an occupancy-sized grid; auto
+ * and segmented ask gpu_choose_segments. */
+int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total, int strategy)
+{
+    gpu_dev *g = r->g;
+    long long *P = r->params;
+    P[RJ_NOUT] = nout;
+    if (nout == 0) return 0;
+    int k;   /* enum gpu_entry */
+    int group, rc;
+    long long grid;
+    switch (strategy) {
+    case RED_STRATEGY_TREE: k = GPU_E_SEGB; group = BLOCK; break;
+    case RED_STRATEGY_SEQUENTIAL: k = GPU_E_SEG1; group = 1; break;
+    case RED_STRATEGY_PERSISTENT: k = GPU_E_SEG32; group = 32; break;
+    default: {
+        if (total < 0) {
+            /* ranges: their lengths are in the data; one round trip (tens
+             * of microseconds) against a kernel that can be 20x off.  The
+             * choice needs the average length only: a sample of about 16384
+             * outputs (counting all 22 million CSR rows of length 3 took
+             * 50 us, as long as a third of the reduction) */
+            uint64_t key = gpu_count_key(r, e, nout);
+            if (e->count_key == key) {
+                /* the same arrays and sizes as last time: the same choice
+                 * (it affects speed only; a stale one is still correct) */
+                total = e->count_total;
+            } else {
+                rc = gpu_count_on_device(r, e, nout, nout > 32768 ? nout / 16384 : 1, &total);
+                if (rc) return rc;
+                e->count_key = key;
+                e->count_total = total;
+            }
+        }
+        gpu_seg_choice c = gpu_choose_segments(nout, total, gpu_column_layout(&e->k, r->bufs), g->nsm);
+        if (c.chunks) {
+            size_t bytes = (size_t)(c.chunks * nout) * (size_t)e->k.acc_size;
+            CUdeviceptr part;
+            rc = gpu_run_get(r, bytes, &part, 1);
+            if (rc) return rc;
+            P[RJ_PARTIALS] = (long long)part;
+            P[RJ_NBLK] = c.chunks;
+            P[RJ_NOUT] = nout;
+            grid = cdiv(c.chunks * nout * c.group, BLOCK);
+            if (grid > (long long)g->nsm * 64) grid = (long long)g->nsm * 64;
+            rc = gpu_launch(r, e, c.entry, grid);
+            if (rc) return rc;
+            /* few outputs: a block folds each one's chunks (a thread each
+             * took 37 us for one output of 1056 chunks) */
+            P[RJ_PER] = nout < 4LL * g->nsm;
+            grid = P[RJ_PER] ? nout : cdiv(nout, BLOCK);
+            if (grid > (long long)g->nsm * 64) grid = (long long)g->nsm * 64;
+            rc = gpu_launch(r, e, GPU_E_SPLITF, grid);
+            P[RJ_PER] = 0;
+            return rc;
+        }
+        k = c.entry;
+        group = c.group;
+        /* 16-byte loads (auto only: the forced strategies keep the scalar
+         * kernels to compare against): CSR rows from an average of
+         * gpu_tuning.seg1a_min elements, contiguous rows (a block each where they
+         * are long, several lanes each where a thread's would be 16
+         * vectors or more); shorter CSR rows with stride-1 arrays take
+         * rj_seg1s, scalar loads without a stride to multiply */
+        const gpu_tuning *tu = gpu_tuning_get();
+        int occupancy = c.occupancy_grid;
+        if (group == 1 && e->k.rvec && (double)total >= tu->seg1a_min * (double)nout && gpu_ranged_vec_ok(r, e)) {
+            k = GPU_E_SEG1A;
+        } else if (group == 1 && e->k.rvec && tu->seg1s && gpu_ranged_scalar_ok(r, e)) {
+            k = GPU_E_SEG1S;
+        } else if (e->k.kind == CG_PARTIAL && gpu_vec_ok(r, e)) {
+            if (c.long_rows) {
+                k = GPU_E_SEGBV;
+                group = BLOCK;
+                occupancy = 0;
+            } else if (group == 1 || group == 32) {
+                k = group == 1 ? GPU_E_SEG1V : GPU_E_SEG32V;
+                /* a thread's rows of 16 vectors or more (64 floats): w
+                 * lanes a row, four vectors each (rj_segnv) */
+                long long nv = group == 1 && nout > 0 && total > 0 ? total / nout / e->k.vec : 0;
+                int w = 1;
+                while (w * 2 <= tu->segnv && w * 2 * 4 <= nv) w *= 2;
+                if (w >= 4) {
+                    k = GPU_E_SEGNV;
+                    group = w;
+                    P[RJ_PER] = w;
+                }
+            }
+        }
+        if (occupancy) strategy = RED_STRATEGY_PERSISTENT;
+    }
+    }
+    if (strategy == RED_STRATEGY_PERSISTENT) {
+        rc = gpu_occupancy_grid(r, e, k, &grid);
+        if (rc) return rc;
+    } else {
+        grid = cdiv(nout * group, BLOCK);
+        if (grid > (long long)g->nsm * 64) grid = (long long)g->nsm * 64;
+    }
+    rc = gpu_launch(r, e, k, grid);
+    P[RJ_PER] = 0;
+    return rc;
+}

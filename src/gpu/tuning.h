@@ -1,0 +1,31 @@
+/*
+ * tuning.h -- the GPU runtime's tuning as data: one struct of the values its decisions take,
+ * with their defaults, filled once per process from the documented REDJIT_* overrides
+ * (bench/TUNING.md, "Environment overrides").  Nothing else in src/gpu reads the environment
+ * except kcache.c, whose REDJIT_CACHE* are user settings.
+ */
+#ifndef RED_GPU_TUNING_H
+#define RED_GPU_TUNING_H
+
+typedef struct gpu_tuning {
+    /* Persistent full reductions: grids of this many occupancy waves; 0: the rule in
+     * gpu_run_full (three where a block of three waves has 16384 elements or more, else one).
+     * REDJIT_WAVES, 1 to 16. */
+    int waves;
+    /* Auto's segment kernels, by average row length (gpu_choose_segments, gpu_run_segments):
+     * a block per contiguous row (rj_segbv) from segbv_min elements, rather than a warp;
+     * 16-byte loads inside a CSR row (rj_seg1a) from seg1a_min.  REDJIT_SEGBV_MIN and
+     * REDJIT_SEG1A_MIN; 0 there turns the kernel off (1e300). */
+    double segbv_min, seg1a_min;
+    int seg1s;          /* REDJIT_SEG1S=0: rj_seg1 instead of rj_seg1s for short CSR rows */
+    int segnv;          /* REDJIT_SEGNV: rj_segnv's most lanes a row; under 4: rj_seg1v */
+    /* REDJIT_NVRTC_OPTS: up to 4 more NVRTC options, separated by spaces ("" none). */
+    char nvrtc_opts[256];
+    /* REDJIT_DUMP_CUBIN: the folder each compiled kernel's source and cubin go to ("" none). */
+    char dump_cubin[1024];
+} gpu_tuning;
+
+/* The process's tuning, filled on first use. */
+const gpu_tuning *gpu_tuning_get(void);
+
+#endif
