@@ -167,10 +167,16 @@ static int col_fold2(int rop, int ct, const void *v0, const void *v1, int n, voi
 #define COL_RCHUNK 256
 #define COL_PART_MAX ((int64_t)256 << 20)
 
-static int run_columns_chunks(pass_ctx *pc, util_diag *diag, int one_chunk);
-int cpu_run_columns(pass_ctx *pc, util_diag *diag) { return run_columns_chunks(pc, diag, 0); }
+/* How a column pass is cut into tasks. */
+typedef struct col_cut {
+    int64_t F, nrow;                /* the outputs: nrow rows of F columns  */
+    int64_t rchunk, nrch;           /* reduced positions a chunk; chunks    */
+    int64_t tw, gsz;                /* tile width; tiles a group            */
+    int64_t tiles_per_row, groups_per_row, ntasks;
+    uint64_t *part;                 /* chunks' partial folds, or NULL       */
+} col_cut;
 
-static int run_columns_chunks(pass_ctx *pc, util_diag *diag, int one_chunk)
+static void col_plan(const pass_ctx *pc, int one_chunk, col_cut *cc)
 {
     int64_t F = pc->fext[pc->nf - 1];
     int64_t nrow = pc->nout / F, rchunk = one_chunk ? pc->L : COL_RCHUNK;
@@ -192,149 +198,182 @@ static int run_columns_chunks(pass_ctx *pc, util_diag *diag, int one_chunk)
     if (gsz > COL_GROUP) gsz = COL_GROUP;
     if (gsz < 1) gsz = 1;
     int64_t groups_per_row = (tiles_per_row + gsz - 1) / gsz;
-    int64_t ntasks = nrow * groups_per_row * nrch;
+    *cc = (col_cut){.F = F, .nrow = nrow, .rchunk = rchunk, .nrch = nrch, .tw = tw, .gsz = gsz,
+                    .tiles_per_row = tiles_per_row, .groups_per_row = groups_per_row,
+                    .ntasks = nrow * groups_per_row * nrch};
+}
+
+/* A task's folds, kept as chunk ch's partials, or (one chunk) written as
+ * the outputs of row `row`, columns [c0, c1). */
+static void col_store(const pass_ctx *pc, const col_cut *cc, const uint64_t *acc, size_t per_red, int64_t row,
+                      int64_t ch, int64_t c0, int64_t c1)
+{
+    int64_t F = cc->F;
+    if (cc->part) {
+        for (int q = 0; q < pc->nreds; q++)
+            memcpy(cc->part + (((size_t)q * cc->nrow + row) * cc->nrch + ch) * F + c0, acc + q * per_red,
+                   (size_t)(c1 - c0) * sizeof *cc->part);
+        return;
+    }
+    const core_buf *tb = &pc->temps[pc->reds[0].temp[0]];
+    for (int64_t j = 0; j < c1 - c0; j++) {
+        int64_t off = out_offset(pc, tb, row * F + c0 + j);
+        for (int q = 0; q < pc->nreds; q++) {
+            cacc a;
+            a.v[0] = col_get(col_kind(pc->reds[q].rop, pc->reds[q].acc[0]), acc + q * per_red, (int)j);
+            a.has = 1;
+            a.idx = -1;
+            cpu_acc_write(pc, &pc->reds[q], &a, off);
+        }
+    }
+}
+
+/* One task: a group of tiles of one row of outputs over one chunk of the
+ * reduced positions, folded into acc (per reduction, gsz tiles).  Returns
+ * the VM's error, 0 when done. */
+static int col_task(const pass_ctx *pc, const col_cut *cc, tstate *ts, uint64_t *acc, int64_t task)
+{
+    const int64_t F = cc->F, nrch = cc->nrch, rchunk = cc->rchunk, tw = cc->tw, gsz = cc->gsz;
+    const size_t per_red = (size_t)gsz * COL_TILE;
+    int64_t grp = task / nrch, ch = task % nrch;
+    int64_t row = grp / cc->groups_per_row, first = grp % cc->groups_per_row * gsz;
+    int64_t last = first + gsz < cc->tiles_per_row ? first + gsz : cc->tiles_per_row;   /* tiles [first, last) */
+    int64_t t0 = ch * rchunk, t1 = t0 + rchunk < pc->L ? t0 + rchunk : pc->L;
+    int64_t oo = row;
+    for (int d = pc->nf - 2; d >= 0; d--) {
+        vm_var *v = &ts->st.vars[pc->fvar[d]];
+        v->mode = VAR_CONST;
+        v->base = pc->flo[d] + (pc->fext[d] ? oo % pc->fext[d] : 0);
+        oo = pc->fext[d] ? oo / pc->fext[d] : 0;
+    }
+    vm_var *vf = &ts->st.vars[pc->fvar[pc->nf - 1]], *vr = &ts->st.vars[pc->rvar[0]];
+    vf->mode = VAR_RAMP;
+    vr->mode = VAR_CONST;
+    int64_t c0 = first * tw, c1 = last * tw < F ? last * tw : F;   /* the group's columns */
+    for (int q = 0; q < pc->nreds; q++) {
+        const plan_red *rd = &pc->reds[q];
+        plan_value id = plan_identity(rd->rop, acc_ct(rd));
+        int kind = col_kind(rd->rop, rd->acc[0]);
+        for (int64_t j = 0; j < c1 - c0; j++) col_set(kind, acc + q * per_red, (int)j, id);
+    }
+    int r = 0;
+    for (int64_t t = t0; t < t1 && !r; t += 2) {
+        for (int64_t f0 = c0; f0 < c1 && !r; f0 += tw) {
+            int n = (int)(c1 - f0 < tw ? c1 - f0 : tw);
+            vf->base = pc->flo[pc->nf - 1] + f0;
+            vr->base = pc->rlo[0] + t;
+            r = vm_run(&ts->st, n);
+            /* positions t and t + 1 of the tile, in order; together
+             * where position t's values are read in place (the next
+             * vm_run does not overwrite them) */
+            int both = !r && t + 1 < t1 && pc->nreds == 1;
+            const void *x0 = r ? NULL : vm_reg(&ts->st, ts->st.prog->out[pc->root_of[0]]);
+            both = both && x0 != vm_own(&ts->st, ts->st.prog->out[pc->root_of[0]]);
+            if (both) {
+                vr->base = pc->rlo[0] + t + 1;
+                r = vm_run(&ts->st, n);
+                if (!r && col_fold2(pc->reds[0].rop, pc->reds[0].acc[0], x0,
+                                    vm_reg(&ts->st, ts->st.prog->out[pc->root_of[0]]), n, acc + (f0 - c0)))
+                    continue;
+                if (!r) {
+                    col_fold(pc->reds[0].rop, pc->reds[0].acc[0], x0, n, acc + (f0 - c0));
+                    col_fold(pc->reds[0].rop, pc->reds[0].acc[0], vm_reg(&ts->st, ts->st.prog->out[pc->root_of[0]]),
+                             n, acc + (f0 - c0));
+                }
+                continue;
+            }
+            for (int u = 0; u < 2 && !r && t + u < t1; u++) {
+                if (u) {
+                    vr->base = pc->rlo[0] + t + 1;
+                    r = vm_run(&ts->st, n);
+                }
+                for (int q = 0; !r && q < pc->nreds; q++)
+                    col_fold(pc->reds[q].rop, pc->reds[q].acc[0], vm_reg(&ts->st, ts->st.prog->out[pc->root_of[q]]),
+                             n, acc + q * per_red + (f0 - c0));
+            }
+        }
+    }
+    if (!r) col_store(pc, cc, acc, per_red, row, ch, c0, c1);
+    return r;
+}
+
+/* Output o from its chunks' partials, combined in chunk order. */
+static void col_combine(const pass_ctx *pc, const col_cut *cc, int64_t o)
+{
+    const core_buf *tb = &pc->temps[pc->reds[0].temp[0]];
+    int64_t F = cc->F, nrch = cc->nrch;
+    int64_t row = o / F, j = o % F, off = out_offset(pc, tb, o);
+    for (int q = 0; q < pc->nreds; q++) {
+        const plan_red *rd = &pc->reds[q];
+        int kind = col_kind(rd->rop, rd->acc[0]);
+        const uint64_t *pp = cc->part + ((size_t)q * cc->nrow + row) * nrch * F + j;
+        cacc a;
+        a.v[0] = col_get(kind, pp, 0);
+        for (int64_t ch = 1; ch < nrch; ch++)
+            a.v[0] = cpu_combine_builtin(rd->rop, acc_ct(rd), a.v[0], col_get(kind, pp + ch * F, 0));
+        a.has = 1;
+        a.idx = -1;
+        cpu_acc_write(pc, rd, &a, off);
+    }
+}
+
+static int run_columns_chunks(pass_ctx *pc, util_diag *diag, int one_chunk)
+{
+    col_cut cc;
+    col_plan(pc, one_chunk, &cc);
     /* chunks' partial folds, [q][row][chunk][column], when there are chunks:
      * N / 32 bytes for a real matrix, but a view with a zero stride can have
      * many more outputs than elements; past COL_PART_MAX the pass folds each
      * output in one chunk, as it did before chunks */
-    uint64_t *part = NULL;
     int64_t pbytes;
-    if (nrch > 1 && (!mul_ok(nrow * F, nrch * 8, &pbytes) || !mul_ok(pbytes, pc->nreds, &pbytes) ||
-                     pbytes > COL_PART_MAX))
+    if (cc.nrch > 1 && (!mul_ok(cc.nrow * cc.F, cc.nrch * 8, &pbytes) || !mul_ok(pbytes, pc->nreds, &pbytes) ||
+                        pbytes > COL_PART_MAX))
         return run_columns_chunks(pc, diag, 1);
-    if (nrch > 1) {
-        part = malloc((size_t)pbytes);
-        if (!part) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+    cc.part = NULL;
+    if (cc.nrch > 1) {
+        cc.part = malloc((size_t)pbytes);
+        if (!cc.part) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
     }
     int rc = 0, bad = 0, combine = 0;
     int nt = pc->nthreads;
-    if (ntasks < nt) nt = (int)(ntasks > 0 ? ntasks : 1);
+    if (cc.ntasks < nt) nt = (int)(cc.ntasks > 0 ? cc.ntasks : 1);
 #pragma omp parallel num_threads(nt)
     {
         tstate ts;
         int lrc = cpu_tstate_init(&ts, pc);
         /* per reduction, gsz tiles of accumulators */
-        size_t per_red = (size_t)gsz * COL_TILE;
-        uint64_t *acc = malloc((size_t)pc->nreds * per_red * sizeof *acc);
+        uint64_t *acc = malloc((size_t)pc->nreds * (size_t)cc.gsz * COL_TILE * sizeof *acc);
         if (!lrc && !acc) lrc = RED_ERR_NOMEM;
         if (lrc) {
 #pragma omp critical(redjit_fault)
             if (!rc) rc = lrc;
         }
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t task = 0; task < ntasks; task++) {
+        for (int64_t task = 0; task < cc.ntasks; task++) {
             if (lrc || __atomic_load_n(&bad, __ATOMIC_RELAXED) || core_cancelled(pc->cancel)) continue;
-            int64_t grp = task / nrch, ch = task % nrch;
-            int64_t row = grp / groups_per_row, first = grp % groups_per_row * gsz;
-            int64_t last = first + gsz < tiles_per_row ? first + gsz : tiles_per_row;   /* tiles [first, last) */
-            int64_t t0 = ch * rchunk, t1 = t0 + rchunk < pc->L ? t0 + rchunk : pc->L;
-            int64_t oo = row;
-            for (int d = pc->nf - 2; d >= 0; d--) {
-                vm_var *v = &ts.st.vars[pc->fvar[d]];
-                v->mode = VAR_CONST;
-                v->base = pc->flo[d] + (pc->fext[d] ? oo % pc->fext[d] : 0);
-                oo = pc->fext[d] ? oo / pc->fext[d] : 0;
-            }
-            vm_var *vf = &ts.st.vars[pc->fvar[pc->nf - 1]], *vr = &ts.st.vars[pc->rvar[0]];
-            vf->mode = VAR_RAMP;
-            vr->mode = VAR_CONST;
-            int64_t c0 = first * tw, c1 = last * tw < F ? last * tw : F;   /* the group's columns */
-            for (int q = 0; q < pc->nreds; q++) {
-                const plan_red *rd = &pc->reds[q];
-                plan_value id = plan_identity(rd->rop, acc_ct(rd));
-                int kind = col_kind(rd->rop, rd->acc[0]);
-                for (int64_t j = 0; j < c1 - c0; j++) col_set(kind, acc + q * per_red, (int)j, id);
-            }
-            int r = 0;
-            for (int64_t t = t0; t < t1 && !r; t += 2) {
-                for (int64_t f0 = c0; f0 < c1 && !r; f0 += tw) {
-                    int n = (int)(c1 - f0 < tw ? c1 - f0 : tw);
-                    vf->base = pc->flo[pc->nf - 1] + f0;
-                    vr->base = pc->rlo[0] + t;
-                    r = vm_run(&ts.st, n);
-                    /* positions t and t + 1 of the tile, in order; together
-                     * where position t's values are read in place (the next
-                     * vm_run does not overwrite them) */
-                    int both = !r && t + 1 < t1 && pc->nreds == 1;
-                    const void *x0 = r ? NULL : vm_reg(&ts.st, ts.st.prog->out[pc->root_of[0]]);
-                    both = both && x0 != vm_own(&ts.st, ts.st.prog->out[pc->root_of[0]]);
-                    if (both) {
-                        vr->base = pc->rlo[0] + t + 1;
-                        r = vm_run(&ts.st, n);
-                        if (!r && col_fold2(pc->reds[0].rop, pc->reds[0].acc[0], x0,
-                                            vm_reg(&ts.st, ts.st.prog->out[pc->root_of[0]]), n, acc + (f0 - c0)))
-                            continue;
-                        if (!r) {
-                            col_fold(pc->reds[0].rop, pc->reds[0].acc[0], x0, n, acc + (f0 - c0));
-                            col_fold(pc->reds[0].rop, pc->reds[0].acc[0], vm_reg(&ts.st, ts.st.prog->out[pc->root_of[0]]),
-                                     n, acc + (f0 - c0));
-                        }
-                        continue;
-                    }
-                    for (int u = 0; u < 2 && !r && t + u < t1; u++) {
-                        if (u) {
-                            vr->base = pc->rlo[0] + t + 1;
-                            r = vm_run(&ts.st, n);
-                        }
-                        for (int q = 0; !r && q < pc->nreds; q++)
-                            col_fold(pc->reds[q].rop, pc->reds[q].acc[0], vm_reg(&ts.st, ts.st.prog->out[pc->root_of[q]]),
-                                     n, acc + q * per_red + (f0 - c0));
-                    }
-                }
-            }
+            int r = col_task(pc, &cc, &ts, acc, task);
             if (r) {
 #pragma omp critical(redjit_fault)
                 if (!rc) rc = r;
                 __atomic_store_n(&bad, 1, __ATOMIC_RELAXED);   /* read by the other threads' tasks */
-                continue;
-            }
-            if (part) {
-                for (int q = 0; q < pc->nreds; q++)
-                    memcpy(part + (((size_t)q * nrow + row) * nrch + ch) * F + c0, acc + q * per_red,
-                           (size_t)(c1 - c0) * sizeof *part);
-                continue;
-            }
-            const core_buf *tb = &pc->temps[pc->reds[0].temp[0]];
-            for (int64_t j = 0; j < c1 - c0; j++) {
-                int64_t off = out_offset(pc, tb, row * F + c0 + j);
-                for (int q = 0; q < pc->nreds; q++) {
-                    cacc a;
-                    a.v[0] = col_get(col_kind(pc->reds[q].rop, pc->reds[q].acc[0]), acc + q * per_red, (int)j);
-                    a.has = 1;
-                    a.idx = -1;
-                    cpu_acc_write(pc, &pc->reds[q], &a, off);
-                }
             }
         }
         /* the chunks' partials of each output, combined in chunk order
          * (unless a chunk failed or was skipped: decided once, for every
          * thread, so that all of them meet the omp for or none does) */
 #pragma omp single
-        combine = part && !rc && !bad && !core_cancelled(pc->cancel);
+        combine = cc.part && !rc && !bad && !core_cancelled(pc->cancel);
         if (combine) {
-            const core_buf *tb = &pc->temps[pc->reds[0].temp[0]];
 #pragma omp for schedule(static)
-            for (int64_t o = 0; o < nrow * F; o++) {
-                int64_t row = o / F, j = o % F, off = out_offset(pc, tb, o);
-                for (int q = 0; q < pc->nreds; q++) {
-                    const plan_red *rd = &pc->reds[q];
-                    int kind = col_kind(rd->rop, rd->acc[0]);
-                    const uint64_t *pp = part + ((size_t)q * nrow + row) * nrch * F + j;
-                    cacc a;
-                    a.v[0] = col_get(kind, pp, 0);
-                    for (int64_t ch = 1; ch < nrch; ch++)
-                        a.v[0] = cpu_combine_builtin(rd->rop, acc_ct(rd), a.v[0], col_get(kind, pp + ch * F, 0));
-                    a.has = 1;
-                    a.idx = -1;
-                    cpu_acc_write(pc, rd, &a, off);
-                }
-            }
+            for (int64_t o = 0; o < cc.nrow * cc.F; o++) col_combine(pc, &cc, o);
         }
         free(acc);
         cpu_tstate_free(&ts, pc);
     }
-    free(part);
+    free(cc.part);
     if (rc && rc != RED_ERR_INDEX && !diag->code)
         util_diag_set(diag, rc, rc == RED_ERR_NOMEM ? "out of memory" : "evaluation failed");
     return rc;
 }
+
+int cpu_run_columns(pass_ctx *pc, util_diag *diag) { return run_columns_chunks(pc, diag, 0); }

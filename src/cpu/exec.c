@@ -1,17 +1,21 @@
 /*
- * exec.c -- runs a plan's passes on the CPU.
+ * exec.c -- the CPU executor's driver: each pass of a plan resolved, compiled
+ * to a VM program and handed to the walk that fits it; range bounds evaluated
+ * on the host; index errors turned into messages.
  *
  * A pass's domain is linearised: outputs (free indices, row-major) outermost,
  * each output's reduced box (row-major) inside.  The linear range is cut into
  * fixed CHUNK-element chunks processed in parallel; within a chunk, blocks of
- * up to VM_B elements go through the VM.  A block runs flat across short
- * rows where every load steps evenly with the position (cpu_flat_walk: one index
- * ramping past the rows' ends), else lies along one row of the innermost
- * index (RAMP: loads become contiguous or strided) or is walked element by
- * element (VEC: short rows, gathers).  Outputs wholly
- * inside a chunk are written directly; outputs crossing chunk boundaries
- * leave partial accumulators that are combined afterwards in chunk order.
- * Nothing depends on the number of threads, so results are bit-identical.
+ * up to VM_B elements go through the VM (walk.c).  A block runs flat across
+ * short rows where every load steps evenly with the position (cpu_flat_walk:
+ * one index ramping past the rows' ends), else lies along one row of the
+ * innermost index (RAMP: loads become contiguous or strided) or is walked
+ * element by element (VEC: short rows, gathers).  Outputs wholly inside a
+ * chunk are written directly; outputs crossing chunk boundaries leave partial
+ * accumulators that are combined afterwards in chunk order (reduce.c, folds in
+ * fold.c).  Column reductions (columns.c) and keyed ones (keyed.c) have walks
+ * of their own.  Nothing depends on the number of threads, so results are
+ * bit-identical.
  */
 #include "exec_internal.h"
 
@@ -22,7 +26,7 @@
 /* ---- index errors ----------------------------------------------------------------- */
 
 int cpu_report_fault(const plan *p, const core_buf *bufs, const core_buf *temps, const vm_fault *f,
-                        util_diag *diag)
+                     util_diag *diag)
 {
     const core_buf *b = f->buf >= 0 ? &bufs[f->buf] : &temps[-1 - f->buf];
     char shape[128] = "";
@@ -58,7 +62,7 @@ static int eval_scalar(util_arena *a, const plan *p, const core_buf *bufs, const
     return rc;
 }
 
-/* ---- driver --------------------------------------------------------------------------- */
+/* ---- temporaries and range bounds ------------------------------------------------------ */
 
 static int alloc_temp(const plan *p, int ti, const core_vars *vars, core_results *temps, util_diag *diag)
 {
@@ -98,6 +102,158 @@ int cpu_eval_bound(void *arg, const plan *p, ir *x, int64_t *out, util_diag *dia
     return rc;
 }
 
+/* ---- one pass ----------------------------------------------------------------------------- */
+
+/* The pass's domain: free and reduced extents resolved for this run, and,
+ * where the reduced ranges differ per output, each output's range. */
+static int pass_domain(pass_ctx *pc, int pi, core_bounds *bounds, core_vars *vars, util_arena *a,
+                       util_diag *diag)
+{
+    core_domain dom;
+    int rc = core_resolve_pass(pc->p, pi, pc->bufs, bounds, CORE_EVAL_UNIFORM_RANGES, vars, &dom, diag);
+    if (rc) return rc;
+    pc->nf = dom.nf;
+    pc->nout = dom.nout;
+    pc->nr = dom.nr;
+    pc->ranged = dom.ranged;
+    memcpy(pc->fvar, dom.fvar, sizeof pc->fvar);
+    memcpy(pc->flo, dom.flo, sizeof pc->flo);
+    memcpy(pc->fext, dom.fext, sizeof pc->fext);
+    memcpy(pc->rvar, dom.rvar, sizeof pc->rvar);
+    memcpy(pc->rlo, dom.rlo, sizeof pc->rlo);
+    memcpy(pc->rsz, dom.rsz, sizeof pc->rsz);
+    pc->L = dom.L;
+    pc->N = dom.N;
+    if (pc->ranged) rc = cpu_eval_ranges(pc, a, diag);
+    if (!pc->ps->nreds) {
+        pc->L = 1;
+        pc->N = pc->nout;
+    }
+    return rc;
+}
+
+/* The pass's program: every reduction's map components, then the key; and
+ * the combine program of each user operator. */
+static int pass_program(pass_ctx *pc, int pi, util_arena *a, util_diag *diag)
+{
+    const plan *p = pc->p;
+    const plan_pass *ps = pc->ps;
+    ir *roots[PLAN_MAX_COMP * 4];
+    int nroots = 0;
+    if (ps->nreds > 60) return util_diag_set(diag, RED_ERR_LIMIT, "too many reductions in one pass");
+    if (!ps->nreds) {
+        roots[nroots++] = ps->map;
+    } else {
+        for (int q = 0; q < ps->nreds; q++) {
+            pc->root_of[q] = nroots;
+            for (int c = 0; c < ps->reds[q].ncomp; c++) {
+                if (nroots >= (int)(sizeof roots / sizeof roots[0]) - 1)
+                    return util_diag_set(diag, RED_ERR_LIMIT, "too many reductions in one pass");
+                roots[nroots++] = ps->reds[q].map[c];
+            }
+        }
+        if (ps->key) {
+            pc->key_root = nroots;
+            roots[nroots++] = ps->key;
+        }
+    }
+    int rc = vm_compile(a, p, nroots, roots, &pc->prog);
+    if (rc) return util_diag_set(diag, rc, "cannot compile pass %d", pi);
+    pc->nreds = ps->nreds;
+    pc->reds = ps->reds;
+    pc->comb = util_arena_alloc(a, (size_t)(ps->nreds + 1) * sizeof *pc->comb);
+    if (!pc->comb) rc = RED_ERR_NOMEM;
+    for (int q = 0; !rc && q < ps->nreds; q++)
+        if (ps->reds[q].rop == ROP_USER) rc = vm_compile(a, p, ps->reds[q].ncomp, ps->reds[q].combine, &pc->comb[q]);
+    if (rc) return util_diag_set(diag, rc, "cannot compile a user operator");
+    return 0;
+}
+
+/* The temporaries this pass writes. */
+static int pass_temps(const pass_ctx *pc, const core_vars *vars, core_results *out, util_diag *diag)
+{
+    const plan_pass *ps = pc->ps;
+    if (!ps->nreds) return alloc_temp(pc->p, ps->map_temp, vars, out, diag);
+    int rc = 0;
+    for (int q = 0; !rc && q < ps->nreds; q++)
+        for (int c = 0; !rc && c < ps->reds[q].ncomp; c++) rc = alloc_temp(pc->p, ps->reds[q].temp[c], vars, out, diag);
+    return rc;
+}
+
+/* The walk that fits the pass. */
+static int pass_walk(pass_ctx *pc, util_diag *diag)
+{
+    const plan_pass *ps = pc->ps;
+    int rc;
+    if (!ps->nreds) {
+        rc = cpu_run_map(pc, diag);
+    } else if (ps->key) {
+        /* the key pass walks its reduced domain as one output */
+        int64_t nk = pc->nkeys;
+        pc->nout = 1;
+        rc = cpu_run_keyed(pc, diag);
+        pc->nout = nk;
+    } else if (cpu_column_layout(pc)) {
+        rc = cpu_run_columns(pc, diag);
+        if (rc == RED_ERR_INDEX) rc = cpu_run_reduction(pc, diag);
+    } else {
+        rc = cpu_run_reduction(pc, diag);
+    }
+    return rc;
+}
+
+/* argmin/argmax over nothing */
+static int check_args_found(const pass_ctx *pc, const core_results *out, util_diag *diag)
+{
+    const plan_pass *ps = pc->ps;
+    for (int q = 0; q < ps->nreds; q++) {
+        const plan_red *rd = &ps->reds[q];
+        if (rd->rop != ROP_ARGMIN && rd->rop != ROP_ARGMAX) continue;
+        const core_buf *t = &out->t[rd->temp[0]];
+        int64_t n = 1;
+        for (int d = 0; d < t->ndim; d++) n *= t->shape[d];
+        for (int64_t i = 0; i < n; i++)
+            if (((const int64_t *)t->data)[i] < 0) {
+                int is_free_lo = 0;
+                /* positions below a free index's start are padding */
+                for (int d = 0; d < pc->nf; d++) is_free_lo |= pc->flo[d] > 0;
+                if (is_free_lo) continue;
+                return util_diag_at(diag, pc->p->src, rd->pos, RED_ERR_EMPTY,
+                                    "%s of an empty set: there is no index to return", plan_rop_name(rd->rop));
+            }
+    }
+    return 0;
+}
+
+/* Run pass pi, its context in pc (set up here). */
+static int run_pass(pass_ctx *pc, int pi, core_bounds *bounds, core_vars *vars, util_arena *a, core_results *out,
+                    util_diag *diag)
+{
+    const plan *p = pc->p;
+    const plan_pass *ps = &p->passes[pi];
+    pc->ps = ps;
+    pc->key_root = -1;
+    if (core_cancelled(pc->cancel)) return util_diag_set(diag, RED_ERR_INTERRUPTED, "interrupted");
+    int rc = pass_domain(pc, pi, bounds, vars, a, diag);
+    if (!rc) rc = pass_program(pc, pi, a, diag);
+    if (!rc && ps->key) {
+        rc = cpu_scan_keys(pc, diag);
+        if (rc) return rc;
+        core_set_key_count(p, pi, vars, pc->nkeys);
+        pc->nout = pc->nkeys;
+    }
+    if (!rc) rc = pass_temps(pc, vars, out, diag);
+    if (!rc) rc = pass_walk(pc, diag);
+    /* an interrupted pass skipped chunks: its outputs mean nothing (an
+     * argmax would look empty), so the interrupt is the answer */
+    if (!rc && core_cancelled(pc->cancel)) rc = util_diag_set(diag, RED_ERR_INTERRUPTED, "interrupted");
+    if (!rc) rc = check_args_found(pc, out, diag);
+    if (!rc && core_cancelled(pc->cancel)) rc = util_diag_set(diag, RED_ERR_INTERRUPTED, "interrupted");
+    return rc;
+}
+
+/* ---- the driver --------------------------------------------------------------------------- */
+
 int cpu_execute(const plan *p, const core_buf *bufs, const plan_value *scalars, int nthreads,
                 const core_cancel *cancel, core_results *out, util_diag *diag)
 {
@@ -119,142 +275,17 @@ int cpu_execute(const plan *p, const core_buf *bufs, const plan_value *scalars, 
     pass_ctx pc;
     memset(&pc, 0, sizeof pc);
     for (int pi = 0; !rc && pi < p->npasses; pi++) {
-        const plan_pass *ps = &p->passes[pi];
         free(pc.olo);
         free(pc.osz);
         free(pc.offs);
         memset(&pc, 0, sizeof pc);
         pc.p = p;
-        pc.ps = ps;
         pc.bufs = bufs;
         pc.scalars = scalars;
         pc.temps = out->t;
         pc.nthreads = nthreads;
-        pc.key_root = -1;
         pc.cancel = cancel;
-        if (core_cancelled(cancel)) {
-            rc = util_diag_set(diag, RED_ERR_INTERRUPTED, "interrupted");
-            break;
-        }
-
-        core_domain dom;
-        rc = core_resolve_pass(p, pi, bufs, &bounds, CORE_EVAL_UNIFORM_RANGES, &vars, &dom, diag);
-        if (rc) break;
-        pc.nf = dom.nf;
-        pc.nout = dom.nout;
-        pc.nr = dom.nr;
-        pc.ranged = dom.ranged;
-        memcpy(pc.fvar, dom.fvar, sizeof pc.fvar);
-        memcpy(pc.flo, dom.flo, sizeof pc.flo);
-        memcpy(pc.fext, dom.fext, sizeof pc.fext);
-        memcpy(pc.rvar, dom.rvar, sizeof pc.rvar);
-        memcpy(pc.rlo, dom.rlo, sizeof pc.rlo);
-        memcpy(pc.rsz, dom.rsz, sizeof pc.rsz);
-        pc.L = dom.L;
-        pc.N = dom.N;
-        if (pc.ranged) rc = cpu_eval_ranges(&pc, &a, diag);
-        if (!ps->nreds) {
-            pc.L = 1;
-            pc.N = pc.nout;
-        }
-        if (rc) break;
-
-        /* the program: every reduction's map components, then the key */
-        ir *roots[PLAN_MAX_COMP * 4];
-        int nroots = 0;
-        if (ps->nreds > 60) {
-            rc = util_diag_set(diag, RED_ERR_LIMIT, "too many reductions in one pass");
-            break;
-        }
-        if (!ps->nreds) {
-            roots[nroots++] = ps->map;
-        } else {
-            for (int q = 0; q < ps->nreds; q++) {
-                pc.root_of[q] = nroots;
-                for (int c = 0; c < ps->reds[q].ncomp; c++) {
-                    if (nroots >= (int)(sizeof roots / sizeof roots[0]) - 1) {
-                        rc = util_diag_set(diag, RED_ERR_LIMIT, "too many reductions in one pass");
-                        break;
-                    }
-                    roots[nroots++] = ps->reds[q].map[c];
-                }
-            }
-            if (ps->key) {
-                pc.key_root = nroots;
-                roots[nroots++] = ps->key;
-            }
-        }
-        if (rc) break;
-        rc = vm_compile(&a, p, nroots, roots, &pc.prog);
-        if (rc) {
-            util_diag_set(diag, rc, "cannot compile pass %d", pi);
-            break;
-        }
-        pc.nreds = ps->nreds;
-        pc.reds = ps->reds;
-        pc.comb = util_arena_alloc(&a, (size_t)(ps->nreds + 1) * sizeof *pc.comb);
-        if (!pc.comb) rc = RED_ERR_NOMEM;
-        for (int q = 0; !rc && q < ps->nreds; q++)
-            if (ps->reds[q].rop == ROP_USER)
-                rc = vm_compile(&a, p, ps->reds[q].ncomp, ps->reds[q].combine, &pc.comb[q]);
-        if (rc) {
-            util_diag_set(diag, rc, "cannot compile a user operator");
-            break;
-        }
-
-        if (ps->key) {
-            rc = cpu_scan_keys(&pc, diag);
-            if (rc) break;
-            core_set_key_count(p, pi, &vars, pc.nkeys);
-            pc.nout = pc.nkeys;
-        }
-        /* the temporaries this pass writes */
-        if (!ps->nreds) {
-            rc = alloc_temp(p, ps->map_temp, &vars, out, diag);
-        } else {
-            for (int q = 0; !rc && q < ps->nreds; q++)
-                for (int c = 0; !rc && c < ps->reds[q].ncomp; c++)
-                    rc = alloc_temp(p, ps->reds[q].temp[c], &vars, out, diag);
-        }
-        if (rc) break;
-
-        if (!ps->nreds) {
-            rc = cpu_run_map(&pc, diag);
-        } else if (ps->key) {
-            /* the key pass walks its reduced domain as one output */
-            int64_t nk = pc.nkeys;
-            pc.nout = 1;
-            rc = cpu_run_keyed(&pc, diag);
-            pc.nout = nk;
-        } else if (cpu_column_layout(&pc)) {
-            rc = cpu_run_columns(&pc, diag);
-            if (rc == RED_ERR_INDEX) rc = cpu_run_reduction(&pc, diag);
-        } else {
-            rc = cpu_run_reduction(&pc, diag);
-        }
-        /* an interrupted pass skipped chunks: its outputs mean nothing (an
-         * argmax would look empty), so the interrupt is the answer */
-        if (!rc && core_cancelled(cancel)) rc = util_diag_set(diag, RED_ERR_INTERRUPTED, "interrupted");
-        /* argmin/argmax over nothing */
-        for (int q = 0; !rc && q < ps->nreds; q++) {
-            const plan_red *rd = &ps->reds[q];
-            if (rd->rop != ROP_ARGMIN && rd->rop != ROP_ARGMAX) continue;
-            const core_buf *t = &out->t[rd->temp[0]];
-            int64_t n = 1;
-            for (int d = 0; d < t->ndim; d++) n *= t->shape[d];
-            for (int64_t i = 0; i < n; i++)
-                if (((const int64_t *)t->data)[i] < 0) {
-                    int is_free_lo = 0;
-                    /* positions below a free index's start are padding */
-                    for (int d = 0; d < pc.nf; d++) is_free_lo |= pc.flo[d] > 0;
-                    if (is_free_lo) continue;
-                    rc = util_diag_at(diag, p->src, rd->pos, RED_ERR_EMPTY,
-                                 "%s of an empty set: there is no index to return",
-                                 plan_rop_name(rd->rop));
-                    break;
-                }
-        }
-        if (!rc && core_cancelled(cancel)) rc = util_diag_set(diag, RED_ERR_INTERRUPTED, "interrupted");
+        rc = run_pass(&pc, pi, &bounds, &vars, &a, out, diag);
     }
     free(pc.olo);
     free(pc.osz);
