@@ -12,8 +12,8 @@
 /* Whether the pass reads across its outputs faster than along them: every
  * load's step in memory for the innermost free index is smaller than for the
  * reduced one (column sums of a row-major matrix).  Walking one output at a
- * time there touches a new page per element (sum over i of a 4096 x 4096
- * f32 matrix: 140 ms, the row sums 5.5). */
+ * time there touches a new page per element (bench/TUNING.md, "CPU
+ * executor"). */
 int cpu_column_layout(const pass_ctx *pc)
 {
     if (pc->ranged || pc->nr != 1 || pc->nf < 1 || pc->L < 2 || pc->fext[pc->nf - 1] < 16) return 0;
@@ -159,8 +159,8 @@ static int col_fold2(int rop, int ct, const void *v0, const void *v1, int n, voi
  * into chunks of COL_RCHUNK, a task each, whose partial folds are combined
  * in chunk order afterwards: the same bits on any number of threads, and
  * threads that share a matrix's rows instead of its columns, each reading
- * whole rows (two threads each summing half the columns of a 4096 x 4096
- * f32 matrix read 8 KiB a row and jumped 16: 5.4 ms, NumPy 4.2).  Returns
+ * whole rows (two threads each summing half the columns would each read
+ * half a row and jump over the other half: bench/TUNING.md).  Returns
  * RED_ERR_INDEX on an index error without a message (the caller reruns the
  * pass one output at a time, which reports it as ever). */
 #define COL_GROUP 16

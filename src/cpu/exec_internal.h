@@ -167,8 +167,8 @@ static inline void acc_init(const plan_red *rd, cacc *a)
  * total in f64 across blocks, chunks and partitions (each block of at most
  * VM_B values is summed in f32), and round to f32 once, when written.  A
  * keyed pass folds every element of a partition into one accumulator per
- * key, so an f32 total would stall once its ulp passes the values added:
- * 2^32 values k/16 over five keys came out 5.6% low. */
+ * key, so an f32 total would stall once its ulp passes the values added
+ * (bench/TUNING.md). */
 static inline int acc_ct(const plan_red *rd)
 {
     return rd->rop == ROP_SUM && rd->acc[0] == CT_F32 ? CT_F64 : rd->acc[0];

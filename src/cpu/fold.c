@@ -67,8 +67,8 @@ plan_value cpu_combine_builtin(int rop, int ct, plan_value a, plan_value b)
 /* The extreme of n floats and whether any of them is NaN, in 16-byte vectors
  * written out with GCC's vector extension (Clang has it too): GCC 12 kept
  * the lane-array form of this loop scalar, a maxss and a setp per element,
- * and max(x) over 2^24 f32 took 11.2 ms on the CI machine against sum(x)'s
- * 5.0.  The lanes keep `v CMP lane ? v : lane`, NaN aside in its own mask. */
+ * twice sum's time (bench/TUNING.md).  The lanes keep `v CMP lane ? v :
+ * lane`, NaN aside in its own mask. */
 typedef float vf32 __attribute__((vector_size(16)));
 typedef int32_t vi32 __attribute__((vector_size(16)));
 typedef double vf64 __attribute__((vector_size(16)));
@@ -228,8 +228,8 @@ static int arg_better(int rop, int ct, plan_value cand, plan_value best)
 /* A run's candidate for argmin / argmax, in two passes over values that are
  * in L1: the run's min or max (cpu_fold_values, vectorised; NaN where there is
  * one), then, only when it beats the best so far, the first element equal to
- * it (the first NaN).  One pass comparing each element with the best took
- * argmax(x) over 2^24 f32 to 31-45 ms on the CI machine, against max(x)'s 11. */
+ * it (the first NaN).  One pass comparing each element with the best was
+ * three to four times max(x)'s time (bench/TUNING.md). */
 #define FIRST_OF(T, m)                                                         \
     do {                                                                       \
         const T *x = vals;                                                     \

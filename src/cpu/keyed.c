@@ -12,8 +12,8 @@
 /* A keyed pass keeps an accumulator per key and reduction for each
  * partition.  Built-in operators need one value of it (a kslot, 24 bytes),
  * not a whole cacc (144: room for a user operator's 16 components), which
- * for sum(x[i]) by k[i] over 2^24 values with 5.6 M keys was 800 MB to
- * clear on every run. */
+ * with millions of keys is hundreds of MB to clear on every run
+ * (bench/TUNING.md). */
 typedef struct kslot {
     plan_value v;
     int64_t idx;
@@ -105,8 +105,8 @@ static int fold_keyed_range(pass_ctx *pc, tstate *ts, int64_t cs, int64_t ce, co
  * first partition holding the key; the partitions' own slots are then
  * combined into their first keys' slots in partition order.  A key's
  * partials are combined in partition order, from nk + P slots instead of
- * P * nk (at 2^26 values in runs of 30, 7 partitions: 94 MB to fault in and
- * write on every run), so P no longer depends on the key count. */
+ * P * nk (memory to fault in and write on every run: bench/TUNING.md), so
+ * P no longer depends on the key count. */
 static int run_keyed_sorted(pass_ctx *pc, int P, util_diag *diag)
 {
     const plan *p = pc->p;
@@ -136,8 +136,8 @@ static int run_keyed_sorted(pass_ctx *pc, int P, util_diag *diag)
             if (!rc) rc = lrc;
         }
         /* every key's slot empty, the keys split between the threads (an
-         * acc_init per slot, a 144-byte clear and a call, was a fifth of a
-         * run with 4 values a key) */
+         * acc_init per slot, a 144-byte clear and a call, cost a large part
+         * of a run with few values a key) */
         kslot empty[64];
         for (int q = 0; q < pc->nreds && q < 64; q++) {
             cacc id;
@@ -257,7 +257,8 @@ int cpu_run_keyed(pass_ctx *pc, util_diag *diag)
         }
         if (!rc && ka.compact) {
             /* built-in operators combine without per-thread state: the keys
-             * split between threads (one thread took 16% of the run with 5.6 M keys) */
+             * split between threads (with millions of keys, one thread's
+             * combine was a sixth of the run) */
             int nt2 = nk >= 65536 ? pc->nthreads : 1;
 #pragma omp parallel for num_threads(nt2) schedule(static)
             for (int64_t k = 0; k < nk; k++)

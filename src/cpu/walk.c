@@ -111,7 +111,7 @@ int cpu_fill_block(const pass_ctx *pc, vm_state *st, walker *w, int64_t pos, int
     int64_t cnt = pc->ps->nreds ? out_count(pc, o) : 1;
     while (n < room) {
         /* what is left of the innermost reduced row, at once: short rows
-         * (CSR ranges of 16) spent 39% of their time here element by element */
+         * (CSR ranges) spent much of their time here element by element */
         int64_t m = 1;
         if (pc->nr > 0) {
             int in = pc->nr - 1;
@@ -179,11 +179,8 @@ int cpu_fill_block(const pass_ctx *pc, vm_state *st, walker *w, int64_t pos, int
  * Either way every affine subscript must lie inside its array over the
  * whole walk, so that none need be checked, and no index value may be read
  * (it would be wrong past a row's end).  Sets pc->flat and pc->flat_ramp.
- * On the 2-core development machine (f32), element by element against flat
- * (with write_whole and the parallel cpu_eval_ranges): sums of 2^22 rows of 4,
- * 144 ms against 9.3 (NumPy's A.sum(axis=1): 38); rows of 64, 9.3 against
- * 3.7; sum(A) over 2^22 x 4, 54.6 against 1.5; CSR ranges of 3 over 2^24
- * values, 237 against 50 (np.add.reduceat: 49). */
+ * Short rows walked element by element ran 2.5 to 36 times slower than
+ * flat (bench/TUNING.md, "CPU executor"). */
 void cpu_flat_walk(pass_ctx *pc)
 {
     pc->flat = 0;
@@ -439,9 +436,8 @@ int cpu_eval_ranges(pass_ctx *pc, util_arena *a, util_diag *diag)
     pc->osz = core_big_alloc((size_t)pc->nout * pc->nr * sizeof(int64_t) + 8);
     pc->offs = core_big_alloc((size_t)(pc->nout + 1) * sizeof(int64_t));
     if (!pc->olo || !pc->osz || !pc->offs) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
-    /* in parallel (map_blocks): CSR ranges of 3 over 2^24 values (5.6
-     * million rows) took 67 ms here on one thread, as long as the
-     * reduction after them */
+    /* in parallel (map_blocks): on one thread, short CSR ranges took as
+     * long as the reduction after them */
     struct take_ranges_arg ta = {pc, prog, roots, where};
     rc = map_blocks(&sweep, take_ranges, &ta, diag);
     if (rc) return rc;
