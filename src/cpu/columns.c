@@ -223,7 +223,7 @@ static void col_store(const pass_ctx *pc, const col_cut *cc, const uint64_t *acc
             a.v[0] = col_get(col_kind(pc->reds[q].rop, pc->reds[q].acc[0]), acc + q * per_red, (int)j);
             a.has = 1;
             a.idx = -1;
-            cpu_acc_write(pc, &pc->reds[q], &a, off);
+            acc_write(pc, &pc->reds[q], &a, off);
         }
     }
 }
@@ -313,7 +313,7 @@ static void col_combine(const pass_ctx *pc, const col_cut *cc, int64_t o)
             a.v[0] = cpu_combine_builtin(rd->rop, acc_ct(rd), a.v[0], col_get(kind, pp + ch * F, 0));
         a.has = 1;
         a.idx = -1;
-        cpu_acc_write(pc, rd, &a, off);
+        acc_write(pc, rd, &a, off);
     }
 }
 

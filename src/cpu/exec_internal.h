@@ -174,12 +174,24 @@ static inline int acc_ct(const plan_red *rd)
     return rd->rop == ROP_SUM && rd->acc[0] == CT_F32 ? CT_F64 : rd->acc[0];
 }
 
+/* An accumulator into its output temporaries at offset off.  Inline: a
+ * keyed pass's last loop calls it once a key. */
+static inline void acc_write(const pass_ctx *pc, const plan_red *rd, const cacc *a, int64_t off)
+{
+    for (int c = 0; c < rd->ncomp; c++) {
+        core_buf *t = &pc->temps[rd->temp[c]];
+        if (rd->rop == ROP_ARGMIN || rd->rop == ROP_ARGMAX)
+            ((int64_t *)t->data)[off] = a->has ? a->idx : -1;
+        else
+            core_write_ct((void *)t->data, rd->acc[c], off, a->v[c]);
+    }
+}
+
 plan_value cpu_combine_builtin(int rop, int ct, plan_value a, plan_value b);
 plan_value cpu_fold_values(int rop, int ct, const void *vals, int n);
 void cpu_fold_arg(int rop, int ct, const void *vals, int n, int64_t idx0, cacc *a);
 void cpu_acc_fold_run(const plan_red *rd, ustate *u, vm_state *st, int root, const run *r, int64_t idx0, cacc *a);
 void cpu_acc_combine(const plan_red *rd, ustate *u, cacc *a, const cacc *b);
-void cpu_acc_write(const pass_ctx *pc, const plan_red *rd, const cacc *a, int64_t off);
 
 static inline int64_t arg_index(const pass_ctx *pc, int64_t o, int64_t t0)
 {

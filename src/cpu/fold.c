@@ -368,15 +368,3 @@ void cpu_acc_combine(const plan_red *rd, ustate *u, cacc *a, const cacc *b)
         a->v[0] = cpu_combine_builtin(rd->rop, acc_ct(rd), a->v[0], b->v[0]);
     }
 }
-
-void cpu_acc_write(const pass_ctx *pc, const plan_red *rd, const cacc *a, int64_t off)
-{
-    for (int c = 0; c < rd->ncomp; c++) {
-        core_buf *t = &pc->temps[rd->temp[c]];
-        if (rd->rop == ROP_ARGMIN || rd->rop == ROP_ARGMAX)
-            ((int64_t *)t->data)[off] = a->has ? a->idx : -1;
-        else
-            core_write_ct((void *)t->data, rd->acc[c], off, a->v[c]);
-    }
-}
-

@@ -177,7 +177,7 @@ static int run_keyed_sorted(pass_ctx *pc, int P, util_diag *diag)
         for (int64_t k = 0; k < nk; k++)
             for (int q = 0; q < pc->nreds; q++) {
                 cacc a;
-                cpu_acc_write(pc, &pc->reds[q], kslot_get(&S, 0, k, q, &a), k);
+                acc_write(pc, &pc->reds[q], kslot_get(&S, 0, k, q, &a), k);
             }
     }
     free(S.mem);
@@ -267,7 +267,7 @@ int cpu_run_keyed(pass_ctx *pc, util_diag *diag)
                     kslot_get(&ka, 0, k, q, &a);
                     for (int part = 1; part < P; part++)
                         cpu_acc_combine(&pc->reds[q], NULL, &a, kslot_get(&ka, part, k, q, &tmp));
-                    cpu_acc_write(pc, &pc->reds[q], &a, k);
+                    acc_write(pc, &pc->reds[q], &a, k);
                 }
         }
         for (int64_t k = 0; !rc && !ka.compact && k < nk; k++)
@@ -275,7 +275,7 @@ int cpu_run_keyed(pass_ctx *pc, util_diag *diag)
                 cacc *a = kslot_get(&ka, 0, k, q, NULL);
                 for (int part = 1; part < P; part++)
                     cpu_acc_combine(&pc->reds[q], &us[q], a, kslot_get(&ka, part, k, q, NULL));
-                cpu_acc_write(pc, &pc->reds[q], a, k);
+                acc_write(pc, &pc->reds[q], a, k);
             }
         if (us)
             for (int q = 0; q < pc->nreds; q++) vm_state_free(&us[q].st);

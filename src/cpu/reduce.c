@@ -27,7 +27,7 @@ static void finish_output(const pass_ctx *pc, const tstate *ts, int64_t cs, int6
     } else {
         const core_buf *t0 = &pc->temps[pc->reds[0].temp[0]];
         int64_t off = out_offset(pc, t0, o);
-        for (int q = 0; q < pc->nreds; q++) cpu_acc_write(pc, &pc->reds[q], &ts->cur[q], off);
+        for (int q = 0; q < pc->nreds; q++) acc_write(pc, &pc->reds[q], &ts->cur[q], off);
     }
 }
 
@@ -165,7 +165,7 @@ int cpu_run_reduction(pass_ctx *pc, util_diag *diag)
         acc_init(&pc->reds[q], &a);
         const core_buf *t = &pc->temps[pc->reds[q].temp[0]];
         for (int64_t o = 0; o < pc->nout; o++)
-            if (out_count(pc, o) == 0) cpu_acc_write(pc, &pc->reds[q], &a, out_offset(pc, t, o));
+            if (out_count(pc, o) == 0) acc_write(pc, &pc->reds[q], &a, out_offset(pc, t, o));
     }
     cpu_flat_walk(pc);
     int64_t nchunks = (pc->N / CHUNK + (pc->N % CHUNK != 0));
@@ -222,7 +222,7 @@ int cpu_run_reduction(pass_ctx *pc, util_diag *diag)
             if (o != cur && cur >= 0) {
                 const core_buf *t0 = &pc->temps[pc->reds[0].temp[0]];
                 int64_t off = out_offset(pc, t0, cur);
-                for (int q = 0; q < pc->nreds; q++) cpu_acc_write(pc, &pc->reds[q], &acc[q], off);
+                for (int q = 0; q < pc->nreds; q++) acc_write(pc, &pc->reds[q], &acc[q], off);
             }
             if (o == -2) break;
             if (o != cur) {

@@ -442,13 +442,18 @@ int cpu_eval_ranges(pass_ctx *pc, util_arena *a, util_diag *diag)
     rc = map_blocks(&sweep, take_ranges, &ta, diag);
     if (rc) return rc;
     if (core_cancelled(pc->cancel)) return util_diag_set(diag, RED_ERR_INTERRUPTED, "interrupted");
-    pc->offs[0] = 0;
-    for (int64_t o = 0; o < pc->nout; o++) {
+    /* the counts' prefix, pc's fields read once: the stores into offs could
+     * alias them, a load each per output (cachegrind) */
+    const int64_t nout = pc->nout, *osz = pc->osz;
+    const int nr = pc->nr;
+    int64_t *offs = pc->offs;
+    offs[0] = 0;
+    for (int64_t o = 0; o < nout; o++) {
         int64_t c = 1;
-        for (int d = 0; d < pc->nr; d++)
-            if (!mul_ok(c, pc->osz[o * pc->nr + d], &c))
+        for (int d = 0; d < nr; d++)
+            if (!mul_ok(c, osz[o * nr + d], &c))
                 return util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large");
-        if (__builtin_add_overflow(pc->offs[o], c, &pc->offs[o + 1]))
+        if (__builtin_add_overflow(offs[o], c, &offs[o + 1]))
             return util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large");
     }
     pc->N = pc->offs[pc->nout];
