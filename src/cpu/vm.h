@@ -82,7 +82,7 @@ typedef struct vm_state {
     int flat;                       /* the block is a stretch of a box every
                                        affine load reads at one step a
                                        position, its bounds checked for the
-                                       whole box (exec.c flat_walk): the
+                                       whole box (walk.c cpu_flat_walk): the
                                        innermost index ramps across rows
                                        and no subscript is checked       */
     vm_fault fault;
