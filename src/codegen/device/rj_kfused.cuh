@@ -139,6 +139,30 @@ struct alignas(RJ_SLOT_BYTES == 8 ? 8 : RJ_SLOT_BYTES == 16 ? 16 : RJ_SLOT_ALIGN
     rj_key k;
 };
 
+// Keys with no elements between this lane's consecutive elements (the
+// rare case: the lane's keys step by more than its heads), each reported
+// by rj_key_gap.  The pair around each gap is picked out by selects: one
+// copy of the loop, and no index into k[] that is not a constant (which
+// would put k[] in local memory).
+template <int KT>
+__device__ __forceinline__ void rj_key_gaps(const Params &P, const rj_key (&k)[KT], long long nk)
+{
+    unsigned gaps = 0;   // bit j: keys with no elements between elements j-1 and j
+#pragma unroll
+    for (int j = 1; j < KT; j++) gaps |= ((long long)k[j] > (long long)k[j - 1] + 1 ? 1u : 0u) << j;
+    while (gaps) {
+        int jg = __ffs(gaps) - 1;
+        gaps &= gaps - 1;
+        rj_key ka = k[0], kb = k[0];
+#pragma unroll
+        for (int j = 1; j < KT; j++) {
+            ka = j == jg ? k[j - 1] : ka;
+            kb = j == jg ? k[j] : kb;
+        }
+        rj_key_gap(P, ka, kb, nk);
+    }
+}
+
 // One tile's fold (see above): this lane's KT consecutive elements k[],
 // x[], in order; kprev: the key of the element before them.  Its first run
 // may come from the lane before; a run that starts and ends here is written
@@ -224,25 +248,7 @@ __device__ __forceinline__ void rj_key_fold(const Params &P, const rj_key (&k)[K
         cur = nb ? x[j] : c;
         curk = kj;
     }
-    unsigned gaps = 0;   // bit j: keys with no elements between elements j-1 and j
-    if (gapped) {
-#pragma unroll
-        for (int j = 1; j < KT; j++) gaps |= ((long long)k[j] > (long long)k[j - 1] + 1 ? 1u : 0u) << j;
-    }
-    while (gaps) {   // keys with no elements between this lane's runs
-        // the pair around the lowest gap, picked out by selects: one copy
-        // of the loop, and no index into k[] that is not a constant (which
-        // would put k[] in local memory)
-        int jg = __ffs(gaps) - 1;
-        gaps &= gaps - 1;
-        rj_key ka = k[0], kb = k[0];
-#pragma unroll
-        for (int j = 1; j < KT; j++) {
-            ka = j == jg ? k[j - 1] : ka;
-            kb = j == jg ? k[j] : kb;
-        }
-        rj_key_gap(P, ka, kb, nk);
-    }
+    if (gapped) rj_key_gaps(P, k, nk);   // keys with no elements between this lane's runs
     unsigned heads = __ballot_sync(full, head0), starts = heads | __ballot_sync(full, closed);
     if (lane == 0 && !head0) {   // lane 0's first run goes on with the carry
         Acc c = ca;
