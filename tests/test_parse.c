@@ -166,6 +166,19 @@ static void test_constructs(void)
     ok("(a + b) * c", "((a + b) * c)");
     ok("((a))", "a");
 
+    /* `**`: Python's power, tighter than a unary operator on its left, a
+     * unary operand on its right, grouping to the right. */
+    ok("x**2", "(x ** 2)");
+    ok("-x**2", "(-(x ** 2))");
+    ok("2**-1", "(2 ** (-1))");
+    ok("a**b**c", "(a ** (b ** c))");
+    ok("(a**b)**c", "((a ** b) ** c)");
+    ok("a*b**c", "(a * (b ** c))");
+    ok("a**b*c", "((a ** b) * c)");
+    ok("!a**b", "(!(a ** b))");
+    ok("x[i]**a.0", "(x[i] ** a.0)");
+    ok("f(x)**2", "(f(x) ** 2)");
+
     /* Subscripts, fields, tuples, calls. */
     ok("x[i]", "x[i]");
     ok("x[i, j+1]", "x[i, (j + 1)]");
@@ -191,6 +204,8 @@ static void test_constructs(void)
     ok("sum(x[i]) over i in 0..n", "sum(x[i]) over i in 0..n");
     ok("sum(x[i]) over i in 0..n-1", "sum(x[i]) over i in 0..(n - 1)");
     ok("sum(x[i]) over i in 1..n * 2", "sum(x[i]) over i in 1..(n * 2)");
+    ok("sum(x[i]) over i in 1..n ** 2", "sum(x[i]) over i in 1..(n ** 2)");
+    ok("sum(x[i]) over i ** 2", "((sum(x[i]) over i) ** 2)");
     ok("sum(x[i]) over i in a.0..n", "sum(x[i]) over i in a.0..n");
     ok("sum(x[i]) over i in 0..n[0]", "sum(x[i]) over i in 0..n[0]");
     ok("sum(x[i]) over i / n", "((sum(x[i]) over i) / n)");
@@ -282,6 +297,7 @@ static void test_errors(void)
     err("sum(x) over i in 0..n,", SYN, NULL, 1);
     err("sum(x) by", SYN, NULL, 1);
     err("a ? b", SYN, NULL, 1);
+    err("a **", SYN, "1:5: unexpected end of input\n  a **\n      ^", 1);
     err("op f(a, b) = a", SYN, NULL, 1);
     err("f(a,\n", SYN, "1:5: unexpected end of input\n  f(a,\n      ^", 1);
     err("x[i,\n  j", SYN, "2:4: unexpected end of input\n    j\n     ^", 1);
@@ -299,6 +315,8 @@ static void test_errors(void)
     err("()", SYN, "1:2: unexpected ')'\n  ()\n   ^", 0);
     err("a[]", SYN, "1:3: unexpected ']'\n  a[]\n    ^", 0);
     err("(a]", SYN, "1:3: unexpected ']'\n  (a]\n    ^", 0);
+    err("x * *y", SYN, "1:5: unexpected '*'\n  x * *y\n      ^", 0);
+    err("x ***y", SYN, "1:5: unexpected '*'\n  x ***y\n      ^", 0);
     err("a ! b", SYN, "1:3: unexpected '!'\n  a ! b\n    ^", 0);
     err("a..b", SYN, "1:2: unexpected '..'\n  a..b\n   ^~", 0);
     err(".5", SYN, "1:1: unexpected '.'\n  .5\n  ^", 0);
@@ -647,7 +665,7 @@ static void gen_expr(util_buf *b, int depth)
 {
     static const char *leaf[] = {"x", "y", "n", "0", "1", "2.5", "0x1f", "true", "inf", "a.0"};
     static const char *bin[] = {"+", "-", "*", "/", "%", "&", "|", "^", "<<", ">>", "<",
-                                "<=", ">", ">=", "==", "!=", "&&", "||"};
+                                "<=", ">", ">=", "==", "!=", "&&", "||", "**"};
     static const char *red[] = {"+", "*", "&&", "||", "min", "cmul"};
     if (depth <= 0) {
         util_buf_puts(b, leaf[rnd(10)]);
@@ -658,7 +676,7 @@ static void gen_expr(util_buf *b, int depth)
     case 1:
     case 2:
         gen_expr(b, depth - 1);
-        util_buf_printf(b, rnd(2) ? " %s " : "%s", bin[rnd(18)]);
+        util_buf_printf(b, rnd(2) ? " %s " : "%s", bin[rnd(19)]);
         gen_expr(b, depth - 1);
         break;
     case 3: util_buf_puts(b, rnd(2) ? "-" : "!"); gen_expr(b, depth - 1); break;
@@ -702,7 +720,7 @@ static void test_random(void)
 {
     static const char *tok[] = {"x", "1", "2.5", "(", ")", "[", "]", ",", ";", "\n", "+", "-",
                                 "*", "?", ":", "=", ".", "..", "0", "over", "in", "by",
-                                "reduce(", "sum(", "op", "identity", "&&", "#c\n", "a.0"};
+                                "reduce(", "sum(", "op", "identity", "&&", "#c\n", "a.0", "**"};
     int parsed = 0, roundtrip_bad = 0, silent = 0;
     for (int it = 0; it < 30000; it++) {
         util_buf src, p1, p2;
@@ -712,7 +730,7 @@ static void test_random(void)
         util_buf_init(&p2);
         if (it % 3 == 0) {
             int n = 1 + (int)rnd(12);
-            for (int k = 0; k < n; k++) util_buf_printf(&src, "%s ", tok[rnd(29)]);
+            for (int k = 0; k < n; k++) util_buf_printf(&src, "%s ", tok[rnd(30)]);
         } else {
             gen_expr(&src, 1 + (int)rnd(6));
             if (rnd(4) == 0) { util_buf_puts(&src, rnd(2) ? "; " : "\n"); gen_expr(&src, 3); }

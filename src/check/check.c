@@ -574,10 +574,33 @@ static const struct {
     {BOP_SHR, OP_SHR, ">>"},  {BOP_LT, OP_LT, "<"},     {BOP_LE, OP_LE, "<="},
     {BOP_GT, OP_GT, ">"},     {BOP_GE, OP_GE, ">="},    {BOP_EQ, OP_EQ, "=="},
     {BOP_NE, OP_NE, "!="},    {BOP_LAND, OP_LAND, "&&"}, {BOP_LOR, OP_LOR, "||"},
+    {BOP_POW, OP_POW, "**"},
 };
+
+/* Float math (sqrt, exp, ..., pow, hypot, fma) in the common type of the
+ * arguments; integers go through f64. */
+static int float_math(ck *c, int op, int nargs, const val *a, val *out)
+{
+    val acc = a[0];
+    int weak = a[0].weak;
+    for (int k = 1; k < nargs; k++) {
+        int ft2 = common(&acc, &a[k], &weak);
+        acc = mk(ir_const_i(c->b, ft2, 0), weak);
+    }
+    int ft = acc.c[0]->type;
+    if (!CT_IS_FLOAT(ft)) ft = CT_F64;
+    ir *args[3];
+    for (int k = 0; k < nargs; k++) args[k] = ir_cast(c->b, ft, a[k].c[0]);
+    *out = mk(ir_op(c->b, op, ft, nargs, args), weak ? 2 : 0);
+    return 0;
+}
 
 static int binary(ck *c, const ast_node *n, int op, const char *text, val x, val y, val *out)
 {
+    if (op == OP_POW) {   /* a ** b is pow(a, b) */
+        val a[2] = {x, y};
+        return float_math(c, op, 2, a, out);
+    }
     if (op == OP_LAND || op == OP_LOR) {
         *out = mk(op2(c, op, CT_BOOL, to_bool(c, x.c[0]), to_bool(c, y.c[0])), 0);
         return 0;
@@ -751,23 +774,7 @@ static int lower_call(ck *c, scope *s, const ast_node *n, val *out)
             return 0;
         case 4: /* elementwise min / max */
             return binary(c, n, funcs[i].op, name, a[0], a[1], out);
-        default: {
-            /* float math in the common type of the arguments; integers go
-             * through f64 */
-            val acc = a[0];
-            int weak = a[0].weak;
-            for (int k = 1; k < n->nargs; k++) {
-                int ft2 = common(&acc, &a[k], &weak);
-                acc = mk(ir_const_i(c->b, ft2, 0), weak);
-            }
-            int ft = acc.c[0]->type;
-            if (!CT_IS_FLOAT(ft)) ft = CT_F64;
-            weak = weak ? 2 : 0;
-            ir *args[3];
-            for (int k = 0; k < n->nargs; k++) args[k] = ir_cast(c->b, ft, a[k].c[0]);
-            *out = mk(ir_op(c->b, funcs[i].op, ft, n->nargs, args), weak ? 2 : 0);
-            return 0;
-        }
+        default: return float_math(c, funcs[i].op, n->nargs, a, out);
         }
     }
     if (find_op(c, name) >= 0)

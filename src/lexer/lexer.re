@@ -218,6 +218,7 @@ again:
             return -1;
         }
 
+        "**"               { type = TK_POW; goto done; }
         "<<"               { type = TK_SHL; goto done; }
         ">>"               { type = TK_SHR; goto done; }
         "<="               { type = TK_LE; goto done; }

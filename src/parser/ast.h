@@ -32,7 +32,7 @@ typedef enum ast_binop {
     BOP_ADD = 1, BOP_SUB, BOP_MUL, BOP_DIV, BOP_MOD,
     BOP_BAND, BOP_BOR, BOP_BXOR, BOP_SHL, BOP_SHR,
     BOP_LT, BOP_LE, BOP_GT, BOP_GE, BOP_EQ, BOP_NE,
-    BOP_LAND, BOP_LOR
+    BOP_LAND, BOP_LOR, BOP_POW
 } ast_binop;
 
 typedef struct ast_node ast_node;

@@ -46,7 +46,7 @@
 %token OVER IN BY REDUCE OP ORDERED IDENTITY.
 %token SEMI COMMA ASSIGN QUESTION COLON LP RP LB RB DOT DOTDOT.
 %token OROR ANDAND PIPE CARET AMP EQ NE LT LE GT GE SHL SHR.
-%token PLUS MINUS STAR SLASH PERCENT BANG TILDE.
+%token PLUS MINUS STAR SLASH PERCENT BANG TILDE POW.
 
 /* Operator precedence is spelled out by the rule levels below, not by
  * precedence declarations.  These two lines settle only the "dangling
@@ -54,14 +54,15 @@
  * expression and the next token could continue it or what is around it:
  *     sum(x) over i in 0..n * 2     the bound is n * 2
  *     sum(x) by k[i] + 1            the key is k[i] + 1
+ *     sum(x) over i in 0..n ** 2    the bound is n ** 2
  *     sum(x) over i, j              two indices, not two results
  *     f(y) by k, inside a bound     the inner call takes the clause
  * The clause always takes the longest text it can: the language reference
  * makes bounds and keys additive expressions, and for the rest this is the
  * dangling-else choice.  The rules that give way are marked [YIELD]; `lemon
- * -p` lists the 20 choices so made, and no conflict is left unresolved. */
+ * -p` lists the 21 choices so made, and no conflict is left unresolved. */
 %nonassoc YIELD.
-%nonassoc BY COMMA PLUS MINUS STAR SLASH PERCENT LB DOT.
+%nonassoc BY COMMA PLUS MINUS STAR SLASH PERCENT POW LB DOT.
 
 /* ---- Program and statements ------------------------------------------- */
 
@@ -128,11 +129,16 @@ mul(A) ::= unary(X).                             { A = X; }
 mul(A) ::= mul(X) STAR(T) unary(Y).              { A = parse_binary(ctx, &X, BOP_MUL, &T, &Y); }
 mul(A) ::= mul(X) SLASH(T) unary(Y).             { A = parse_binary(ctx, &X, BOP_DIV, &T, &Y); }
 mul(A) ::= mul(X) PERCENT(T) unary(Y).           { A = parse_binary(ctx, &X, BOP_MOD, &T, &Y); }
-unary(A) ::= postfix(X). [YIELD]                 { A = X; }
+unary(A) ::= power(X).                           { A = X; }
 unary(A) ::= MINUS(T) unary(X).                  { A = parse_unary(ctx, &T, &X); }
 unary(A) ::= PLUS(T) unary(X).                   { A = parse_unary(ctx, &T, &X); }
 unary(A) ::= BANG(T) unary(X).                   { A = parse_unary(ctx, &T, &X); }
 unary(A) ::= TILDE(T) unary(X).                  { A = parse_unary(ctx, &T, &X); }
+/* `a ** b` is Python's power: it binds tighter than a unary operator on its
+ * left and takes one on its right (-x**2 is -(x**2), 2**-1 is 2**(-1)), and
+ * it groups to the right (a**b**c is a**(b**c)). */
+power(A) ::= postfix(X). [YIELD]                 { A = X; }
+power(A) ::= postfix(X) POW(T) unary(Y).         { A = parse_binary(ctx, &X, BOP_POW, &T, &Y); }
 postfix(A) ::= primary(X).                       { A = X; }
 postfix(A) ::= postfix(X) LB(L) exprs(S) RB(R).  { A = parse_index(ctx, &X, &L, &S, &R); }
 postfix(A) ::= postfix(X) DOT(D) INT(N).         { A = parse_field(ctx, &X, &D, &N); }

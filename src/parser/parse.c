@@ -608,6 +608,7 @@ static const char *binop_text(int op)
     case BOP_NE: return "!=";
     case BOP_LAND: return "&&";
     case BOP_LOR: return "||";
+    case BOP_POW: return "**";
     }
     return "?";
 }
