@@ -236,6 +236,20 @@ static void test_constructs(void)
     ok("f((sum(x) over i), y)", "f((sum(x) over i), y)");
     ok("sum(x) over i in 0..f(y) by k", "sum(x) over i in 0..f(y) by k");
     ok("sum(x) over i in 0..(f(y) by k) by j", "sum(x) over i in 0..(f(y) by k) by j");
+    /* An over list goes on over a comma only when a plain name follows. */
+    ok("sum(A[i,j]) over j, sum(A[i,j]*A[i,j]) over j",
+       "(sum(A[i, j]) over j), sum((A[i, j] * A[i, j])) over j");
+    ok("sum(x) over i, j in 0..m, f(y)", "(sum(x) over i, j in 0..m), f(y)");
+    ok("sum(x) over i, reduce(+, y) over j", "(sum(x) over i), reduce(+, y) over j");
+    ok("sum(x) over i, sum (y)", "(sum(x) over i), sum(y)");
+    ok("sum(x) over i, 2, -y, (z), !w, true", "(sum(x) over i), 2, (-y), z, (!w), true");
+    ok("sum(x) over i, y", "sum(x) over i, y");
+    ok("f(sum(x) over i,\n y)", "f(sum(x) over i, y)");
+    ok("f(sum(x) over i, g(y))", "f((sum(x) over i), g(y))");
+    ok("(sum(x) over i, sum(y) over j)", "((sum(x) over i), sum(y) over j)");
+    ok("a[sum(x) over i, f(j)]", "a[(sum(x) over i), f(j)]");
+    ok("sum(x) over i in 0..sum(y) over k, j, f(z)",
+       "(sum(x) over i in 0..sum(y) over k, j), f(z)");
     ok("x[i] - mean(x)", "(x[i] - mean(x))");
     ok("sqrt(sum(x*x))", "sqrt(sum((x * x)))");
 

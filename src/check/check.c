@@ -947,6 +947,36 @@ static int lower_user_combine(ck *c, const ast_stmt *op, int ncomp, const int *t
     return 0;
 }
 
+/* In `sum(A[i,j]) over j, x` a plain name after the comma is another index
+ * (docs/language.md).  When such an index got no extent from the operand and
+ * its name is bound, it was most likely meant as another result: say so, and
+ * how to write that, instead of only that the index has no extent. */
+static int check_over_tail(ck *c, const ast_node *n, const scope *rs)
+{
+    for (int i = 1; i < n->nover; i++) {
+        const ast_over *o = &n->over[i];
+        const plan_var *pv = &c->p->vars[rs->vars[i]];
+        if (o->lo || pv->nconstraints || (find_bind(c, o->name) < 0 && find_let(c, o->name) < 0))
+            continue;
+        /* the reduction as written up to the comma before the name */
+        const char *from = c->src + n->pos.off, *to = c->src + o->pos.off;
+        while (to > from && (to[-1] == ' ' || to[-1] == '\t' || to[-1] == '\n' || to[-1] == '\r'))
+            to--;
+        if (to > from && to[-1] == ',') to--;
+        int len = (int)(to - from);
+        if (len > 60)
+            return err_at(c, o->pos, RED_ERR_SHAPE,
+                          "index '%s' has no extent; if '%s' is meant as another result rather than "
+                          "an index of 'over', put the reduction before it in parentheses",
+                          o->name, o->name);
+        return err_at(c, o->pos, RED_ERR_SHAPE,
+                      "index '%s' has no extent; if '%s' is meant as another result rather than an "
+                      "index of 'over', put the reduction in parentheses: (%.*s), %s",
+                      o->name, o->name, len, from, o->name);
+    }
+    return 0;
+}
+
 static int lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val *out)
 {
     if (c->in_op)
@@ -1005,6 +1035,7 @@ static int lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, 
                           plan_ct_name(k.c[0]->type));
         key = ir_cast(c->b, CT_I64, k.c[0]);
     }
+    TRY(check_over_tail(c, n, &rs));
 
     /* the map expressions and accumulator types */
     plan_red rd;

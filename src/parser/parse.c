@@ -529,6 +529,20 @@ void parse_stmt_op(parse_ctx *ctx, const lex_token *kw, const lex_token *name,
 
 /* ---- The driver ------------------------------------------------------------- */
 
+/* Whether the comma just read is followed by a name that does not start a
+ * call: the one comma that can continue an `over` list (grammar.y, ICOMMA).
+ * A name followed by '(' is a call and cannot be an index, so there the
+ * comma ends the list and starts another expression. */
+static int comma_before_index(const parse_ctx *ctx)
+{
+    util_diag scratch;
+    lex_state peek = ctx->lex;
+    lex_token t;
+    peek.diag = &scratch;
+    if (lex_next(&peek, &t) != TK_NAME) return 0;
+    return lex_next(&peek, &t) != TK_LP;
+}
+
 int ast_parse(util_arena *arena, const char *src, ast_program **out, util_diag *diag,
               int *incomplete)
 {
@@ -564,6 +578,7 @@ int ast_parse(util_arena *arena, const char *src, ast_program **out, util_diag *
             ctx.status = diag->code;
             break;
         }
+        if (type == TK_COMMA && comma_before_index(&ctx)) type = t.type = TK_ICOMMA;
         ctx.tok = t;
         ast_lemon(lp, type, t);
         if (ctx.status || type == 0) break;
