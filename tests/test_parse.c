@@ -334,7 +334,7 @@ static void test_errors(void)
     err("a ! b", SYN, "1:3: unexpected '!'\n  a ! b\n    ^", 0);
     err("a..b", SYN, "1:2: unexpected '..'\n  a..b\n   ^~", 0);
     err(".5", SYN, "1:1: unexpected '.'\n  .5\n  ^", 0);
-    err("a.b", SYN, "1:3: unexpected name 'b'\n  a.b\n    ^", 0);
+
     err("x = y = z", SYN, "1:7: unexpected '='\n  x = y = z\n        ^", 0);
     err("a, b = c", SYN, "1:6: unexpected '='\n  a, b = c\n       ^", 0);
     err("a ? b ; c", SYN, "1:7: unexpected ';'\n  a ? b ; c\n        ^", 0);
@@ -359,6 +359,54 @@ static void test_errors(void)
         "1:3: unexpected number '1234567890.12345678901234567890123456...'\n"
         "  a 1234567890.1234567890123456789012345678901\n"
         "    ^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~", 0);
+
+    /* Python and NumPy spellings get a hint of what to write instead. */
+    err("x > 0 and x < 1", SYN,
+        "1:7: 'and' is not an operator: logical and is written '&&'\n  x > 0 and x < 1\n        ^~~", 0);
+    err("a or b", SYN, "1:3: 'or' is not an operator: logical or is written '||'\n  a or b\n    ^~", 0);
+    err("sum(not a)", SYN,
+        "1:5: 'not' is not an operator: logical not is written '!'\n  sum(not a)\n      ^~~", 0);
+    err("a if c else b", SYN,
+        "1:3: 'if' is not an operator: a conditional is written c ? a : b\n  a if c else b\n    ^~", 0);
+    err("a and", SYN, "1:3: 'and' is not an operator: logical and is written '&&'\n  a and\n    ^~~", 0);
+    err("sum(A, axis=1)", SYN,
+        "1:8: 'axis=' is not part of the language: subscript the array and name the index to reduce "
+        "with 'over', e.g. sum(A[i,j]) over j for NumPy's axis=1 (row sums)\n"
+        "  sum(A, axis=1)\n         ^~~~~", 0);
+    err("sum(A, axis = 0)", SYN,
+        "1:8: 'axis=' is not part of the language: subscript the array and name the index to reduce "
+        "with 'over', e.g. sum(A[i,j]) over i for NumPy's axis=0 (column sums)\n"
+        "  sum(A, axis = 0)\n         ^~~~~~", 0);
+    err("sum(x, dtype=f64)", SYN,
+        "1:8: 'dtype=' is not part of the language: cast the operand instead, e.g. sum(f64(x))\n"
+        "  sum(x, dtype=f64)\n         ^~~~~~", 0);
+    err("f(x, w=2)", SYN,
+        "1:6: keyword arguments such as 'w=' are not part of the language: arguments are given by "
+        "position\n  f(x, w=2)\n       ^~", 0);
+    err("x[i=1]", SYN, "1:4: unexpected '='\n  x[i=1]\n     ^", 0);
+    err("A[:, 0]", SYN,
+        "1:3: slices are not part of the language: write an index variable where NumPy has ':', "
+        "e.g. A[i, 0] for column 0 (one result per i), and 'over i in lo..hi' for part of a range\n"
+        "  A[:, 0]\n    ^", 0);
+    err("f(x[1:3])", SYN, NULL, 0);
+    err("a ? b : c : d", SYN, "1:11: unexpected ':'\n  a ? b : c : d\n            ^", 0);
+    err("x.sum()", SYN,
+        "1:2: methods are not part of the language: write sum(x), not x.sum()\n  x.sum()\n   ^~~~", 0);
+    err("(x + 1).max(axis=0)", SYN,
+        "1:8: methods are not part of the language: write max(x + 1), not (x + 1).max()\n"
+        "  (x + 1).max(axis=0)\n         ^~~~", 0);
+    err("x.astype(f64)", SYN,
+        "1:2: methods are not part of the language: cast with the type's name, e.g. f64(x)\n"
+        "  x.astype(f64)\n   ^~~~~~~", 0);
+    err("np.sum(x)", SYN,
+        "1:1: drop the 'np.' prefix: functions are called by their own names, e.g. sum(x)\n"
+        "  np.sum(x)\n  ^~~", 0);
+    err("a.b", SYN,
+        "1:2: '.b' is not a field: tuple fields are selected by number (t.0, t.1, ...)\n  a.b\n   ^~", 0);
+    err("a.b\n(1)", SYN,
+        "1:2: '.b' is not a field: tuple fields are selected by number (t.0, t.1, ...)\n  a.b\n   ^~", 0);
+    err("f(a.b\n(1))", SYN,
+        "1:4: methods are not part of the language: write b(a), not a.b()\n  f(a.b\n     ^~", 0);
 
     /* The left side of '='. */
     err("a + 1 = 3", SYN,

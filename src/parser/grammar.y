@@ -149,6 +149,7 @@ power(A) ::= postfix(X) POW(T) unary(Y).         { A = parse_binary(ctx, &X, BOP
 postfix(A) ::= primary(X).                       { A = X; }
 postfix(A) ::= postfix(X) LB(L) exprs(S) RB(R).  { A = parse_index(ctx, &X, &L, &S, &R); }
 postfix(A) ::= postfix(X) DOT(D) INT(N).         { A = parse_field(ctx, &X, &D, &N); }
+postfix(A) ::= postfix(X) DOT(D) NAME(N).        { A = parse_method(ctx, &X, &D, &N); }
 
 /* ---- Primaries --------------------------------------------------------- */
 

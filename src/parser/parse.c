@@ -23,6 +23,12 @@
 
 /* ---- Errors ----------------------------------------------------------------- */
 
+static util_pos span_of(util_pos from, util_pos to)
+{
+    util_pos p = {from.off, to.off + to.len - from.off};
+    return p;
+}
+
 void parse_error(parse_ctx *ctx, util_pos pos, int code, const char *fmt, ...)
 {
     if (ctx->status) return;
@@ -54,6 +60,75 @@ static int parse_rest_is_blank(const parse_ctx *ctx)
     return type == 0;
 }
 
+static int is_word(const parse_ctx *ctx, const lex_token *t, const char *w)
+{
+    size_t n = strlen(w);
+    return t->type == TK_NAME && (size_t)t->pos.len == n && memcmp(ctx->src + t->pos.off, w, n) == 0;
+}
+
+/* The token after the one being fed (0 when there is none or it is bad). */
+static int peek_next(const parse_ctx *ctx, lex_token *t)
+{
+    util_diag scratch;
+    lex_state peek = ctx->lex;
+    peek.diag = &scratch;
+    int type = lex_next(&peek, t);
+    return type > 0 ? type : 0;
+}
+
+/* Python and NumPy spellings that the language does not have, each reported
+ * with what to write instead.  Returns 1 when t is one of them. */
+static int syntax_hint(parse_ctx *ctx, const lex_token *t)
+{
+    static const struct {
+        const char *word, *hint;
+    } words[] = {
+        {"and", "logical and is written '&&'"},
+        {"or", "logical or is written '||'"},
+        {"not", "logical not is written '!'"},
+        {"if", "a conditional is written c ? a : b"},
+    };
+    const lex_token *p = &ctx->prev;
+    int inner = ctx->nopen > 0 ? ctx->open[ctx->nopen - 1] : 0;
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+        /* `x and y` fails at the `and`, `not x` at the x after it */
+        const lex_token *w = is_word(ctx, t, words[i].word) ? t
+                             : is_word(ctx, p, words[i].word) ? p : NULL;
+        if (!w) continue;
+        parse_error(ctx, w->pos, RED_ERR_SYNTAX, "'%s' is not an operator: %s", words[i].word,
+                    words[i].hint);
+        return 1;
+    }
+    if (t->type == TK_ASSIGN && p->type == TK_NAME && inner == '(') {
+        util_pos at = span_of(p->pos, t->pos);
+        if (is_word(ctx, p, "axis")) {
+            lex_token v;
+            int axis = peek_next(ctx, &v) == TK_INT && v.v.ival <= 1 ? (int)v.v.ival : 1;
+            parse_error(ctx, at, RED_ERR_SYNTAX,
+                        "'axis=' is not part of the language: subscript the array and name the "
+                        "index to reduce with 'over', e.g. sum(A[i,j]) over %s for NumPy's "
+                        "axis=%d (%s sums)", axis ? "j" : "i", axis, axis ? "row" : "column");
+        } else if (is_word(ctx, p, "dtype")) {
+            parse_error(ctx, at, RED_ERR_SYNTAX,
+                        "'dtype=' is not part of the language: cast the operand instead, "
+                        "e.g. sum(f64(x))");
+        } else {
+            parse_error(ctx, at, RED_ERR_SYNTAX,
+                        "keyword arguments such as '%.*s=' are not part of the language: "
+                        "arguments are given by position", p->pos.len, ctx->src + p->pos.off);
+        }
+        return 1;
+    }
+    if (t->type == TK_COLON && inner == '[') {
+        parse_error(ctx, t->pos, RED_ERR_SYNTAX,
+                    "slices are not part of the language: write an index variable where NumPy "
+                    "has ':', e.g. A[i, 0] for column 0 (one result per i), and "
+                    "'over i in lo..hi' for part of a range");
+        return 1;
+    }
+    return 0;
+}
+
 void parse_syntax_error(parse_ctx *ctx, const lex_token *t)
 {
     if (ctx->status) return; /* the tree was already given up: keep that error */
@@ -68,6 +143,7 @@ void parse_syntax_error(parse_ctx *ctx, const lex_token *t)
                     "unexpected newline (outside brackets a newline ends the statement)");
         return;
     }
+    if (syntax_hint(ctx, t)) return;
     /* Quote the token as written, cut short if it is a very long number. */
     const char *text = ctx->src + t->pos.off;
     int len = t->pos.len, shown = len > 40 ? 37 : len;
@@ -87,12 +163,6 @@ void parse_stack_overflow(parse_ctx *ctx, int depth)
 }
 
 /* ---- Nodes ------------------------------------------------------------------ */
-
-static util_pos span_of(util_pos from, util_pos to)
-{
-    util_pos p = {from.off, to.off + to.len - from.off};
-    return p;
-}
 
 static parse_ex ex_of(ast_node *n)
 {
@@ -287,6 +357,49 @@ parse_ex parse_field(parse_ctx *ctx, const parse_ex *base, const lex_token *dot,
     if (set_args(ctx, n, 1)) n->args[0] = base->node;
     set_depth(ctx, n, dot->pos);
     return ex_of(n);
+}
+
+parse_ex parse_method(parse_ctx *ctx, const parse_ex *base, const lex_token *dot,
+                      const lex_token *name)
+{
+    if (ctx->status) return failed(ctx);
+    util_pos at = span_of(dot->pos, name->pos);
+    /* the receiver as written, less any parentheses around it: it is quoted
+     * as an argument */
+    const char *nm = ctx->src + name->pos.off, *bt = ctx->src + base->node->pos.off;
+    int nl = name->pos.len, bl = base->node->pos.len;
+    /* Whether a '(' follows the name: lemon may reduce this rule as the name
+     * is shifted or only with the next token, so look from the name on. */
+    util_diag scratch;
+    lex_state peek;
+    lex_token t;
+    lex_init(&peek, ctx->src, &scratch);
+    peek.cur = nm + nl;
+    peek.depth = ctx->nopen;   /* a newline is blank inside brackets only */
+    int call = lex_next(&peek, &t) == TK_LP;
+    const ast_node *b = base->node;
+    if (b->kind == AST_NAME && base->span.len == (int)strlen(b->name) &&
+        (strcmp(b->name, "np") == 0 || strcmp(b->name, "numpy") == 0)) {
+        parse_error(ctx, span_of(base->span, dot->pos), RED_ERR_SYNTAX,
+                    "drop the '%s.' prefix: functions are called by their own names, e.g. "
+                    "%.*s(x)", b->name, nl, nm);
+    } else if (!call) {
+        parse_error(ctx, at, RED_ERR_SYNTAX,
+                    "'.%.*s' is not a field: tuple fields are selected by number (t.0, t.1, ...)",
+                    nl, nm);
+    } else if (nl == 6 && memcmp(nm, "astype", 6) == 0) {
+        parse_error(ctx, at, RED_ERR_SYNTAX,
+                    "methods are not part of the language: cast with the type's name, e.g. "
+                    "f64(%.*s)", bl > 40 ? 3 : bl, bl > 40 ? "..." : bt);
+    } else {
+        const char *st = ctx->src + base->span.off;
+        int sl = base->span.len;
+        parse_error(ctx, at, RED_ERR_SYNTAX,
+                    "methods are not part of the language: write %.*s(%.*s), not %.*s.%.*s()", nl,
+                    nm, bl > 40 ? 3 : bl, bl > 40 ? "..." : bt, sl > 40 ? 3 : sl,
+                    sl > 40 ? "..." : st, nl, nm);
+    }
+    return failed(ctx);
 }
 
 parse_ex parse_paren(parse_ctx *ctx, const lex_token *lp, const parse_exlist *l,
@@ -582,6 +695,11 @@ int ast_parse(util_arena *arena, const char *src, ast_program **out, util_diag *
         ctx.tok = t;
         ast_lemon(lp, type, t);
         if (ctx.status || type == 0) break;
+        ctx.prev = t;
+        if ((type == TK_LP || type == TK_LB) && ctx.nopen < LEX_MAX_BRACKETS)
+            ctx.open[ctx.nopen++] = type == TK_LP ? '(' : '[';
+        else if ((type == TK_RP || type == TK_RB) && ctx.nopen > 0)
+            ctx.nopen--;
         if (!(type == TK_SEMI && t.newline)) ctx.last_end = t.pos.off + t.pos.len;
     }
     ast_lemonFree(lp, free);
