@@ -283,6 +283,67 @@ static int find_op(ck *c, const char *name)
     return -1;
 }
 
+/* ---- did you mean --------------------------------------------------------- */
+
+/* Edit distance between two names: insertions, deletions, substitutions and
+ * swaps of neighbours each count 1 (names past 32 bytes are never close). */
+static int edit_distance(const char *a, const char *b)
+{
+    enum { N = 32 };
+    int la = (int)strlen(a), lb = (int)strlen(b);
+    if (la > N || lb > N) return N + 1;
+    int d[N + 1][N + 1];
+    for (int i = 0; i <= la; i++) d[i][0] = i;
+    for (int j = 0; j <= lb; j++) d[0][j] = j;
+    for (int i = 1; i <= la; i++)
+        for (int j = 1; j <= lb; j++) {
+            int v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < v) v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v) v = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    return d[la][lb];
+}
+
+/* The closest of the candidates offered to `word`: at most one edit away for
+ * names of up to four letters, two for longer ones, and never a whole name
+ * away (`a` does not suggest `x`).  The first of equally close ones wins. */
+typedef struct suggest {
+    const char *word, *best;
+    int dist;
+} suggest;
+
+static void suggest_offer(suggest *sg, const char *cand)
+{
+    if (!cand || !*cand || strcmp(cand, sg->word) == 0) return;
+    int lw = (int)strlen(sg->word), lc = (int)strlen(cand), longer = lw > lc ? lw : lc;
+    int d = edit_distance(sg->word, cand);
+    if (d > (longer <= 4 ? 1 : 2) || d >= longer) return;
+    if (!sg->best || d < sg->dist) {
+        sg->best = cand;
+        sg->dist = d;
+    }
+}
+
+/* Every name a plain name could have meant: bound arrays and scalars, named
+ * values defined so far, the indices in scope (not the whole-array and key
+ * indices, which have no name the user wrote), and the keyword literals. */
+static void suggest_names(ck *c, const scope *s, suggest *sg)
+{
+    for (int i = 0; i < c->nbinds; i++) suggest_offer(sg, c->binds[i].name);
+    for (int i = 0; i < c->visible_lets; i++) suggest_offer(sg, c->lets[i]->name);
+    for (; s; s = s->parent)
+        for (int i = 0; i < s->nvars; i++) {
+            const plan_var *v = &c->p->vars[s->vars[i]];
+            if (v->key_pass < 0 && !(v->name[0] == '_' && v->name[1] >= '0' && v->name[1] <= '9'))
+                suggest_offer(sg, v->name);
+        }
+    static const char *const words[] = {"true", "false", "inf", "nan"};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) suggest_offer(sg, words[i]);
+}
+
 /* An index variable named `name` used at `pos`: the existing one in scope,
  * or a new one reduced by the nearest reduction without `over` (or free at
  * the top level). */
@@ -457,7 +518,19 @@ static int lower_name(ck *c, scope *s, const ast_node *n, val *out)
         *out = mk(ir_index(c->b, var), 0);
         return 0;
     }
-    return err_at(c, n->pos, RED_ERR_NAME, "unknown name '%s'", name);
+    suggest sg = {name, NULL, 0};
+    suggest_names(c, s, &sg);
+    if (sg.best)
+        return err_at(c, n->pos, RED_ERR_NAME, "unknown name '%s': did you mean '%s'?", name, sg.best);
+    /* A range bound is an integer: a name there that is not an index (it
+     * appears in no subscript and no over list) is a scalar not bound. */
+    if (c->bound_owner)
+        return err_at(c, n->pos, RED_ERR_NAME,
+                      "unknown name '%s': bind it as an integer (--set %s=... in the CLI, "
+                      "red_bind_i64 in C)", name, name);
+    return err_at(c, n->pos, RED_ERR_NAME,
+                  "unknown name '%s': bind an array or a scalar to it (--load %s=FILE.npy or "
+                  "--set %s=... in the CLI, red_bind_array or red_bind_f64 in C)", name, name, name);
 }
 
 static int lower_index(ck *c, scope *s, const ast_node *n, val *out)
@@ -472,7 +545,15 @@ static int lower_index(ck *c, scope *s, const ast_node *n, val *out)
         if (bi >= 0)
             return err_at(c, n->name_pos, RED_ERR_TYPE, "'%s' is a scalar: it cannot be subscripted",
                           n->name);
-        return err_at(c, n->name_pos, RED_ERR_NAME, "unknown array '%s'", n->name);
+        suggest sg = {n->name, NULL, 0};
+        for (int i = 0; i < c->nbinds; i++)
+            if (c->binds[i].is_array) suggest_offer(&sg, c->binds[i].name);
+        if (sg.best)
+            return err_at(c, n->name_pos, RED_ERR_NAME, "unknown array '%s': did you mean '%s'?",
+                          n->name, sg.best);
+        return err_at(c, n->name_pos, RED_ERR_NAME,
+                      "unknown array '%s': bind it (--load %s=FILE.npy in the CLI, red_bind_array "
+                      "in C)", n->name, n->name);
     }
     const chk_binding *bd = &c->binds[bi];
     if (n->nargs != bd->ndim)
@@ -780,6 +861,14 @@ static int lower_call(ck *c, scope *s, const ast_node *n, val *out)
     if (find_op(c, name) >= 0)
         return err_at(c, n->name_pos, RED_ERR_NAME,
                       "'%s' is a reduction operator; use it as reduce(%s, ...)", name, name);
+    suggest sg = {name, NULL, 0};
+    for (size_t i = 0; i < sizeof red_names / sizeof red_names[0]; i++) suggest_offer(&sg, red_names[i]);
+    for (size_t i = 0; i < sizeof funcs / sizeof funcs[0]; i++) suggest_offer(&sg, funcs[i].name);
+    for (size_t i = 0; i < sizeof casts / sizeof casts[0]; i++) suggest_offer(&sg, casts[i].name);
+    for (int i = 0; i < c->nops; i++) suggest_offer(&sg, c->ops[i]->name);
+    if (sg.best)
+        return err_at(c, n->name_pos, RED_ERR_NAME, "unknown function '%s': did you mean '%s'?", name,
+                      sg.best);
     return err_at(c, n->name_pos, RED_ERR_NAME, "unknown function '%s'", name);
 }
 
@@ -988,8 +1077,16 @@ static int lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, 
     const ast_stmt *uop = NULL;
     if (rop < 0) {
         int oi = find_op(c, opname);
-        if (oi < 0)
+        if (oi < 0) {
+            suggest sg = {opname, NULL, 0};
+            static const char *const named[] = {"min", "max", "argmin", "argmax"};
+            for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) suggest_offer(&sg, named[i]);
+            for (int i = 0; i < c->nops; i++) suggest_offer(&sg, c->ops[i]->name);
+            if (sg.best)
+                return err_at(c, n->name_pos, RED_ERR_NAME,
+                              "unknown reduction operator '%s': did you mean '%s'?", opname, sg.best);
             return err_at(c, n->name_pos, RED_ERR_NAME, "unknown reduction operator '%s'", opname);
+        }
         uop = c->ops[oi];
         rop = ROP_USER;
     }
@@ -1281,11 +1378,14 @@ static void scan_idx_names(ck *c, const ast_node *n, int in_sub)
     }
     int sub = in_sub || n->kind == AST_INDEX;
     for (int i = 0; i < n->nargs; i++) scan_idx_names(c, n->args[i], sub);
+    /* A name listed in `over` is an index; one used directly in a range
+     * bound is not (a bound is an integer: `0..n` reads a scalar n), only
+     * the names in subscripts there are (`ptr[r]..ptr[r+1]`). */
     for (int i = 0; i < n->nover; i++) {
         ast_node fake = {.kind = AST_NAME, .name = n->over[i].name};
         scan_idx_names(c, &fake, 1);
-        scan_idx_names(c, n->over[i].lo, 1);
-        scan_idx_names(c, n->over[i].hi, 1);
+        scan_idx_names(c, n->over[i].lo, in_sub);
+        scan_idx_names(c, n->over[i].hi, in_sub);
     }
     scan_idx_names(c, n->by, in_sub);
 }
