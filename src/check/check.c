@@ -17,6 +17,13 @@
 #define MAX_TEMPS 1024
 #define MAX_LETS 256
 #define MAX_OPS 64
+/* The longest path through the IR of one value: a chain x+x+...+x is not
+ * nesting (ast.h), but the stages after this one (the CPU program's and the
+ * CUDA kernel's generators, the plan's printer) walk IR recursively, a C
+ * stack frame per step of the longest path.  A path of 2048 steps ran in
+ * 1.5 MB of stack (2 MB under ASan), about what 512 levels of nesting take
+ * here, and well inside a thread's usual 8 MB. */
+#define MAX_CHAIN 2048
 
 /* A value during lowering: one IR per component (tuples have several). */
 typedef struct val {
@@ -66,6 +73,12 @@ typedef struct ck {
     int op_types[PLAN_MAX_COMP];
     /* lowering range bounds of this reduction: its own indices are banned */
     const ast_node *bound_owner;
+    /* calls of lower() open now: named values and operator bodies are
+     * lowered where they are used, inside the levels of the text around
+     * them, so the parser's bound on nesting is enforced again here */
+    int depth;
+    int32_t *irdepth;           /* IR depth by node id; 0: not measured yet */
+    int cap_irdepth;
     int cap_vars, cap_passes, cap_temps;   /* of p->vars, p->passes, p->temps */
 } ck;
 
@@ -608,6 +621,53 @@ static int lower_index(ck *c, scope *s, const ast_node *n, val *out)
     return 0;
 }
 
+/* ---- the depth of the IR ------------------------------------------------------ */
+
+/* The longest path from x to a leaf, counting the range bounds of the
+ * indices it reads (later stages walk into those too); -1 out of memory.
+ * Remembered by node id: lower() measures every value it returns, so a call
+ * recurses only through the few nodes built since their operands were
+ * measured. */
+static int ir_depth(ck *c, const ir *x)
+{
+    if (!x) return 0;
+    if (x->id >= c->cap_irdepth) {
+        int cap = c->cap_irdepth ? c->cap_irdepth : 1024;
+        while (cap <= x->id) cap *= 2;
+        int32_t *t = util_arena_alloc(c->a, (size_t)cap * sizeof *t);
+        if (!t) return -1;
+        memset(t, 0, (size_t)cap * sizeof *t);
+        if (c->cap_irdepth) memcpy(t, c->irdepth, (size_t)c->cap_irdepth * sizeof *t);
+        c->irdepth = t;
+        c->cap_irdepth = cap;
+    }
+    if (c->irdepth[x->id]) return c->irdepth[x->id];
+    int d = 0;
+    const ir *sub[2] = {NULL, NULL};
+    if (x->kind == IR_INDEX) {
+        sub[0] = c->p->vars[x->slot].lo;
+        sub[1] = c->p->vars[x->slot].hi;
+    }
+    for (int i = 0; i < x->nargs + 2; i++) {
+        int a = ir_depth(c, i < x->nargs ? x->args[i] : sub[i - x->nargs]);
+        if (a < 0) return -1;
+        if (a > d) d = a;
+    }
+    return c->irdepth[x->id] = d + 1;
+}
+
+static int check_chain(ck *c, util_pos pos, const val *v)
+{
+    for (int k = 0; k < v->n; k++) {
+        int d = ir_depth(c, v->c[k]);
+        if (d < 0) return nomem(c);
+        if (d > MAX_CHAIN)
+            return err_at(c, pos, RED_ERR_LIMIT,
+                          "expression too long: the limit is %d operations in a chain", MAX_CHAIN);
+    }
+    return 0;
+}
+
 /* ---- operators -------------------------------------------------------------- */
 
 static int lower_unary(ck *c, scope *s, const ast_node *n, val *out)
@@ -716,10 +776,10 @@ static int binary(ck *c, const ast_node *n, int op, const char *text, val x, val
     return 0;
 }
 
-static int lower_binary(ck *c, scope *s, const ast_node *n, val *out)
+/* x op (the right operand of n): one step of a chain. */
+static int binary_step(ck *c, scope *s, const ast_node *n, val x, val *out)
 {
-    val x, y;
-    TRY(lower(c, s, n->args[0], &x));
+    val y;
     TRY(lower(c, s, n->args[1], &y));
     int op = -1;
     const char *text = "?";
@@ -732,7 +792,29 @@ static int lower_binary(ck *c, scope *s, const ast_node *n, val *out)
     if (x.tuple || y.tuple)
         return err_at(c, (x.tuple ? n->args[0] : n->args[1])->pos, RED_ERR_TYPE,
                       "'%s' cannot be applied to a tuple; select a field with .0, .1, ...", text);
-    return binary(c, n, op, text, x, y, out);
+    TRY(binary(c, n, op, text, x, y, out));
+    return check_chain(c, n->name_pos, out);
+}
+
+/* A chain of binary operators down their left operands, ((a+b)+c)+..., is
+ * lowered in a loop: its length is not nesting (ast.h) and may be far more
+ * than the C stack holds frames of lower().  Its IR is as deep as it is
+ * long, which check_chain bounds at each step. */
+static int lower_binary(ck *c, scope *s, const ast_node *n, val *out)
+{
+    int len = 0;
+    const ast_node *m = n;
+    for (; m->kind == AST_BINARY; m = m->args[0]) len++;
+    const ast_node **spine = malloc((size_t)len * sizeof *spine);
+    if (!spine) return nomem(c);
+    m = n;
+    for (int k = 0; k < len; k++, m = m->args[0]) spine[k] = m;
+    val x;
+    int rc = lower(c, s, m, &x);
+    for (int k = len - 1; k >= 0 && !rc; k--) rc = binary_step(c, s, spine[k], x, &x);
+    free(spine);
+    if (!rc) *out = x;
+    return rc;
 }
 
 static int lower_cond(ck *c, scope *s, const ast_node *n, val *out)
@@ -1306,7 +1388,7 @@ static int lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, 
 
 /* ---- the dispatcher ---------------------------------------------------------------- */
 
-static int lower(ck *c, scope *s, const ast_node *n, val *out)
+static int lower_node(ck *c, scope *s, const ast_node *n, val *out)
 {
     switch (n->kind) {
     case AST_INT:
@@ -1361,10 +1443,27 @@ static int lower(ck *c, scope *s, const ast_node *n, val *out)
     return err_at(c, n->pos, RED_ERR_INTERNAL, "unknown syntax node");
 }
 
+/* Nesting is bounded as in the parser, now with named values and operator
+ * bodies counted at the depth where they are used, and the IR built is
+ * bounded in depth (MAX_CHAIN). */
+static int lower(ck *c, scope *s, const ast_node *n, val *out)
+{
+    if (c->depth >= AST_MAX_DEPTH)
+        return err_at(c, n->pos, RED_ERR_LIMIT,
+                      "expression nested too deeply: the limit is %d levels, named values counted "
+                      "where they are used", AST_MAX_DEPTH);
+    c->depth++;
+    int rc = lower_node(c, s, n, out);
+    c->depth--;
+    return rc ? rc : check_chain(c, n->pos, out);
+}
+
 /* ---- the program ------------------------------------------------------------------- */
 
 static void scan_idx_names(ck *c, const ast_node *n, int in_sub)
 {
+    /* a chain of binary operators in a loop, down its left operands */
+    for (; n && n->kind == AST_BINARY; n = n->args[0]) scan_idx_names(c, n->args[1], in_sub);
     if (!n) return;
     if (n->kind == AST_NAME && in_sub) {
         if (!is_idx_name(c, n->name)) {

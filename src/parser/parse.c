@@ -156,10 +156,14 @@ void parse_syntax_error(parse_ctx *ctx, const lex_token *t)
     parse_error(ctx, t->pos, RED_ERR_SYNTAX, "unexpected %s'%.*s%s'", what, shown, text, more);
 }
 
+/* The stack fills only on input nested deeper than AST_MAX_DEPTH levels
+ * (grammar.y, %stack_size), before the tree that would show it is built:
+ * the same limit is named. */
 void parse_stack_overflow(parse_ctx *ctx, int depth)
 {
-    parse_error(ctx, ctx->tok.pos, RED_ERR_LIMIT,
-                "expression too deeply nested (the parser's stack of %d entries is full)", depth);
+    (void)depth;
+    parse_error(ctx, ctx->tok.pos, RED_ERR_LIMIT, "expression nested too deeply: the limit is %d levels",
+                AST_MAX_DEPTH);
 }
 
 /* ---- Nodes ------------------------------------------------------------------ */
@@ -207,13 +211,17 @@ static const char *token_text(parse_ctx *ctx, const lex_token *t)
 }
 
 /* depth = 1 + the deepest child.  Every later pass over the tree recurses,
- * so this is what keeps them off the C stack's limit: x+x+...+x with a
- * million terms is rejected here, at the operator that crosses the line. */
+ * so this is what keeps them off the C stack's limit.  The left operand of a
+ * binary operator that is itself one is the same level: x+x+...+x is a
+ * chain, which every pass walks in a loop, not nesting (ast.h). */
 static void set_depth(parse_ctx *ctx, ast_node *n, util_pos at)
 {
     int d = 0;
-    for (int i = 0; i < n->nargs; i++)
-        if (n->args[i]->depth > d) d = n->args[i]->depth;
+    for (int i = 0; i < n->nargs; i++) {
+        int di = n->args[i]->depth;
+        if (n->kind == AST_BINARY && i == 0 && n->args[0]->kind == AST_BINARY) di--;
+        if (di > d) d = di;
+    }
     for (int i = 0; i < n->nover; i++) {
         if (n->over[i].lo && n->over[i].lo->depth > d) d = n->over[i].lo->depth;
         if (n->over[i].hi && n->over[i].hi->depth > d) d = n->over[i].hi->depth;
@@ -221,7 +229,7 @@ static void set_depth(parse_ctx *ctx, ast_node *n, util_pos at)
     if (n->by && n->by->depth > d) d = n->by->depth;
     n->depth = d + 1;
     if (n->depth > AST_MAX_DEPTH)
-        parse_error(ctx, at, RED_ERR_LIMIT, "expression too deeply nested (more than %d levels)",
+        parse_error(ctx, at, RED_ERR_LIMIT, "expression nested too deeply: the limit is %d levels",
                     AST_MAX_DEPTH);
 }
 
@@ -298,6 +306,7 @@ parse_ex parse_binary(parse_ctx *ctx, const parse_ex *a, int op, const lex_token
     ast_node *n = new_node(ctx, AST_BINARY, span_of(a->span, b->span));
     if (!n) return failed(ctx);
     n->op = op;
+    n->name_pos = optok->pos;
     if (set_args(ctx, n, 2)) {
         n->args[0] = a->node;
         n->args[1] = b->node;
@@ -808,6 +817,31 @@ static void print_clauses(util_buf *b, const ast_node *n)
     }
 }
 
+/* ((a op b) op c) ..., a chain of binary operators down their left operands,
+ * in a loop: a chain may be far longer than the nesting the C stack holds. */
+static void print_chain(util_buf *b, const ast_node *n)
+{
+    int len = 0;
+    for (const ast_node *m = n; m->kind == AST_BINARY; m = m->args[0]) len++;
+    const ast_node **spine = malloc((size_t)len * sizeof *spine);
+    if (!spine) {
+        b->failed = 1;
+        return;
+    }
+    const ast_node *m = n;
+    for (int k = 0; k < len; k++, m = m->args[0]) {
+        spine[k] = m;
+        util_buf_puts(b, "(");
+    }
+    print_sub(b, m, 1);
+    for (int k = len - 1; k >= 0; k--) {
+        util_buf_printf(b, " %s ", binop_text(spine[k]->op));
+        print_sub(b, spine[k]->args[1], 0);
+        util_buf_puts(b, ")");
+    }
+    free(spine);
+}
+
 static void print_node(util_buf *b, const ast_node *n)
 {
     switch (n->kind) {
@@ -834,11 +868,7 @@ static void print_node(util_buf *b, const ast_node *n)
         util_buf_puts(b, ")");
         break;
     case AST_BINARY:
-        util_buf_puts(b, "(");
-        print_sub(b, n->args[0], 1);
-        util_buf_printf(b, " %s ", binop_text(n->op));
-        print_sub(b, n->args[1], 0);
-        util_buf_puts(b, ")");
+        print_chain(b, n);
         break;
     case AST_COND:
         util_buf_puts(b, "(");
