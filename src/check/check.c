@@ -17,6 +17,13 @@
 #define MAX_TEMPS 1024
 #define MAX_LETS 256
 #define MAX_OPS 64
+/* The longest path through the IR of one value: a chain x+x+...+x is not
+ * nesting (ast.h), but the stages after this one (the CPU program's and the
+ * CUDA kernel's generators, the plan's printer) walk IR recursively, a C
+ * stack frame per step of the longest path.  A path of 2048 steps ran in
+ * 1.5 MB of stack (2 MB under ASan), about what 512 levels of nesting take
+ * here, and well inside a thread's usual 8 MB. */
+#define MAX_CHAIN 2048
 
 /* A value during lowering: one IR per component (tuples have several). */
 typedef struct val {
@@ -66,6 +73,12 @@ typedef struct ck {
     int op_types[PLAN_MAX_COMP];
     /* lowering range bounds of this reduction: its own indices are banned */
     const ast_node *bound_owner;
+    /* calls of lower() open now: named values and operator bodies are
+     * lowered where they are used, inside the levels of the text around
+     * them, so the parser's bound on nesting is enforced again here */
+    int depth;
+    int32_t *irdepth;           /* IR depth by node id; 0: not measured yet */
+    int cap_irdepth;
     int cap_vars, cap_passes, cap_temps;   /* of p->vars, p->passes, p->temps */
 } ck;
 
@@ -283,6 +296,67 @@ static int find_op(ck *c, const char *name)
     return -1;
 }
 
+/* ---- did you mean --------------------------------------------------------- */
+
+/* Edit distance between two names: insertions, deletions, substitutions and
+ * swaps of neighbours each count 1 (names past 32 bytes are never close). */
+static int edit_distance(const char *a, const char *b)
+{
+    enum { N = 32 };
+    int la = (int)strlen(a), lb = (int)strlen(b);
+    if (la > N || lb > N) return N + 1;
+    int d[N + 1][N + 1];
+    for (int i = 0; i <= la; i++) d[i][0] = i;
+    for (int j = 0; j <= lb; j++) d[0][j] = j;
+    for (int i = 1; i <= la; i++)
+        for (int j = 1; j <= lb; j++) {
+            int v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < v) v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v) v = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    return d[la][lb];
+}
+
+/* The closest of the candidates offered to `word`: at most one edit away for
+ * names of up to four letters, two for longer ones, and never a whole name
+ * away (`a` does not suggest `x`).  The first of equally close ones wins. */
+typedef struct suggest {
+    const char *word, *best;
+    int dist;
+} suggest;
+
+static void suggest_offer(suggest *sg, const char *cand)
+{
+    if (!cand || !*cand || strcmp(cand, sg->word) == 0) return;
+    int lw = (int)strlen(sg->word), lc = (int)strlen(cand), longer = lw > lc ? lw : lc;
+    int d = edit_distance(sg->word, cand);
+    if (d > (longer <= 4 ? 1 : 2) || d >= longer) return;
+    if (!sg->best || d < sg->dist) {
+        sg->best = cand;
+        sg->dist = d;
+    }
+}
+
+/* Every name a plain name could have meant: bound arrays and scalars, named
+ * values defined so far, the indices in scope (not the whole-array and key
+ * indices, which have no name the user wrote), and the keyword literals. */
+static void suggest_names(ck *c, const scope *s, suggest *sg)
+{
+    for (int i = 0; i < c->nbinds; i++) suggest_offer(sg, c->binds[i].name);
+    for (int i = 0; i < c->visible_lets; i++) suggest_offer(sg, c->lets[i]->name);
+    for (; s; s = s->parent)
+        for (int i = 0; i < s->nvars; i++) {
+            const plan_var *v = &c->p->vars[s->vars[i]];
+            if (v->key_pass < 0 && !(v->name[0] == '_' && v->name[1] >= '0' && v->name[1] <= '9'))
+                suggest_offer(sg, v->name);
+        }
+    static const char *const words[] = {"true", "false", "inf", "nan"};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) suggest_offer(sg, words[i]);
+}
+
 /* An index variable named `name` used at `pos`: the existing one in scope,
  * or a new one reduced by the nearest reduction without `over` (or free at
  * the top level). */
@@ -457,7 +531,19 @@ static int lower_name(ck *c, scope *s, const ast_node *n, val *out)
         *out = mk(ir_index(c->b, var), 0);
         return 0;
     }
-    return err_at(c, n->pos, RED_ERR_NAME, "unknown name '%s'", name);
+    suggest sg = {name, NULL, 0};
+    suggest_names(c, s, &sg);
+    if (sg.best)
+        return err_at(c, n->pos, RED_ERR_NAME, "unknown name '%s': did you mean '%s'?", name, sg.best);
+    /* A range bound is an integer: a name there that is not an index (it
+     * appears in no subscript and no over list) is a scalar not bound. */
+    if (c->bound_owner)
+        return err_at(c, n->pos, RED_ERR_NAME,
+                      "unknown name '%s': bind it as an integer (--set %s=... in the CLI, "
+                      "red_bind_i64 in C)", name, name);
+    return err_at(c, n->pos, RED_ERR_NAME,
+                  "unknown name '%s': bind an array or a scalar to it (--load %s=FILE.npy or "
+                  "--set %s=... in the CLI, red_bind_array or red_bind_f64 in C)", name, name, name);
 }
 
 static int lower_index(ck *c, scope *s, const ast_node *n, val *out)
@@ -472,7 +558,15 @@ static int lower_index(ck *c, scope *s, const ast_node *n, val *out)
         if (bi >= 0)
             return err_at(c, n->name_pos, RED_ERR_TYPE, "'%s' is a scalar: it cannot be subscripted",
                           n->name);
-        return err_at(c, n->name_pos, RED_ERR_NAME, "unknown array '%s'", n->name);
+        suggest sg = {n->name, NULL, 0};
+        for (int i = 0; i < c->nbinds; i++)
+            if (c->binds[i].is_array) suggest_offer(&sg, c->binds[i].name);
+        if (sg.best)
+            return err_at(c, n->name_pos, RED_ERR_NAME, "unknown array '%s': did you mean '%s'?",
+                          n->name, sg.best);
+        return err_at(c, n->name_pos, RED_ERR_NAME,
+                      "unknown array '%s': bind it (--load %s=FILE.npy in the CLI, red_bind_array "
+                      "in C)", n->name, n->name);
     }
     const chk_binding *bd = &c->binds[bi];
     if (n->nargs != bd->ndim)
@@ -527,6 +621,53 @@ static int lower_index(ck *c, scope *s, const ast_node *n, val *out)
     return 0;
 }
 
+/* ---- the depth of the IR ------------------------------------------------------ */
+
+/* The longest path from x to a leaf, counting the range bounds of the
+ * indices it reads (later stages walk into those too); -1 out of memory.
+ * Remembered by node id: lower() measures every value it returns, so a call
+ * recurses only through the few nodes built since their operands were
+ * measured. */
+static int ir_depth(ck *c, const ir *x)
+{
+    if (!x) return 0;
+    if (x->id >= c->cap_irdepth) {
+        int cap = c->cap_irdepth ? c->cap_irdepth : 1024;
+        while (cap <= x->id) cap *= 2;
+        int32_t *t = util_arena_alloc(c->a, (size_t)cap * sizeof *t);
+        if (!t) return -1;
+        memset(t, 0, (size_t)cap * sizeof *t);
+        if (c->cap_irdepth) memcpy(t, c->irdepth, (size_t)c->cap_irdepth * sizeof *t);
+        c->irdepth = t;
+        c->cap_irdepth = cap;
+    }
+    if (c->irdepth[x->id]) return c->irdepth[x->id];
+    int d = 0;
+    const ir *sub[2] = {NULL, NULL};
+    if (x->kind == IR_INDEX) {
+        sub[0] = c->p->vars[x->slot].lo;
+        sub[1] = c->p->vars[x->slot].hi;
+    }
+    for (int i = 0; i < x->nargs + 2; i++) {
+        int a = ir_depth(c, i < x->nargs ? x->args[i] : sub[i - x->nargs]);
+        if (a < 0) return -1;
+        if (a > d) d = a;
+    }
+    return c->irdepth[x->id] = d + 1;
+}
+
+static int check_chain(ck *c, util_pos pos, const val *v)
+{
+    for (int k = 0; k < v->n; k++) {
+        int d = ir_depth(c, v->c[k]);
+        if (d < 0) return nomem(c);
+        if (d > MAX_CHAIN)
+            return err_at(c, pos, RED_ERR_LIMIT,
+                          "expression too long: the limit is %d operations in a chain", MAX_CHAIN);
+    }
+    return 0;
+}
+
 /* ---- operators -------------------------------------------------------------- */
 
 static int lower_unary(ck *c, scope *s, const ast_node *n, val *out)
@@ -574,10 +715,33 @@ static const struct {
     {BOP_SHR, OP_SHR, ">>"},  {BOP_LT, OP_LT, "<"},     {BOP_LE, OP_LE, "<="},
     {BOP_GT, OP_GT, ">"},     {BOP_GE, OP_GE, ">="},    {BOP_EQ, OP_EQ, "=="},
     {BOP_NE, OP_NE, "!="},    {BOP_LAND, OP_LAND, "&&"}, {BOP_LOR, OP_LOR, "||"},
+    {BOP_POW, OP_POW, "**"},
 };
+
+/* Float math (sqrt, exp, ..., pow, hypot, fma) in the common type of the
+ * arguments; integers go through f64. */
+static int float_math(ck *c, int op, int nargs, const val *a, val *out)
+{
+    val acc = a[0];
+    int weak = a[0].weak;
+    for (int k = 1; k < nargs; k++) {
+        int ft2 = common(&acc, &a[k], &weak);
+        acc = mk(ir_const_i(c->b, ft2, 0), weak);
+    }
+    int ft = acc.c[0]->type;
+    if (!CT_IS_FLOAT(ft)) ft = CT_F64;
+    ir *args[3];
+    for (int k = 0; k < nargs; k++) args[k] = ir_cast(c->b, ft, a[k].c[0]);
+    *out = mk(ir_op(c->b, op, ft, nargs, args), weak ? 2 : 0);
+    return 0;
+}
 
 static int binary(ck *c, const ast_node *n, int op, const char *text, val x, val y, val *out)
 {
+    if (op == OP_POW) {   /* a ** b is pow(a, b) */
+        val a[2] = {x, y};
+        return float_math(c, op, 2, a, out);
+    }
     if (op == OP_LAND || op == OP_LOR) {
         *out = mk(op2(c, op, CT_BOOL, to_bool(c, x.c[0]), to_bool(c, y.c[0])), 0);
         return 0;
@@ -612,10 +776,10 @@ static int binary(ck *c, const ast_node *n, int op, const char *text, val x, val
     return 0;
 }
 
-static int lower_binary(ck *c, scope *s, const ast_node *n, val *out)
+/* x op (the right operand of n): one step of a chain. */
+static int binary_step(ck *c, scope *s, const ast_node *n, val x, val *out)
 {
-    val x, y;
-    TRY(lower(c, s, n->args[0], &x));
+    val y;
     TRY(lower(c, s, n->args[1], &y));
     int op = -1;
     const char *text = "?";
@@ -628,7 +792,29 @@ static int lower_binary(ck *c, scope *s, const ast_node *n, val *out)
     if (x.tuple || y.tuple)
         return err_at(c, (x.tuple ? n->args[0] : n->args[1])->pos, RED_ERR_TYPE,
                       "'%s' cannot be applied to a tuple; select a field with .0, .1, ...", text);
-    return binary(c, n, op, text, x, y, out);
+    TRY(binary(c, n, op, text, x, y, out));
+    return check_chain(c, n->name_pos, out);
+}
+
+/* A chain of binary operators down their left operands, ((a+b)+c)+..., is
+ * lowered in a loop: its length is not nesting (ast.h) and may be far more
+ * than the C stack holds frames of lower().  Its IR is as deep as it is
+ * long, which check_chain bounds at each step. */
+static int lower_binary(ck *c, scope *s, const ast_node *n, val *out)
+{
+    int len = 0;
+    const ast_node *m = n;
+    for (; m->kind == AST_BINARY; m = m->args[0]) len++;
+    const ast_node **spine = malloc((size_t)len * sizeof *spine);
+    if (!spine) return nomem(c);
+    m = n;
+    for (int k = 0; k < len; k++, m = m->args[0]) spine[k] = m;
+    val x;
+    int rc = lower(c, s, m, &x);
+    for (int k = len - 1; k >= 0 && !rc; k--) rc = binary_step(c, s, spine[k], x, &x);
+    free(spine);
+    if (!rc) *out = x;
+    return rc;
 }
 
 static int lower_cond(ck *c, scope *s, const ast_node *n, val *out)
@@ -751,28 +937,20 @@ static int lower_call(ck *c, scope *s, const ast_node *n, val *out)
             return 0;
         case 4: /* elementwise min / max */
             return binary(c, n, funcs[i].op, name, a[0], a[1], out);
-        default: {
-            /* float math in the common type of the arguments; integers go
-             * through f64 */
-            val acc = a[0];
-            int weak = a[0].weak;
-            for (int k = 1; k < n->nargs; k++) {
-                int ft2 = common(&acc, &a[k], &weak);
-                acc = mk(ir_const_i(c->b, ft2, 0), weak);
-            }
-            int ft = acc.c[0]->type;
-            if (!CT_IS_FLOAT(ft)) ft = CT_F64;
-            weak = weak ? 2 : 0;
-            ir *args[3];
-            for (int k = 0; k < n->nargs; k++) args[k] = ir_cast(c->b, ft, a[k].c[0]);
-            *out = mk(ir_op(c->b, funcs[i].op, ft, n->nargs, args), weak ? 2 : 0);
-            return 0;
-        }
+        default: return float_math(c, funcs[i].op, n->nargs, a, out);
         }
     }
     if (find_op(c, name) >= 0)
         return err_at(c, n->name_pos, RED_ERR_NAME,
                       "'%s' is a reduction operator; use it as reduce(%s, ...)", name, name);
+    suggest sg = {name, NULL, 0};
+    for (size_t i = 0; i < sizeof red_names / sizeof red_names[0]; i++) suggest_offer(&sg, red_names[i]);
+    for (size_t i = 0; i < sizeof funcs / sizeof funcs[0]; i++) suggest_offer(&sg, funcs[i].name);
+    for (size_t i = 0; i < sizeof casts / sizeof casts[0]; i++) suggest_offer(&sg, casts[i].name);
+    for (int i = 0; i < c->nops; i++) suggest_offer(&sg, c->ops[i]->name);
+    if (sg.best)
+        return err_at(c, n->name_pos, RED_ERR_NAME, "unknown function '%s': did you mean '%s'?", name,
+                      sg.best);
     return err_at(c, n->name_pos, RED_ERR_NAME, "unknown function '%s'", name);
 }
 
@@ -940,6 +1118,36 @@ static int lower_user_combine(ck *c, const ast_stmt *op, int ncomp, const int *t
     return 0;
 }
 
+/* In `sum(A[i,j]) over j, x` a plain name after the comma is another index
+ * (docs/language.md).  When such an index got no extent from the operand and
+ * its name is bound, it was most likely meant as another result: say so, and
+ * how to write that, instead of only that the index has no extent. */
+static int check_over_tail(ck *c, const ast_node *n, const scope *rs)
+{
+    for (int i = 1; i < n->nover; i++) {
+        const ast_over *o = &n->over[i];
+        const plan_var *pv = &c->p->vars[rs->vars[i]];
+        if (o->lo || pv->nconstraints || (find_bind(c, o->name) < 0 && find_let(c, o->name) < 0))
+            continue;
+        /* the reduction as written up to the comma before the name */
+        const char *from = c->src + n->pos.off, *to = c->src + o->pos.off;
+        while (to > from && (to[-1] == ' ' || to[-1] == '\t' || to[-1] == '\n' || to[-1] == '\r'))
+            to--;
+        if (to > from && to[-1] == ',') to--;
+        int len = (int)(to - from);
+        if (len > 60)
+            return err_at(c, o->pos, RED_ERR_SHAPE,
+                          "index '%s' has no extent; if '%s' is meant as another result rather than "
+                          "an index of 'over', put the reduction before it in parentheses",
+                          o->name, o->name);
+        return err_at(c, o->pos, RED_ERR_SHAPE,
+                      "index '%s' has no extent; if '%s' is meant as another result rather than an "
+                      "index of 'over', put the reduction in parentheses: (%.*s), %s",
+                      o->name, o->name, len, from, o->name);
+    }
+    return 0;
+}
+
 static int lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val *out)
 {
     if (c->in_op)
@@ -951,8 +1159,16 @@ static int lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, 
     const ast_stmt *uop = NULL;
     if (rop < 0) {
         int oi = find_op(c, opname);
-        if (oi < 0)
+        if (oi < 0) {
+            suggest sg = {opname, NULL, 0};
+            static const char *const named[] = {"min", "max", "argmin", "argmax"};
+            for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) suggest_offer(&sg, named[i]);
+            for (int i = 0; i < c->nops; i++) suggest_offer(&sg, c->ops[i]->name);
+            if (sg.best)
+                return err_at(c, n->name_pos, RED_ERR_NAME,
+                              "unknown reduction operator '%s': did you mean '%s'?", opname, sg.best);
             return err_at(c, n->name_pos, RED_ERR_NAME, "unknown reduction operator '%s'", opname);
+        }
         uop = c->ops[oi];
         rop = ROP_USER;
     }
@@ -998,6 +1214,7 @@ static int lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, 
                           plan_ct_name(k.c[0]->type));
         key = ir_cast(c->b, CT_I64, k.c[0]);
     }
+    TRY(check_over_tail(c, n, &rs));
 
     /* the map expressions and accumulator types */
     plan_red rd;
@@ -1171,7 +1388,7 @@ static int lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, 
 
 /* ---- the dispatcher ---------------------------------------------------------------- */
 
-static int lower(ck *c, scope *s, const ast_node *n, val *out)
+static int lower_node(ck *c, scope *s, const ast_node *n, val *out)
 {
     switch (n->kind) {
     case AST_INT:
@@ -1226,10 +1443,27 @@ static int lower(ck *c, scope *s, const ast_node *n, val *out)
     return err_at(c, n->pos, RED_ERR_INTERNAL, "unknown syntax node");
 }
 
+/* Nesting is bounded as in the parser, now with named values and operator
+ * bodies counted at the depth where they are used, and the IR built is
+ * bounded in depth (MAX_CHAIN). */
+static int lower(ck *c, scope *s, const ast_node *n, val *out)
+{
+    if (c->depth >= AST_MAX_DEPTH)
+        return err_at(c, n->pos, RED_ERR_LIMIT,
+                      "expression nested too deeply: the limit is %d levels, named values counted "
+                      "where they are used", AST_MAX_DEPTH);
+    c->depth++;
+    int rc = lower_node(c, s, n, out);
+    c->depth--;
+    return rc ? rc : check_chain(c, n->pos, out);
+}
+
 /* ---- the program ------------------------------------------------------------------- */
 
 static void scan_idx_names(ck *c, const ast_node *n, int in_sub)
 {
+    /* a chain of binary operators in a loop, down its left operands */
+    for (; n && n->kind == AST_BINARY; n = n->args[0]) scan_idx_names(c, n->args[1], in_sub);
     if (!n) return;
     if (n->kind == AST_NAME && in_sub) {
         if (!is_idx_name(c, n->name)) {
@@ -1243,11 +1477,14 @@ static void scan_idx_names(ck *c, const ast_node *n, int in_sub)
     }
     int sub = in_sub || n->kind == AST_INDEX;
     for (int i = 0; i < n->nargs; i++) scan_idx_names(c, n->args[i], sub);
+    /* A name listed in `over` is an index; one used directly in a range
+     * bound is not (a bound is an integer: `0..n` reads a scalar n), only
+     * the names in subscripts there are (`ptr[r]..ptr[r+1]`). */
     for (int i = 0; i < n->nover; i++) {
         ast_node fake = {.kind = AST_NAME, .name = n->over[i].name};
         scan_idx_names(c, &fake, 1);
-        scan_idx_names(c, n->over[i].lo, 1);
-        scan_idx_names(c, n->over[i].hi, 1);
+        scan_idx_names(c, n->over[i].lo, in_sub);
+        scan_idx_names(c, n->over[i].hi, in_sub);
     }
     scan_idx_names(c, n->by, in_sub);
 }

@@ -143,7 +143,7 @@ static int lex_open(lex_state *ls, lex_token *t, int type)
 {
     if (ls->depth >= LEX_MAX_BRACKETS) {
         util_diag_at(ls->diag, ls->src, t->pos, RED_ERR_LIMIT,
-                     "expression nested too deeply (more than %d levels)", LEX_MAX_BRACKETS);
+                     "expression nested too deeply: the limit is %d open brackets", LEX_MAX_BRACKETS);
         return -1;
     }
     ls->depth++;
@@ -218,6 +218,7 @@ again:
             return -1;
         }
 
+        "**"               { type = TK_POW; goto done; }
         "<<"               { type = TK_SHL; goto done; }
         ">>"               { type = TK_SHR; goto done; }
         "<="               { type = TK_LE; goto done; }

@@ -32,7 +32,7 @@ typedef enum ast_binop {
     BOP_ADD = 1, BOP_SUB, BOP_MUL, BOP_DIV, BOP_MOD,
     BOP_BAND, BOP_BOR, BOP_BXOR, BOP_SHL, BOP_SHR,
     BOP_LT, BOP_LE, BOP_GT, BOP_GE, BOP_EQ, BOP_NE,
-    BOP_LAND, BOP_LOR
+    BOP_LAND, BOP_LOR, BOP_POW
 } ast_binop;
 
 typedef struct ast_node ast_node;
@@ -52,7 +52,7 @@ struct ast_node {
                                AST_REDUCE: the operator as written: "+", "*",
                                "min", "max", "&", "|", "^", "&&", "||",
                                "argmin", "argmax" or a user operator's name   */
-    util_pos name_pos;      /* of `name` alone                               */
+    util_pos name_pos;      /* of `name` alone; AST_BINARY: of the operator  */
     union {
         uint64_t ival;
         double fval;
@@ -65,9 +65,14 @@ struct ast_node {
     int nover;
     ast_over *over;
     ast_node *by;           /* `by KEY`, or NULL                             */
-    int depth;              /* 1 + the deepest child (args, bounds, key): the
+    int depth;              /* 1 + the deepest child (args, bounds, key),
+                               except that a binary operator's left operand
+                               that is itself a binary operator is the same
+                               level: x+x+...+x is a chain, not nesting.  The
                                parser rejects trees deeper than AST_MAX_DEPTH
-                               so every recursive pass has bounded depth     */
+                               so every recursive pass has bounded depth, and
+                               every pass walks a chain in a loop, down its
+                               left operands                                 */
 };
 
 #define AST_MAX_DEPTH 512

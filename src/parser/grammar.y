@@ -44,9 +44,9 @@
 /* Token codes in a readable order (lemon numbers them by first appearance). */
 %token NAME INT FLOAT TRUE FALSE.
 %token OVER IN BY REDUCE OP ORDERED IDENTITY.
-%token SEMI COMMA ASSIGN QUESTION COLON LP RP LB RB DOT DOTDOT.
+%token SEMI COMMA ICOMMA ASSIGN QUESTION COLON LP RP LB RB DOT DOTDOT.
 %token OROR ANDAND PIPE CARET AMP EQ NE LT LE GT GE SHL SHR.
-%token PLUS MINUS STAR SLASH PERCENT BANG TILDE.
+%token PLUS MINUS STAR SLASH PERCENT BANG TILDE POW.
 
 /* Operator precedence is spelled out by the rule levels below, not by
  * precedence declarations.  These two lines settle only the "dangling
@@ -54,14 +54,15 @@
  * expression and the next token could continue it or what is around it:
  *     sum(x) over i in 0..n * 2     the bound is n * 2
  *     sum(x) by k[i] + 1            the key is k[i] + 1
- *     sum(x) over i, j              two indices, not two results
+ *     sum(x) over i in 0..n ** 2    the bound is n ** 2
+ *     sum(x) over i, j              two indices, not two results (ICOMMA)
  *     f(y) by k, inside a bound     the inner call takes the clause
  * The clause always takes the longest text it can: the language reference
  * makes bounds and keys additive expressions, and for the rest this is the
  * dangling-else choice.  The rules that give way are marked [YIELD]; `lemon
- * -p` lists the 20 choices so made, and no conflict is left unresolved. */
+ * -p` lists the 21 choices so made, and no conflict is left unresolved. */
 %nonassoc YIELD.
-%nonassoc BY COMMA PLUS MINUS STAR SLASH PERCENT LB DOT.
+%nonassoc BY ICOMMA PLUS MINUS STAR SLASH PERCENT POW LB DOT.
 
 /* ---- Program and statements ------------------------------------------- */
 
@@ -78,7 +79,7 @@ stmt ::= exprs(L).                               { parse_stmt_exprs(ctx, &L); }
  * side checked afterwards: deciding between a name and an expression that
  * starts with one would need more than one token of lookahead. */
 stmt ::= expr(A) ASSIGN expr(B).                 { parse_stmt_assign(ctx, &A, &B); }
-stmt ::= opkw(K) NAME(N) LP NAME(A) COMMA NAME(B) RP ASSIGN expr(C) IDENTITY expr(I).
+stmt ::= opkw(K) NAME(N) LP NAME(A) comma NAME(B) RP ASSIGN expr(C) IDENTITY expr(I).
                                                  { parse_stmt_op(ctx, &K, &N, &A, &B, &C, &I); }
 
 /* The first keyword of an operator definition; v.ival says `ordered`. */
@@ -88,7 +89,14 @@ opkw(A) ::= ORDERED(T) OP.                       { A = T; A.v.ival = 1; }
 
 %type exprs {parse_exlist}
 exprs(A) ::= expr(X).                            { parse_list_init(ctx, &A, &X); }
-exprs(A) ::= exprs(A1) COMMA expr(X).            { A = A1; parse_list_add(ctx, &A, &X); }
+exprs(A) ::= exprs(A1) comma expr(X).            { A = A1; parse_list_add(ctx, &A, &X); }
+
+/* A comma is ICOMMA when a name that does not start a call follows it (the
+ * driver in parse.c looks two tokens ahead): only that comma can continue an
+ * `over` list, so `sum(A[i,j]) over j, sum(B[i,j]) over j` is two results.
+ * Every other list takes either kind. */
+comma ::= COMMA.
+comma ::= ICOMMA.
 
 /* ---- Operators, in C's precedence, lowest first ------------------------ */
 
@@ -128,14 +136,20 @@ mul(A) ::= unary(X).                             { A = X; }
 mul(A) ::= mul(X) STAR(T) unary(Y).              { A = parse_binary(ctx, &X, BOP_MUL, &T, &Y); }
 mul(A) ::= mul(X) SLASH(T) unary(Y).             { A = parse_binary(ctx, &X, BOP_DIV, &T, &Y); }
 mul(A) ::= mul(X) PERCENT(T) unary(Y).           { A = parse_binary(ctx, &X, BOP_MOD, &T, &Y); }
-unary(A) ::= postfix(X). [YIELD]                 { A = X; }
+unary(A) ::= power(X).                           { A = X; }
 unary(A) ::= MINUS(T) unary(X).                  { A = parse_unary(ctx, &T, &X); }
 unary(A) ::= PLUS(T) unary(X).                   { A = parse_unary(ctx, &T, &X); }
 unary(A) ::= BANG(T) unary(X).                   { A = parse_unary(ctx, &T, &X); }
 unary(A) ::= TILDE(T) unary(X).                  { A = parse_unary(ctx, &T, &X); }
+/* `a ** b` is Python's power: it binds tighter than a unary operator on its
+ * left and takes one on its right (-x**2 is -(x**2), 2**-1 is 2**(-1)), and
+ * it groups to the right (a**b**c is a**(b**c)). */
+power(A) ::= postfix(X). [YIELD]                 { A = X; }
+power(A) ::= postfix(X) POW(T) unary(Y).         { A = parse_binary(ctx, &X, BOP_POW, &T, &Y); }
 postfix(A) ::= primary(X).                       { A = X; }
 postfix(A) ::= postfix(X) LB(L) exprs(S) RB(R).  { A = parse_index(ctx, &X, &L, &S, &R); }
 postfix(A) ::= postfix(X) DOT(D) INT(N).         { A = parse_field(ctx, &X, &D, &N); }
+postfix(A) ::= postfix(X) DOT(D) NAME(N).        { A = parse_method(ctx, &X, &D, &N); }
 
 /* ---- Primaries --------------------------------------------------------- */
 
@@ -152,7 +166,7 @@ primary(A) ::= call(C) over(O) BY add(K). [YIELD] { A = parse_clauses(ctx, &C, &
 
 call(A) ::= NAME(N) LP RP(R).                    { A = parse_call(ctx, &N, NULL, &R); }
 call(A) ::= NAME(N) LP exprs(L) RP(R).           { A = parse_call(ctx, &N, &L, &R); }
-call(A) ::= REDUCE(K) LP redop(O) COMMA expr(X) RP(R).
+call(A) ::= REDUCE(K) LP redop(O) comma expr(X) RP(R).
                                                  { A = parse_reduce(ctx, &K, &O, &X, &R); }
 
 /* The operator of reduce(): its text is what AST_REDUCE keeps as name. */
@@ -168,10 +182,11 @@ redop(A) ::= NAME(T).                            { A = T; }
 
 /* `over i, k in lo..hi`: the bounds, like a `by` key, are additive
  * expressions, so `0..n-1` is 0..(n-1) and `sum(x) over i / n` divides the
- * sum. */
+ * sum.  The list goes on only over an ICOMMA: a comma followed by a call,
+ * a number or a bracket ends it. */
 %type over {parse_overlist}
 %type idx {parse_idx *}
 over(A) ::= OVER idx(I).                         { parse_over_init(&A, I); }
-over(A) ::= over(A1) COMMA idx(I).               { A = A1; parse_over_add(&A, I); }
+over(A) ::= over(A1) ICOMMA idx(I).              { A = A1; parse_over_add(&A, I); }
 idx(A) ::= NAME(N).                              { A = parse_over_idx(ctx, &N, NULL, NULL); }
 idx(A) ::= NAME(N) IN add(L) DOTDOT add(H). [YIELD] { A = parse_over_idx(ctx, &N, &L, &H); }

@@ -23,6 +23,12 @@
 
 /* ---- Errors ----------------------------------------------------------------- */
 
+static util_pos span_of(util_pos from, util_pos to)
+{
+    util_pos p = {from.off, to.off + to.len - from.off};
+    return p;
+}
+
 void parse_error(parse_ctx *ctx, util_pos pos, int code, const char *fmt, ...)
 {
     if (ctx->status) return;
@@ -54,6 +60,75 @@ static int parse_rest_is_blank(const parse_ctx *ctx)
     return type == 0;
 }
 
+static int is_word(const parse_ctx *ctx, const lex_token *t, const char *w)
+{
+    size_t n = strlen(w);
+    return t->type == TK_NAME && (size_t)t->pos.len == n && memcmp(ctx->src + t->pos.off, w, n) == 0;
+}
+
+/* The token after the one being fed (0 when there is none or it is bad). */
+static int peek_next(const parse_ctx *ctx, lex_token *t)
+{
+    util_diag scratch;
+    lex_state peek = ctx->lex;
+    peek.diag = &scratch;
+    int type = lex_next(&peek, t);
+    return type > 0 ? type : 0;
+}
+
+/* Python and NumPy spellings that the language does not have, each reported
+ * with what to write instead.  Returns 1 when t is one of them. */
+static int syntax_hint(parse_ctx *ctx, const lex_token *t)
+{
+    static const struct {
+        const char *word, *hint;
+    } words[] = {
+        {"and", "logical and is written '&&'"},
+        {"or", "logical or is written '||'"},
+        {"not", "logical not is written '!'"},
+        {"if", "a conditional is written c ? a : b"},
+    };
+    const lex_token *p = &ctx->prev;
+    int inner = ctx->nopen > 0 ? ctx->open[ctx->nopen - 1] : 0;
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+        /* `x and y` fails at the `and`, `not x` at the x after it */
+        const lex_token *w = is_word(ctx, t, words[i].word) ? t
+                             : is_word(ctx, p, words[i].word) ? p : NULL;
+        if (!w) continue;
+        parse_error(ctx, w->pos, RED_ERR_SYNTAX, "'%s' is not an operator: %s", words[i].word,
+                    words[i].hint);
+        return 1;
+    }
+    if (t->type == TK_ASSIGN && p->type == TK_NAME && inner == '(') {
+        util_pos at = span_of(p->pos, t->pos);
+        if (is_word(ctx, p, "axis")) {
+            lex_token v;
+            int axis = peek_next(ctx, &v) == TK_INT && v.v.ival <= 1 ? (int)v.v.ival : 1;
+            parse_error(ctx, at, RED_ERR_SYNTAX,
+                        "'axis=' is not part of the language: subscript the array and name the "
+                        "index to reduce with 'over', e.g. sum(A[i,j]) over %s for NumPy's "
+                        "axis=%d (%s sums)", axis ? "j" : "i", axis, axis ? "row" : "column");
+        } else if (is_word(ctx, p, "dtype")) {
+            parse_error(ctx, at, RED_ERR_SYNTAX,
+                        "'dtype=' is not part of the language: cast the operand instead, "
+                        "e.g. sum(f64(x))");
+        } else {
+            parse_error(ctx, at, RED_ERR_SYNTAX,
+                        "keyword arguments such as '%.*s=' are not part of the language: "
+                        "arguments are given by position", p->pos.len, ctx->src + p->pos.off);
+        }
+        return 1;
+    }
+    if (t->type == TK_COLON && inner == '[') {
+        parse_error(ctx, t->pos, RED_ERR_SYNTAX,
+                    "slices are not part of the language: write an index variable where NumPy "
+                    "has ':', e.g. A[i, 0] for column 0 (one result per i), and "
+                    "'over i in lo..hi' for part of a range");
+        return 1;
+    }
+    return 0;
+}
+
 void parse_syntax_error(parse_ctx *ctx, const lex_token *t)
 {
     if (ctx->status) return; /* the tree was already given up: keep that error */
@@ -68,6 +143,7 @@ void parse_syntax_error(parse_ctx *ctx, const lex_token *t)
                     "unexpected newline (outside brackets a newline ends the statement)");
         return;
     }
+    if (syntax_hint(ctx, t)) return;
     /* Quote the token as written, cut short if it is a very long number. */
     const char *text = ctx->src + t->pos.off;
     int len = t->pos.len, shown = len > 40 ? 37 : len;
@@ -80,19 +156,17 @@ void parse_syntax_error(parse_ctx *ctx, const lex_token *t)
     parse_error(ctx, t->pos, RED_ERR_SYNTAX, "unexpected %s'%.*s%s'", what, shown, text, more);
 }
 
+/* The stack fills only on input nested deeper than AST_MAX_DEPTH levels
+ * (grammar.y, %stack_size), before the tree that would show it is built:
+ * the same limit is named. */
 void parse_stack_overflow(parse_ctx *ctx, int depth)
 {
-    parse_error(ctx, ctx->tok.pos, RED_ERR_LIMIT,
-                "expression too deeply nested (the parser's stack of %d entries is full)", depth);
+    (void)depth;
+    parse_error(ctx, ctx->tok.pos, RED_ERR_LIMIT, "expression nested too deeply: the limit is %d levels",
+                AST_MAX_DEPTH);
 }
 
 /* ---- Nodes ------------------------------------------------------------------ */
-
-static util_pos span_of(util_pos from, util_pos to)
-{
-    util_pos p = {from.off, to.off + to.len - from.off};
-    return p;
-}
 
 static parse_ex ex_of(ast_node *n)
 {
@@ -137,13 +211,17 @@ static const char *token_text(parse_ctx *ctx, const lex_token *t)
 }
 
 /* depth = 1 + the deepest child.  Every later pass over the tree recurses,
- * so this is what keeps them off the C stack's limit: x+x+...+x with a
- * million terms is rejected here, at the operator that crosses the line. */
+ * so this is what keeps them off the C stack's limit.  The left operand of a
+ * binary operator that is itself one is the same level: x+x+...+x is a
+ * chain, which every pass walks in a loop, not nesting (ast.h). */
 static void set_depth(parse_ctx *ctx, ast_node *n, util_pos at)
 {
     int d = 0;
-    for (int i = 0; i < n->nargs; i++)
-        if (n->args[i]->depth > d) d = n->args[i]->depth;
+    for (int i = 0; i < n->nargs; i++) {
+        int di = n->args[i]->depth;
+        if (n->kind == AST_BINARY && i == 0 && n->args[0]->kind == AST_BINARY) di--;
+        if (di > d) d = di;
+    }
     for (int i = 0; i < n->nover; i++) {
         if (n->over[i].lo && n->over[i].lo->depth > d) d = n->over[i].lo->depth;
         if (n->over[i].hi && n->over[i].hi->depth > d) d = n->over[i].hi->depth;
@@ -151,7 +229,7 @@ static void set_depth(parse_ctx *ctx, ast_node *n, util_pos at)
     if (n->by && n->by->depth > d) d = n->by->depth;
     n->depth = d + 1;
     if (n->depth > AST_MAX_DEPTH)
-        parse_error(ctx, at, RED_ERR_LIMIT, "expression too deeply nested (more than %d levels)",
+        parse_error(ctx, at, RED_ERR_LIMIT, "expression nested too deeply: the limit is %d levels",
                     AST_MAX_DEPTH);
 }
 
@@ -228,6 +306,7 @@ parse_ex parse_binary(parse_ctx *ctx, const parse_ex *a, int op, const lex_token
     ast_node *n = new_node(ctx, AST_BINARY, span_of(a->span, b->span));
     if (!n) return failed(ctx);
     n->op = op;
+    n->name_pos = optok->pos;
     if (set_args(ctx, n, 2)) {
         n->args[0] = a->node;
         n->args[1] = b->node;
@@ -287,6 +366,49 @@ parse_ex parse_field(parse_ctx *ctx, const parse_ex *base, const lex_token *dot,
     if (set_args(ctx, n, 1)) n->args[0] = base->node;
     set_depth(ctx, n, dot->pos);
     return ex_of(n);
+}
+
+parse_ex parse_method(parse_ctx *ctx, const parse_ex *base, const lex_token *dot,
+                      const lex_token *name)
+{
+    if (ctx->status) return failed(ctx);
+    util_pos at = span_of(dot->pos, name->pos);
+    /* the receiver as written, less any parentheses around it: it is quoted
+     * as an argument */
+    const char *nm = ctx->src + name->pos.off, *bt = ctx->src + base->node->pos.off;
+    int nl = name->pos.len, bl = base->node->pos.len;
+    /* Whether a '(' follows the name: lemon may reduce this rule as the name
+     * is shifted or only with the next token, so look from the name on. */
+    util_diag scratch;
+    lex_state peek;
+    lex_token t;
+    lex_init(&peek, ctx->src, &scratch);
+    peek.cur = nm + nl;
+    peek.depth = ctx->nopen;   /* a newline is blank inside brackets only */
+    int call = lex_next(&peek, &t) == TK_LP;
+    const ast_node *b = base->node;
+    if (b->kind == AST_NAME && base->span.len == (int)strlen(b->name) &&
+        (strcmp(b->name, "np") == 0 || strcmp(b->name, "numpy") == 0)) {
+        parse_error(ctx, span_of(base->span, dot->pos), RED_ERR_SYNTAX,
+                    "drop the '%s.' prefix: functions are called by their own names, e.g. "
+                    "%.*s(x)", b->name, nl, nm);
+    } else if (!call) {
+        parse_error(ctx, at, RED_ERR_SYNTAX,
+                    "'.%.*s' is not a field: tuple fields are selected by number (t.0, t.1, ...)",
+                    nl, nm);
+    } else if (nl == 6 && memcmp(nm, "astype", 6) == 0) {
+        parse_error(ctx, at, RED_ERR_SYNTAX,
+                    "methods are not part of the language: cast with the type's name, e.g. "
+                    "f64(%.*s)", bl > 40 ? 3 : bl, bl > 40 ? "..." : bt);
+    } else {
+        const char *st = ctx->src + base->span.off;
+        int sl = base->span.len;
+        parse_error(ctx, at, RED_ERR_SYNTAX,
+                    "methods are not part of the language: write %.*s(%.*s), not %.*s.%.*s()", nl,
+                    nm, bl > 40 ? 3 : bl, bl > 40 ? "..." : bt, sl > 40 ? 3 : sl,
+                    sl > 40 ? "..." : st, nl, nm);
+    }
+    return failed(ctx);
 }
 
 parse_ex parse_paren(parse_ctx *ctx, const lex_token *lp, const parse_exlist *l,
@@ -529,6 +651,20 @@ void parse_stmt_op(parse_ctx *ctx, const lex_token *kw, const lex_token *name,
 
 /* ---- The driver ------------------------------------------------------------- */
 
+/* Whether the comma just read is followed by a name that does not start a
+ * call: the one comma that can continue an `over` list (grammar.y, ICOMMA).
+ * A name followed by '(' is a call and cannot be an index, so there the
+ * comma ends the list and starts another expression. */
+static int comma_before_index(const parse_ctx *ctx)
+{
+    util_diag scratch;
+    lex_state peek = ctx->lex;
+    lex_token t;
+    peek.diag = &scratch;
+    if (lex_next(&peek, &t) != TK_NAME) return 0;
+    return lex_next(&peek, &t) != TK_LP;
+}
+
 int ast_parse(util_arena *arena, const char *src, ast_program **out, util_diag *diag,
               int *incomplete)
 {
@@ -564,9 +700,15 @@ int ast_parse(util_arena *arena, const char *src, ast_program **out, util_diag *
             ctx.status = diag->code;
             break;
         }
+        if (type == TK_COMMA && comma_before_index(&ctx)) type = t.type = TK_ICOMMA;
         ctx.tok = t;
         ast_lemon(lp, type, t);
         if (ctx.status || type == 0) break;
+        ctx.prev = t;
+        if ((type == TK_LP || type == TK_LB) && ctx.nopen < LEX_MAX_BRACKETS)
+            ctx.open[ctx.nopen++] = type == TK_LP ? '(' : '[';
+        else if ((type == TK_RP || type == TK_RB) && ctx.nopen > 0)
+            ctx.nopen--;
         if (!(type == TK_SEMI && t.newline)) ctx.last_end = t.pos.off + t.pos.len;
     }
     ast_lemonFree(lp, free);
@@ -608,6 +750,7 @@ static const char *binop_text(int op)
     case BOP_NE: return "!=";
     case BOP_LAND: return "&&";
     case BOP_LOR: return "||";
+    case BOP_POW: return "**";
     }
     return "?";
 }
@@ -674,6 +817,31 @@ static void print_clauses(util_buf *b, const ast_node *n)
     }
 }
 
+/* ((a op b) op c) ..., a chain of binary operators down their left operands,
+ * in a loop: a chain may be far longer than the nesting the C stack holds. */
+static void print_chain(util_buf *b, const ast_node *n)
+{
+    int len = 0;
+    for (const ast_node *m = n; m->kind == AST_BINARY; m = m->args[0]) len++;
+    const ast_node **spine = malloc((size_t)len * sizeof *spine);
+    if (!spine) {
+        b->failed = 1;
+        return;
+    }
+    const ast_node *m = n;
+    for (int k = 0; k < len; k++, m = m->args[0]) {
+        spine[k] = m;
+        util_buf_puts(b, "(");
+    }
+    print_sub(b, m, 1);
+    for (int k = len - 1; k >= 0; k--) {
+        util_buf_printf(b, " %s ", binop_text(spine[k]->op));
+        print_sub(b, spine[k]->args[1], 0);
+        util_buf_puts(b, ")");
+    }
+    free(spine);
+}
+
 static void print_node(util_buf *b, const ast_node *n)
 {
     switch (n->kind) {
@@ -700,11 +868,7 @@ static void print_node(util_buf *b, const ast_node *n)
         util_buf_puts(b, ")");
         break;
     case AST_BINARY:
-        util_buf_puts(b, "(");
-        print_sub(b, n->args[0], 1);
-        util_buf_printf(b, " %s ", binop_text(n->op));
-        print_sub(b, n->args[1], 0);
-        util_buf_puts(b, ")");
+        print_chain(b, n);
         break;
     case AST_COND:
         util_buf_puts(b, "(");

@@ -52,6 +52,9 @@ typedef struct parse_ctx {
     int incomplete;         /* that error is an early end of the input       */
     lex_state lex;
     lex_token tok;          /* the token being fed, for stack overflow       */
+    lex_token prev;         /* the token fed before it (type 0 at the start) */
+    int nopen;              /* brackets open before tok, innermost last:     */
+    char open[LEX_MAX_BRACKETS];   /* '(' or '[' (for the hints on errors)  */
     int32_t last_end;       /* end of the last token that was not a newline */
     long nnodes;
     int nstmts, capstmts;
@@ -87,6 +90,10 @@ parse_ex parse_index(parse_ctx *ctx, const parse_ex *base, const lex_token *lb,
                      const parse_exlist *subs, const lex_token *rb);
 parse_ex parse_field(parse_ctx *ctx, const parse_ex *base, const lex_token *dot,
                      const lex_token *num);
+/* `x.name` is never valid (fields are numbers); it is parsed so that the
+ * error can say what to write instead: sum(x) for x.sum(). */
+parse_ex parse_method(parse_ctx *ctx, const parse_ex *base, const lex_token *dot,
+                      const lex_token *name);
 /* `( e )` is e with a wider span; `( e1, e2, ... )` a tuple. */
 parse_ex parse_paren(parse_ctx *ctx, const lex_token *lp, const parse_exlist *l,
                      const lex_token *rp);
