@@ -686,8 +686,9 @@ PyTypeObject rjp_expr_type = {
     .tp_doc = "A prepared expression, made by Context.prepare() or redjit.prepare().\n\n"
               "Call it with the bindings as keyword arguments: e(x=a, y=b, t=0.5).  Arrays are\n"
               "read in place (host arrays through the buffer protocol, device arrays through\n"
-              "__dlpack__ or __cuda_array_interface__) and never copied.  Returns a Python\n"
-              "scalar, a NumPy array, or a tuple of them for several results.\n\n"
+              "__dlpack__ or __cuda_array_interface__) and not copied, but for big-endian host\n"
+              "arrays, read through a byte-swapped copy.  Returns a Python scalar, a NumPy\n"
+              "array, or a tuple of them for several results.\n\n"
               "An Expr may be called from several threads at once.",
     .tp_methods = expr_methods,
     .tp_getset = expr_getset,
@@ -769,7 +770,8 @@ static PyMethodDef module_methods[] = {
      "    Numba), read in place on the GPU with their strides; their stream is waited for;\n"
      "  - int and float: scalars that adapt to the other operand like literals do\n"
      "    (x*t stays float32 for a float32 x); bool and NumPy scalars keep their type.\n"
-     "Nothing is ever copied.\n\n"
+     "Nothing is copied, except big-endian host arrays (dtype '>f8'): those are read\n"
+     "through a byte-swapped copy made for the call.\n\n"
      "Returns a Python int, float or bool for a scalar result, a NumPy array for an\n"
      "array result, and a tuple for several results ('sum(x), max(x)').\n\n"
      "Errors raise subclasses of redjit.Error (SyntaxError, TypeError, BindingError,\n"

@@ -59,8 +59,8 @@ def test_binding_errors(cpu):
         cpu.eval("sum(x)", x=x)
     with pytest.raises(redjit.BindingError, match="neither a number"):
         cpu.eval("sum(x)", x=[1.0, 2.0])
-    with pytest.raises(redjit.BindingError, match="big-endian|format"):
-        cpu.eval("sum(x)", x=np.ones(3, ">f8"))
+    with pytest.raises(redjit.BindingError, match="format '>Zd'"):   # a big-endian type it lacks
+        cpu.eval("sum(x)", x=np.ones(3, ">c16"))
     with pytest.raises(TypeError, match="by name"):
         cpu.prepare("sum(x)")(np.ones(3))
 
