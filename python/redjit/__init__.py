@@ -40,9 +40,12 @@ from ._redjit import (
 
 __version__ = "0.1.0"
 
-# SyntaxError, TypeError and IndexError shadow the builtins of the same names, so
-# `from redjit import *` leaves them out: spell them redjit.SyntaxError and so on.
+# The public names, which help(redjit), documentation tools and IDEs list: the exception
+# classes are among them.  So `from redjit import *` rebinds SyntaxError, TypeError and
+# IndexError to redjit's, after which `except TypeError:` no longer catches Python's own;
+# `import redjit` and redjit.TypeError keep the two apart.
 __all__ = [
-    "BindingError", "Context", "DeviceArray", "DeviceError", "Error", "Expr", "default_context",
-    "eval", "gpu_available", "library_version", "LimitError", "prepare", "UnsupportedError",
+    "BindingError", "Context", "DeviceArray", "DeviceError", "Error", "Expr", "IndexError",
+    "LimitError", "SyntaxError", "TypeError", "UnsupportedError", "default_context", "eval",
+    "gpu_available", "library_version", "prepare",
 ]

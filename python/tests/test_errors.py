@@ -86,6 +86,18 @@ def test_limit_errors(cpu):
     assert e(x=x[:4], y=x[:5], z=x[:6]) == 120.0                  # the same Expr goes on
 
 
+def test_exception_classes_are_public():
+    errors = {n for n, v in vars(redjit).items() if isinstance(v, type) and issubclass(v, redjit.Error)}
+    assert errors == {"Error", "SyntaxError", "LimitError", "TypeError", "BindingError", "IndexError",
+                      "DeviceError", "UnsupportedError"}
+    assert errors <= set(redjit.__all__)
+    assert all(hasattr(redjit, n) for n in redjit.__all__)
+    import pydoc
+    text = pydoc.render_doc(redjit, renderer=pydoc.plaintext)
+    for n in errors:
+        assert f"class {n}(" in text, n                          # help(redjit) lists it
+
+
 def test_device_errors():
     if redjit.gpu_available():
         pytest.skip("a GPU is present")
