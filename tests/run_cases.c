@@ -6,6 +6,10 @@
  *
  *   run_cases [--device cpu|gpu] [--strategy NAME|all] [--threads N]
  *             [--filter SUBSTR] [--verbose] MANIFEST...
+ *   run_cases --compile-only ARCH [--threads N] [--filter SUBSTR] MANIFEST...
+ *
+ * --compile-only runs nothing: it compiles the GPU kernels of every valid case
+ * with NVRTC for ARCH ("sm_90"), each distinct source once, without a GPU.
  *
  * (REDJIT_TEST_FILTER in the environment stands for a missing --filter.)
  *
@@ -23,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "redjit.h"
 
@@ -1146,14 +1151,39 @@ static int gpu_usable(red_ctx *ctx)
     return 1;
 }
 
-/* ---- NVRTC compile of every generated kernel (no GPU needed) ------------ */
+/* ---- NVRTC compile of every distinct generated kernel (no GPU needed) ----
+ *
+ * Cases that differ only in their data or names generate the same kernels, and
+ * an NVRTC compile of a case's kernels (every group of every pass: what any
+ * strategy may load) takes a quarter of a second to several seconds.  So the
+ * cases are first grouped by their generated CUDA, the text red_explain shows:
+ * it is the source red_precompile gives NVRTC with the fixed helpers of
+ * src/codegen/device elided, so equal texts mean equal sources, and the compile
+ * options are the same for the whole run.  Then one case of each group is
+ * compiled, on --threads threads (0: one per core), with a progress line every
+ * PROGRESS_S seconds; a failure names the case, its expression, NVRTC's log and
+ * the other cases of its group. */
+
+#define PROGRESS_S 10.0
+
+typedef struct kernel_group {
+    char *text;             /* the generated CUDA of its cases          */
+    uint64_t hash;
+    int first;              /* the case compiled for the group          */
+    int ncases;
+} kernel_group;
 
 typedef struct compile_job {
     manifest *m;
     const char *arch;
-    int next;               /* next case, taken under the lock */
+    kernel_group *groups;
+    int ngroups;
+    const int *group_of;    /* per case: its group, -1 for none         */
+    int next;               /* next group, taken under the lock         */
     pthread_mutex_t lock;
     long ok, bad, none;
+    int ndone;              /* groups compiled, whatever the outcome    */
+    double t0, last_progress;
     struct { double ms; const char *name; } slow[5];   /* the slowest compiles, slowest first */
 } compile_job;
 
@@ -1194,24 +1224,52 @@ static int bind_signature(red_expr *e, const tcase *c)
     return RED_OK;
 }
 
+/* A case's expression prepared and bound as the compile sees it; NULL, with
+ * the FAIL line printed, where that fails (a valid case must prepare). */
+static red_expr *compile_prepare(red_ctx *ctx, const tcase *c)
+{
+    red_expr *e = NULL;
+    int st = red_prepare(ctx, c->expr, &e);
+    if (st == RED_OK) st = bind_signature(e, c);
+    if (st == RED_OK) return e;
+    printf("FAIL %s (%s): `%s`: %s: %s\n", c->name, c->src, c->expr, status_name(st),
+           e ? red_expr_errmsg(e) : red_errmsg(ctx));
+    red_finalize(e);
+    return NULL;
+}
+
+/* The other cases that share group g's kernels, named on its failure. */
+static void print_sharers(const compile_job *j, int g)
+{
+    const kernel_group *kg = &j->groups[g];
+    if (kg->ncases < 2) return;
+    printf("     (the same kernels as %d other case%s:", kg->ncases - 1, kg->ncases > 2 ? "s" : "");
+    int shown = 0;
+    for (int k = 0; k < j->m->ncases && shown < 5; k++)
+        if (j->group_of[k] == g && k != kg->first) {
+            printf(" %s", j->m->cases[k].name);
+            shown++;
+        }
+    printf("%s)\n", kg->ncases - 1 > shown ? " ..." : "");
+}
+
 static void *compile_worker(void *arg)
 {
     compile_job *j = arg;
     red_ctx *ctx = NULL;
     if (red_open(&ctx) != RED_OK) return NULL;
+    red_set_option(ctx, RED_OPT_DEVICE, RED_DEVICE_CPU);   /* no driver: NVRTC only */
     for (;;) {
         pthread_mutex_lock(&j->lock);
-        int k = j->next++;
+        int g = j->next++;
         pthread_mutex_unlock(&j->lock);
-        if (k >= j->m->ncases) break;
-        tcase *c = &j->m->cases[k];
-        if (c->is_error || (opt.filter && !strstr(c->name, opt.filter))) continue;
-        red_expr *e = NULL;
-        int st = red_prepare(ctx, c->expr, &e);
-        if (st == RED_OK) st = bind_signature(e, c);
+        if (g >= j->ngroups) break;
+        const tcase *c = &j->m->cases[j->groups[g].first];
+        red_expr *e = compile_prepare(ctx, c);
+        int st = e ? RED_OK : RED_ERR_INTERNAL;
         double t0 = wall_ms();
-        if (st == RED_OK) st = red_precompile(e, j->arch);
-        double ms = wall_ms() - t0;
+        if (e) st = red_precompile(e, j->arch);
+        double now = wall_ms(), ms = now - t0;
         pthread_mutex_lock(&j->lock);
         if (st == RED_OK) {
             j->ok++;
@@ -1222,12 +1280,20 @@ static void *compile_worker(void *arg)
                 j->slow[at].ms = ms;
                 j->slow[at].name = c->name;
             }
-        }
-        else if (st == RED_ERR_DEVICE) j->none++;   /* no NVRTC on this machine */
-        else {
+        } else if (st == RED_ERR_DEVICE) {
+            j->none++;   /* no NVRTC on this machine */
+        } else {
             j->bad++;
-            printf("FAIL %s: `%s`: %s: %s\n", c->name, c->expr, status_name(st),
-                   e ? red_expr_errmsg(e) : red_errmsg(ctx));
+            if (e)   /* the message holds NVRTC's log */
+                printf("FAIL %s (%s): `%s`: %s: %s\n", c->name, c->src, c->expr, status_name(st),
+                       red_expr_errmsg(e));
+            print_sharers(j, g);
+        }
+        j->ndone++;
+        if (now - j->last_progress >= PROGRESS_S * 1e3 && j->ndone < j->ngroups) {
+            j->last_progress = now;
+            printf("run_cases: %d/%d kernel sources compiled, %.0f s\n", j->ndone, j->ngroups,
+                   (now - j->t0) / 1e3);
         }
         pthread_mutex_unlock(&j->lock);
         red_finalize(e);
@@ -1236,22 +1302,87 @@ static void *compile_worker(void *arg)
     return NULL;
 }
 
+/* Group the valid cases by their generated CUDA: group_of[k] for each. */
+static void group_cases(compile_job *j, int *group_of, long *bad)
+{
+    red_ctx *ctx = NULL;
+    if (red_open(&ctx) != RED_OK) {
+        fprintf(stderr, "run_cases: red_open failed\n");
+        exit(2);
+    }
+    red_set_option(ctx, RED_OPT_DEVICE, RED_DEVICE_CPU);
+    static const char marker[] = "\ngenerated CUDA";
+    int cap = 0;
+    for (int k = 0; k < j->m->ncases; k++) {
+        const tcase *c = &j->m->cases[k];
+        group_of[k] = -1;
+        if (c->is_error || (opt.filter && !strstr(c->name, opt.filter))) continue;
+        red_expr *e = compile_prepare(ctx, c);
+        if (!e) {
+            ++*bad;
+            continue;
+        }
+        const char *text = NULL, *src;
+        int st = red_explain(e, &text);
+        if (st != RED_OK || !(src = strstr(text, marker))) {   /* code generation failed */
+            printf("FAIL %s (%s): `%s`: red_explain: %s: %s\n", c->name, c->src, c->expr,
+                   status_name(st), red_expr_errmsg(e));
+            ++*bad;
+            red_finalize(e);
+            continue;
+        }
+        uint64_t h = fnv(src, strlen(src));
+        int g = 0;
+        while (g < j->ngroups && (j->groups[g].hash != h || strcmp(j->groups[g].text, src) != 0)) g++;
+        if (g == j->ngroups) {
+            if (j->ngroups == cap) {
+                cap = cap ? 2 * cap : 256;
+                j->groups = realloc(j->groups, (size_t)cap * sizeof *j->groups);
+                if (!j->groups) exit(2);
+            }
+            j->groups[g] = (kernel_group){xstrndup(src, strlen(src)), h, k, 0};
+            j->ngroups++;
+        }
+        j->groups[g].ncases++;
+        group_of[k] = g;
+        red_finalize(e);
+    }
+    red_close(ctx);
+}
+
 static int compile_all(const char *file, const char *arch)
 {
     manifest m;
     load_manifest(&m, file);
     compile_job j = {.m = &m, .arch = arch};
     pthread_mutex_init(&j.lock, NULL);
-    int nt = opt.threads > 0 ? opt.threads : 1;
-    pthread_t th[64];
+    int *group_of = xmalloc((size_t)m.ncases * sizeof *group_of);
+    j.group_of = group_of;
+    double t0 = wall_ms();
+    group_cases(&j, group_of, &j.bad);
+    long ncompiled = 0;
+    for (int g = 0; g < j.ngroups; g++) ncompiled += j.groups[g].ncases;
+
+    int nt = opt.threads > 0 ? opt.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (nt < 1) nt = 1;
     if (nt > 64) nt = 64;
+    if (nt > j.ngroups) nt = j.ngroups > 0 ? j.ngroups : 1;
+    printf("run_cases: %s: %ld cases with kernels, %d distinct kernel sources (%.1f s to generate), "
+           "compiled by NVRTC for %s on %d thread%s\n", file, ncompiled, j.ngroups,
+           (wall_ms() - t0) / 1e3, arch, nt, nt == 1 ? "" : "s");
+    j.t0 = j.last_progress = wall_ms();
+    pthread_t th[64];
     for (int t = 0; t < nt; t++) pthread_create(&th[t], NULL, compile_worker, &j);
     for (int t = 0; t < nt; t++) pthread_join(th[t], NULL);
-    printf("run_cases: %s: kernels of every case compiled by NVRTC for %s\n", file, arch);
+    printf("run_cases: %d/%d kernel sources compiled in %.0f s\n", j.ndone,
+           j.ngroups, (wall_ms() - j.t0) / 1e3);
     /* every group of each pass in one source, so more than a first run compiles; an outlier
      * here is a kernel that keeps a user waiting (a user operator's float % once took 9.5 s) */
     for (size_t k = 0; k < sizeof j.slow / sizeof j.slow[0] && j.slow[k].name; k++)
         printf("%s %.0f ms %s\n", k ? "                " : "slowest compiles", j.slow[k].ms, j.slow[k].name);
+    for (int g = 0; g < j.ngroups; g++) free(j.groups[g].text);
+    free(j.groups);
+    free(group_of);
     free_manifest(&m);
     if (j.none && !j.ok && !j.bad) {
         printf("run_cases: NVRTC is not available here: skipped\n");

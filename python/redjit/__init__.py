@@ -14,7 +14,9 @@ PyTorch, JAX or Numba arrays through __dlpack__ / __cuda_array_interface__ (read
 in place on the GPU); Python int and float bind as scalars that adapt like
 literals.  Scalar results come back as Python numbers, several results as a
 tuple, array results as NumPy arrays.  Errors raise redjit.Error subclasses
-whose message points at the text with a caret.  The language is described in
+(SyntaxError, LimitError, TypeError, BindingError, IndexError, DeviceError,
+UnsupportedError) whose message points at the text with a caret where a place in
+it is to blame.  The language is described in
 docs/language.md of the repository.
 """
 from ._redjit import (
@@ -25,6 +27,7 @@ from ._redjit import (
     Error,
     Expr,
     IndexError,
+    LimitError,
     SyntaxError,
     TypeError,
     UnsupportedError,
@@ -37,9 +40,12 @@ from ._redjit import (
 
 __version__ = "0.1.0"
 
-# SyntaxError, TypeError and IndexError shadow the builtins of the same names, so
-# `from redjit import *` leaves them out: spell them redjit.SyntaxError and so on.
+# The public names, which help(redjit), documentation tools and IDEs list: the exception
+# classes are among them.  So `from redjit import *` rebinds SyntaxError, TypeError and
+# IndexError to redjit's, after which `except TypeError:` no longer catches Python's own;
+# `import redjit` and redjit.TypeError keep the two apart.
 __all__ = [
-    "BindingError", "Context", "DeviceArray", "DeviceError", "Error", "Expr", "default_context",
-    "eval", "gpu_available", "library_version", "prepare", "UnsupportedError",
+    "BindingError", "Context", "DeviceArray", "DeviceError", "Error", "Expr", "IndexError",
+    "LimitError", "SyntaxError", "TypeError", "UnsupportedError", "default_context", "eval",
+    "gpu_available", "library_version", "prepare",
 ]

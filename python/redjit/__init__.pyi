@@ -21,7 +21,10 @@ class Error(Exception):
     reason: str
 
 class SyntaxError(Error, builtins.ValueError):
-    """The expression does not parse, or exceeds a limit of the language."""
+    """The expression does not parse."""
+
+class LimitError(Error, builtins.ValueError):
+    """An implementation limit: nesting or size of the text, or a domain or result too large."""
 
 class TypeError(Error, builtins.TypeError):
     """A type error in the expression."""

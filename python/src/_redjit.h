@@ -44,6 +44,7 @@ typedef struct {
     Py_buffer view;    /* RJP_HOLD_BUFFER                                   */
     PyObject *capsule; /* RJP_HOLD_DLPACK*: the capsule, renamed "used_..." */
     void *managed;     /* RJP_HOLD_DLPACK*: the managed tensor to delete    */
+    void *copy;        /* a byte-swapped copy of a big-endian buffer (PyMem) */
 } rjp_hold;
 
 #define RJP_HOLDS_INLINE 8

@@ -2,7 +2,8 @@
  * bind.c -- keyword arguments to redjit bindings.  Python int and float become
  * weak scalars (like literals), bool a 0-d bool; host arrays come through the
  * buffer protocol, device arrays through __dlpack__ or __cuda_array_interface__,
- * always in place: nothing is copied, and what was borrowed is held until the run ends.
+ * in place: nothing is copied, and what was borrowed is held until the run ends.  The
+ * one exception is a big-endian host array, read through a byte-swapped copy.
  */
 #include "_redjit.h"
 
@@ -73,6 +74,7 @@ static rjp_hold *hold_new(rjp_holds *H)
     h->kind = 0;
     h->capsule = NULL;
     h->managed = NULL;
+    h->copy = NULL;
     return h;
 }
 
@@ -90,6 +92,7 @@ void rjp_holds_release(rjp_holds *H)
             if (m && m->deleter) m->deleter(m);
         }
         Py_XDECREF(h->capsule);
+        PyMem_Free(h->copy);
     }
     if (H->h != H->inl) PyMem_Free(H->h);
     rjp_holds_init(H);
@@ -112,12 +115,18 @@ static const char supported_types[] =
 
 /* ---- host arrays: the buffer protocol ----------------------------------------------- */
 
-/* The redjit type of a struct-module format string with item size `size`, or 0. */
-static red_dtype format_dtype(const char *f, Py_ssize_t size)
+/* The redjit type of a struct-module format string with item size `size`, or 0.
+ * *swapped: the items are big-endian ('>' or '!'), and must be byte-swapped into
+ * the little-endian order the library reads. */
+static red_dtype format_dtype(const char *f, Py_ssize_t size, int *swapped)
 {
+    *swapped = 0;
     if (!f) return 0; /* "B": bytes */
     if (*f == '@' || *f == '=' || *f == '<') f++;
-    else if (*f == '>' || *f == '!') return 0; /* big-endian: this is a little-endian library */
+    else if (*f == '>' || *f == '!') {
+        f++;
+        *swapped = size > 1;
+    }
     if (!f[0] || f[1]) return 0;               /* one item, no struct, no repeat count */
     switch (f[0]) {
     case '?': return size == 1 ? RED_BOOL : 0;
@@ -210,6 +219,84 @@ static int ml_bfloat16(const char *name, PyObject *value, rjp_holds *H, int *don
     return view_array(name, &h->view, RED_BF16, out);
 }
 
+/* A big-endian array (NumPy's dtype '>f8', as read from a file written on such a
+ * machine): the library reads little-endian data only, so its elements are copied
+ * in C order into a buffer of the hold's own (freed with it), each byte-swapped.
+ * The copy costs the array's size in memory and one pass over it, on every call;
+ * a.astype(a.dtype.newbyteorder('<')) once avoids both. */
+static void swap_item(unsigned char *dst, const unsigned char *src, size_t size)
+{
+    if (size == 2) {
+        uint16_t x;
+        memcpy(&x, src, 2);
+        x = __builtin_bswap16(x);
+        memcpy(dst, &x, 2);
+    } else if (size == 4) {
+        uint32_t x;
+        memcpy(&x, src, 4);
+        x = __builtin_bswap32(x);
+        memcpy(dst, &x, 4);
+    } else if (size == 8) {
+        uint64_t x;
+        memcpy(&x, src, 8);
+        x = __builtin_bswap64(x);
+        memcpy(dst, &x, 8);
+    } else {
+        for (size_t b = 0; b < size; b++) dst[b] = src[size - 1 - b];
+    }
+}
+
+static int swapped_copy(const char *name, rjp_hold *h, red_dtype dt, rjp_value *out)
+{
+    const Py_buffer *v = &h->view;
+    int nd = v->ndim;
+    if (nd > RED_MAX_DIMS) {
+        rjp_raise_bind("cannot bind '%s': %d dimensions (0 to %d are allowed)", name, nd, RED_MAX_DIMS);
+        return -1;
+    }
+    size_t isz = (size_t)v->itemsize, n = 1;
+    Py_ssize_t step[RED_MAX_DIMS], idx[RED_MAX_DIMS] = {0};   /* byte strides, and where we are */
+    for (int d = nd - 1; d >= 0; d--) {
+        step[d] = v->strides ? v->strides[d] : d == nd - 1 ? v->itemsize : step[d + 1] * v->shape[d + 1];
+        if (__builtin_mul_overflow(n, (size_t)v->shape[d], &n)) n = SIZE_MAX;
+    }
+    if (n > (size_t)PY_SSIZE_T_MAX / isz) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    unsigned char *dst = PyMem_Malloc(n ? n * isz : 1);
+    if (!dst) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    h->copy = dst;
+    const unsigned char *p = v->buf;
+    for (size_t k = 0; k < n; k++) {
+        swap_item(dst + k * isz, p, isz);
+        /* the next element in C order: the last index that does not wrap steps on */
+        for (int d = nd - 1; d >= 0; d--) {
+            if (++idx[d] < v->shape[d]) {
+                p += step[d];
+                break;
+            }
+            p -= step[d] * (v->shape[d] - 1);
+            idx[d] = 0;
+        }
+    }
+    red_array *a = &out->a;
+    out->kind = RJP_ARRAY;
+    memset(a, 0, sizeof *a);
+    a->data = dst;
+    a->dtype = dt;
+    a->ndim = nd;
+    a->memory = RED_MEM_HOST;
+    for (int d = nd - 1; d >= 0; d--) {
+        a->shape[d] = v->shape[d];
+        a->strides[d] = d == nd - 1 ? 1 : a->strides[d + 1] * (v->shape[d + 1] > 0 ? v->shape[d + 1] : 1);
+    }
+    return 0;
+}
+
 static int buffer_value(const char *name, PyObject *value, rjp_holds *H, rjp_value *out)
 {
     rjp_hold *h = hold_new(H);
@@ -239,12 +326,14 @@ static int buffer_value(const char *name, PyObject *value, rjp_holds *H, rjp_val
         return -1;
     }
     h->kind = RJP_HOLD_BUFFER;
-    red_dtype dt = format_dtype(h->view.format, h->view.itemsize);
+    int swapped;
+    red_dtype dt = format_dtype(h->view.format, h->view.itemsize, &swapped);
     if (!dt) {
         rjp_raise_bind("cannot bind '%s': items of format '%s' (%zd bytes) are not supported; %s", name,
                        h->view.format ? h->view.format : "B", h->view.itemsize, supported_types);
         return -1;
     }
+    if (swapped) return swapped_copy(name, h, dt, out);
     return view_array(name, &h->view, dt, out);
 }
 
@@ -495,6 +584,12 @@ static int cai_value(const char *name, PyObject *value, PyObject *cai, rjp_value
     const char *ts = PyUnicode_AsUTF8(typestr);
     if (!ts) goto out;   /* not encodable (a lone surrogate): that error stands */
     red_dtype dt = typestr_dtype(ts);
+    if (!dt && ts[0] == '>' && ts[1] && typestr_dtype(ts + 1)) {
+        /* no copy is made on the device: the data would have to come to the host */
+        rjp_raise_bind("cannot bind '%s': its items are big-endian ('%s'), and redjit reads little-endian "
+                       "data only; convert it on the device first: a.astype('<%s')", name, ts, ts + 1);
+        goto out;
+    }
     if (!dt) {
         rjp_raise_bind("cannot bind '%s': type '%s' is not supported; %s", name, ts, supported_types);
         ret = -2;   /* DLPack may name it (bfloat16 is '<V2' here) */

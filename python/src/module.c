@@ -14,13 +14,16 @@
 /* ---- exceptions ------------------------------------------------------------------- */
 
 PyObject *rjp_Error;
-static PyObject *rjp_SyntaxError, *rjp_TypeError, *rjp_BindingError, *rjp_IndexError, *rjp_DeviceError,
-    *rjp_UnsupportedError;
+static PyObject *rjp_SyntaxError, *rjp_LimitError, *rjp_TypeError, *rjp_BindingError, *rjp_IndexError,
+    *rjp_DeviceError, *rjp_UnsupportedError;
 
 static PyObject *class_for(int status)
 {
     switch (status) {
-    case RED_ERR_SYNTAX: case RED_ERR_LIMIT: return rjp_SyntaxError;
+    case RED_ERR_SYNTAX: return rjp_SyntaxError;
+    /* not a SyntaxError: most limits are met at run time, by the bound sizes, where
+     * the text is fine and no place in it is to blame (no caret) */
+    case RED_ERR_LIMIT: return rjp_LimitError;
     case RED_ERR_TYPE: return rjp_TypeError;
     case RED_ERR_NAME: case RED_ERR_SHAPE: case RED_ERR_BIND: return rjp_BindingError;
     case RED_ERR_INDEX: case RED_ERR_EMPTY: case RED_ERR_KEYS: return rjp_IndexError;
@@ -70,7 +73,12 @@ static int add_exceptions(PyObject *m)
         const char *doc;
     } sub[] = {
         {&rjp_SyntaxError, "redjit.SyntaxError", PyExc_ValueError,
-         "The expression does not parse, or exceeds a limit of the language (nesting)."},
+         "The expression does not parse."},
+        {&rjp_LimitError, "redjit.LimitError", PyExc_ValueError,
+         "An implementation limit is exceeded: the expression nests too deeply or is too large\n"
+         "(the message points at the text with a caret), or its text is too long, or at run\n"
+         "time the bound sizes make a domain or result too large (no caret: the sizes are to\n"
+         "blame, not a place in the text)."},
         {&rjp_TypeError, "redjit.TypeError", PyExc_TypeError,
          "A type error in the expression (a bit operation on floats, ...)."},
         {&rjp_BindingError, "redjit.BindingError", PyExc_ValueError,
@@ -424,7 +432,8 @@ static PyMethodDef context_methods[] = {
     {"prepare", (PyCFunction)context_prepare, METH_O,
      "prepare($self, text, /)\n--\n\n"
      "Parse `text` once and return a reusable Expr.\n\n"
-     "Syntax errors raise redjit.SyntaxError here; names, types and shapes are\n"
+     "Syntax errors raise redjit.SyntaxError here (a text too deep or too large,\n"
+     "redjit.LimitError); names, types and shapes are\n"
      "checked when the Expr is called, since they depend on the bindings.\n\n"
      ">>> e = ctx.prepare('sum(A[i,k]*B[k,j]) over k')\n>>> C = e(A=a, B=b)"},
     {"eval", (PyCFunction)(void (*)(void))context_eval, METH_FASTCALL | METH_KEYWORDS,
@@ -686,8 +695,9 @@ PyTypeObject rjp_expr_type = {
     .tp_doc = "A prepared expression, made by Context.prepare() or redjit.prepare().\n\n"
               "Call it with the bindings as keyword arguments: e(x=a, y=b, t=0.5).  Arrays are\n"
               "read in place (host arrays through the buffer protocol, device arrays through\n"
-              "__dlpack__ or __cuda_array_interface__) and never copied.  Returns a Python\n"
-              "scalar, a NumPy array, or a tuple of them for several results.\n\n"
+              "__dlpack__ or __cuda_array_interface__) and not copied, but for big-endian host\n"
+              "arrays, read through a byte-swapped copy.  Returns a Python scalar, a NumPy\n"
+              "array, or a tuple of them for several results.\n\n"
               "An Expr may be called from several threads at once.",
     .tp_methods = expr_methods,
     .tp_getset = expr_getset,
@@ -769,11 +779,13 @@ static PyMethodDef module_methods[] = {
      "    Numba), read in place on the GPU with their strides; their stream is waited for;\n"
      "  - int and float: scalars that adapt to the other operand like literals do\n"
      "    (x*t stays float32 for a float32 x); bool and NumPy scalars keep their type.\n"
-     "Nothing is ever copied.\n\n"
+     "Nothing is copied, except big-endian host arrays (dtype '>f8'): those are read\n"
+     "through a byte-swapped copy made for the call.\n\n"
      "Returns a Python int, float or bool for a scalar result, a NumPy array for an\n"
      "array result, and a tuple for several results ('sum(x), max(x)').\n\n"
-     "Errors raise subclasses of redjit.Error (SyntaxError, TypeError, BindingError,\n"
-     "IndexError, DeviceError) whose message points at the text with a caret.  The GIL\n"
+     "Errors raise subclasses of redjit.Error (SyntaxError, LimitError, TypeError,\n"
+     "BindingError, IndexError, DeviceError, UnsupportedError) whose message points at\n"
+     "the text with a caret where a place in it is to blame.  The GIL\n"
      "is released while the expression runs.\n\n"
      ">>> redjit.eval('max(abs(x-y))', x=a, y=b)\n"
      ">>> s, m = redjit.eval('sum(x), max(x)', x=a)\n"

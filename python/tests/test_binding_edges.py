@@ -257,6 +257,15 @@ def test_cuda_array_interface_unencodable_typestr():
         describe(CAI(typestr="\ud800"))
 
 
+def test_big_endian_device_array_names_the_byte_order():
+    # host arrays of the other byte order are copied and swapped; device arrays are not
+    # (the data would have to come to the host): the error says why and what to do
+    with pytest.raises(redjit.BindingError, match=r"big-endian \('>f8'\).*astype\('<f8'\)"):
+        describe(CAI(typestr=">f8"))
+    with pytest.raises(redjit.BindingError, match="type '>c8' is not supported"):
+        describe(CAI(typestr=">c8"))
+
+
 @pytest.mark.parametrize("pad", range(4))
 def test_syntax_error_message_cut_in_a_utf8_character(pad):
     # defect: the library's message, cut at a byte count, could end inside a UTF-8

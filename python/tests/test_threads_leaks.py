@@ -72,17 +72,24 @@ def test_no_leaks(cpu):
     rows = cpu.prepare("sum(A[i,j]) over j")
     bad = cpu.prepare("sum(x[idx[i]])")
     idx = np.array([100], np.int64)
+    # big-endian arrays are bound through a copy of their own (4 KiB here), which a
+    # call must free whether it succeeds or fails
+    swapped = cpu.prepare("sum(z)")
+    z = np.arange(512, dtype=">f8")
+    idx_be = np.array([100], ">i8")
 
     def burst(n):
         for _ in range(n):
             e(x=x, t=1.5)
             rows(A=y)
             redjit.eval("sum(x), min(x)", x=x)
+            swapped(z=z)
         for _ in range(n // 20):
-            try:
-                bad(x=x, idx=idx)
-            except redjit.IndexError:
-                pass
+            for i in (idx, idx_be):
+                try:
+                    bad(x=x, idx=i)
+                except redjit.IndexError:
+                    pass
 
     burst(500)
     gc.collect()
