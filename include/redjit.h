@@ -362,6 +362,7 @@ typedef struct red_cache_info {
     long long programs;        /* parsed texts the context keeps           */
     long long plans;           /* their plans (one per binding signature)  */
     long long program_bytes;   /* host memory of both (RED_OPT_CACHE_MB)   */
+    long long disk_refused;    /* disk entries refused (red_cache_clear)   */
 } red_cache_info;
 
 /* Device memory from the context's pool (for arrays that live on the GPU
@@ -378,7 +379,14 @@ RED_API int red_memcpy(red_ctx *ctx, void *dst, red_memory dst_memory, const voi
 RED_API int red_cache_stats(red_ctx *ctx, red_cache_info *info);
 /* Remove every entry of the on-disk kernel cache ($REDJIT_CACHE_DIR, else
  * $XDG_CACHE_HOME/redjit, else ~/.cache/redjit; REDJIT_CACHE=0 disables it).
- * Returns the number of entries removed (>= 0). */
+ * Returns the number of entries removed (>= 0): only files of the cache's
+ * naming that belong to the user.  The trust rule, as OpenSSH's for ~/.ssh:
+ * the cache loads a CUBIN only when the folder (not a symbolic link) and the
+ * file belong to the effective user and neither is writable by group or
+ * others; else it compiles and counts the entry in disk_refused.  It makes
+ * folders 0700 and files 0600.  REDJIT_CACHE_TRUSTED_DIR names a read-only
+ * folder an administrator prepared, read on a miss, owned by root or the
+ * user under the same rule. */
 RED_API int red_cache_clear(red_ctx *ctx);
 
 /* ---- One call ------------------------------------------------------------ */

@@ -17,6 +17,7 @@ typedef struct gpu_dev gpu_dev;
 typedef struct gpu_stats {
     long long mem_hits;     /* kernel found loaded in this process           */
     long long disk_hits;    /* CUBIN read from the disk cache                 */
+    long long disk_refused; /* disk entries refused by the trust rule        */
     long long compiles;     /* NVRTC compilations                            */
     double compile_ms;      /* time spent in NVRTC                           */
     long long pool_bytes;   /* device memory held by the buffer pool         */

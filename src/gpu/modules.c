@@ -29,8 +29,9 @@ static int load_module(gpu_dev *g, const char *src, CUmodule *out, util_diag *di
              (unsigned long long)(kc_hash(src, strlen(src), 0x5eed) & 0xffffffffu));
     void *cubin = NULL;
     size_t n = 0;
-    int from_disk = kc_load(hex, &cubin, &n) == 0;
-    if (!from_disk) {
+    int disk = kc_load(hex, &cubin, &n);
+    if (disk == KC_REFUSED) g->stats.disk_refused++;   /* kcache.h: the trust rule */
+    if (disk != KC_HIT) {
         double ms = 0;
         int rc = gpu_nvrtc_compile(src, g->arch, &cubin, &n, &ms, diag);
         if (rc) return rc;

@@ -1484,6 +1484,7 @@ RED_API int red_cache_stats(red_ctx *ctx, red_cache_info *info)
     gpu_get_stats(g, &s);
     info->memory_hits = s.mem_hits;
     info->disk_hits = s.disk_hits;
+    info->disk_refused = s.disk_refused;
     info->compiles = s.compiles;
     info->compile_ms = s.compile_ms;
     info->pool_bytes = s.pool_bytes;
