@@ -29,15 +29,29 @@
  *     until the next red_run or red_finalize on it (the next run may write its
  *     own results into the same memory); red_result_detach hands a copy to the
  *     caller, who releases it with red_free.
- *   - Messages from red_errmsg / red_expr_errmsg are owned by the library and
- *     valid until the next call on the same context / expression.
+ *   - Messages from red_errmsg / red_expr_errmsg are owned by the library (see
+ *     ERRORS for how long they stay).
  *
  * ERRORS
  *   Every fallible call returns an int status: RED_OK (0) or one of the
- *   red_status codes below.  The library never prints, never aborts and never
- *   exits; a detailed message (for expressions: "line:col: message", the
- *   source line and a caret under the offending text) is kept for
- *   red_errmsg().  After any error the context and the expression stay usable.
+ *   red_status codes below; the comment of each call lists the codes it can
+ *   return.  RED_ERR_INTERNAL (a bug in redjit) is possible from any of them
+ *   and is not listed.  The library never prints, never aborts and never
+ *   exits.  After any error the context and the expression stay usable.
+ *
+ *   Every failing call leaves a detailed message (for errors in the text:
+ *   "line:col: message", the source line and a caret under the offending
+ *   text).  Read it where the call was made:
+ *     - a call on an expression (red_bind_*, red_run, red_sync, red_result*,
+ *       red_explain*, ...): red_expr_errmsg(e); the context keeps a copy;
+ *     - a call on a context (red_prepare, red_eval, red_set_option, ...):
+ *       red_errmsg(ctx).
+ *   As in SQLite, a message describes the most recent FAILING call on that
+ *   object: calls that succeed leave it as it was, so read it only after a
+ *   status other than RED_OK.  It stays valid until the next failing call on
+ *   the same object ("" until the first).  Calls without an object to hold a
+ *   message (red_open, red_array_init, red_array_from_dlpack, any call given
+ *   a NULL handle) only return their status.
  *
  * THREADS
  *   A context may be used from several threads at once provided each thread
@@ -178,7 +192,9 @@ RED_API void red_close(red_ctx *ctx);
  * counter, so it may be called from a signal handler (Ctrl-C in a REPL). */
 RED_API void red_interrupt(red_ctx *ctx);
 
-/* The message of the last error on `ctx` (from any thread), or "" if none. */
+/* The message of the last failing call on `ctx` or on any of its expressions,
+ * from any thread, or "" if none (see ERRORS).  The string is a copy owned by
+ * the calling thread, valid until its next red_errmsg call. */
 RED_API const char *red_errmsg(red_ctx *ctx);
 
 typedef enum red_option {
@@ -216,8 +232,11 @@ enum {
     RED_STRATEGY_PERSISTENT = 3, RED_STRATEGY_SEGMENTED = 4
 };
 
-/* Set or read a context option; expressions prepared later inherit it.
- * RED_ERR_ARG for an unknown option or value. */
+/* Set or read a context option.  An expression takes the context's options
+ * when it is prepared (red_eval: at each call) and keeps them: a later
+ * red_set_option changes expressions prepared after it, never one prepared
+ * before (red_expr_set_option changes an expression's own).
+ * RED_ERR_ARG for an unknown option or value, or a NULL `value`. */
 RED_API int red_set_option(red_ctx *ctx, red_option opt, int value);
 RED_API int red_get_option(red_ctx *ctx, red_option opt, int *value);
 
@@ -242,8 +261,10 @@ RED_API int red_prepare(red_ctx *ctx, const char *text, red_expr **out);
 /* Release an expression and its results.  NULL is a no-op. */
 RED_API void red_finalize(red_expr *e);
 
-/* Per-expression override of a context option (same values; not
- * RED_OPT_CACHE_MB, which belongs to the context). */
+/* Change one of the options `e` took from its context when it was prepared
+ * (same values; not RED_OPT_CACHE_MB, which belongs to the context).  The
+ * next red_run uses it.  RED_OK, or RED_ERR_ARG for an unknown option or
+ * value, or RED_OPT_CACHE_MB. */
 RED_API int red_expr_set_option(red_expr *e, red_option opt, int value);
 
 /* Bind an array (any rank 0..8) to `name`.  The descriptor is copied; the
@@ -294,7 +315,9 @@ typedef struct red_timings {
 } red_timings;
 RED_API int red_last_timings(red_expr *e, red_timings *t);
 
-/* The last error message for this expression ("" if none). */
+/* The message of the last failing call on `e` ("" if none): after red_run,
+ * red_sync, red_bind_*, red_result* or red_explain* fails, read it here (see
+ * ERRORS).  Owned by `e`, valid until its next failing call or red_finalize. */
 RED_API const char *red_expr_errmsg(red_expr *e);
 
 /* Number of results of the last run.  `a, b, c` gives three; a tuple-valued
@@ -401,7 +424,11 @@ RED_API int red_eval(red_ctx *ctx, const char *text,
                      const red_binding *binds, int nbinds,
                      red_array *results, int nresults, int *count);
 
-/* red_eval for a single scalar result, converted to double. */
+/* red_eval for an expression with a single scalar result, converted to
+ * double into *v.  An expression with several results ("sum(x), max(x)")
+ * gives RED_ERR_ARG, with a message saying how many it has: use red_eval.
+ * A result that is an array (ndim > 0) gives RED_ERR_BIND.  *v is written
+ * only on success. */
 RED_API int red_eval_f64(red_ctx *ctx, const char *text,
                          const red_binding *binds, int nbinds, double *v);
 

@@ -77,7 +77,9 @@ typedef struct binding {
 struct red_expr {
     red_ctx *ctx;
     program *pg;
-    int opt[8], opt_set[8];
+    int opt[8];             /* the context's options when it was prepared, then
+                               red_expr_set_option's: a context's later changes
+                               never reach it                                  */
     binding *binds;         /* binds_inl until more are needed              */
     int nbinds, capbinds;
     int borrow_names;       /* red_eval's: binding names are the caller's,
@@ -89,7 +91,8 @@ struct red_expr {
     unsigned char *detached;   /* detached_inl unless there are more results */
     unsigned char detached_inl[16];
     util_buf explain;
-    util_diag diag;
+    util_diag diag;         /* the current call's error, cleared as it starts */
+    char errmsg[UTIL_DIAG_MAX];   /* red_expr_errmsg: the last failing call's   */
     red_expr *prev, *next;  /* in ctx->exprs (prepared ones only) */
     int on_list;
     /* GPU runs */
@@ -112,6 +115,9 @@ void plan_entry_unref(plan_entry *pe);
 void program_unref(program *pg);
 /* Keep `d`'s message as the context's last error (red_errmsg). */
 void ctx_note_error(red_ctx *ctx, const util_diag *d);
+/* Fail a context call with `code` and the message (also when ctx is NULL: then
+ * there is nowhere to keep it); returns `code`. */
+int ctx_fail(red_ctx *ctx, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Whether `value` is allowed for option `opt`. */
 int api_check_opt(red_option opt, int value);
 void ctx_trim(red_ctx *ctx);
@@ -124,9 +130,14 @@ int expr_temp_on_device(const red_expr *e, int t);
 void expr_clear_results(red_expr *e);
 void expr_init(red_expr *e, red_ctx *ctx, program *pg);
 void expr_release(red_expr *e);
-/* Fail with `code`: e->diag keeps the message (red_errstr's unless one is set), the context
- * a copy; returns `code`. */
+/* Start a call that can fail: the last call's error is no longer the current one (the
+ * message of the last failing call stays in e->errmsg). */
+void expr_start(red_expr *e);
+/* Fail with `code`: the message the call set in e->diag (red_errstr's if none) becomes
+ * red_expr_errmsg's, and the context's (red_errmsg); returns `code`. */
 int expr_fail(red_expr *e, int code);
+/* Fail with `code` and a message. */
+int expr_failf(red_expr *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int expr_opt(red_expr *e, red_option opt);
 int expr_plan(red_expr *e, plan **out);
 int expr_backend(red_expr *e, gpu_dev **gpu);

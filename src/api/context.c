@@ -4,6 +4,7 @@
  * its device memory, the caches' statistics, and the syntax check.
  */
 #include <dlpack/dlpack.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,6 +206,19 @@ void ctx_note_error(red_ctx *ctx, const util_diag *d)
     pthread_mutex_unlock(&ctx->lock);
 }
 
+int ctx_fail(red_ctx *ctx, int code, const char *fmt, ...)
+{
+    if (!ctx) return code;
+    util_diag d;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(d.msg, sizeof d.msg, fmt, ap);
+    va_end(ap);
+    d.code = code;
+    ctx_note_error(ctx, &d);
+    return code;
+}
+
 RED_API int red_open(red_ctx **out)
 {
     if (!out) return RED_ERR_ARG;
@@ -255,7 +269,10 @@ int api_check_opt(red_option opt, int value)
 
 RED_API int red_set_option(red_ctx *ctx, red_option opt, int value)
 {
-    if (!ctx || !api_check_opt(opt, value)) return RED_ERR_ARG;
+    if (!ctx) return RED_ERR_ARG;
+    if (!api_check_opt(opt, 0)) return ctx_fail(ctx, RED_ERR_ARG, "red_set_option: %d is not a RED_OPT_* option", (int)opt);
+    if (!api_check_opt(opt, value))
+        return ctx_fail(ctx, RED_ERR_ARG, "red_set_option: %d is not a value of option %d", value, (int)opt);
     pthread_mutex_lock(&ctx->lock);
     __atomic_store_n(&ctx->opt[opt], value, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&ctx->lock);
@@ -264,7 +281,9 @@ RED_API int red_set_option(red_ctx *ctx, red_option opt, int value)
 
 RED_API int red_get_option(red_ctx *ctx, red_option opt, int *value)
 {
-    if (!ctx || !value || !api_check_opt(opt, 0)) return RED_ERR_ARG;
+    if (!ctx) return RED_ERR_ARG;
+    if (!value) return ctx_fail(ctx, RED_ERR_ARG, "red_get_option: `value` is NULL");
+    if (!api_check_opt(opt, 0)) return ctx_fail(ctx, RED_ERR_ARG, "red_get_option: %d is not a RED_OPT_* option", (int)opt);
     pthread_mutex_lock(&ctx->lock);
     *value = ctx->opt[opt];
     pthread_mutex_unlock(&ctx->lock);
@@ -383,7 +402,8 @@ RED_API int red_gpu_available(red_ctx *ctx)
 
 RED_API int red_cache_stats(red_ctx *ctx, red_cache_info *info)
 {
-    if (!ctx || !info) return RED_ERR_ARG;
+    if (!ctx) return RED_ERR_ARG;
+    if (!info) return ctx_fail(ctx, RED_ERR_ARG, "red_cache_stats: `info` is NULL");
     memset(info, 0, sizeof *info);
     pthread_mutex_lock(&ctx->lock);
     gpu_dev *g = ctx->gpu;
@@ -419,7 +439,7 @@ RED_API int red_cache_clear(red_ctx *ctx)
 RED_API int red_check_syntax(red_ctx *ctx, const char *text, int *incomplete)
 {
     if (incomplete) *incomplete = 0;
-    if (!text) return RED_ERR_ARG;
+    if (!text) return ctx_fail(ctx, RED_ERR_ARG, "red_check_syntax: the text is NULL");
     util_arena a;
     util_arena_init(&a);
     util_diag d = {0};
@@ -434,7 +454,8 @@ RED_API int red_check_syntax(red_ctx *ctx, const char *text, int *incomplete)
 
 RED_API int red_device_alloc(red_ctx *ctx, size_t bytes, void **ptr)
 {
-    if (!ctx || !ptr) return RED_ERR_ARG;
+    if (!ctx) return RED_ERR_ARG;
+    if (!ptr) return ctx_fail(ctx, RED_ERR_ARG, "red_device_alloc: `ptr` is NULL");
     *ptr = NULL;
     gpu_dev *g = ctx_gpu(ctx);
     if (!g) {
@@ -459,11 +480,16 @@ RED_API void red_device_free(red_ctx *ctx, void *ptr)
 RED_API int red_memcpy(red_ctx *ctx, void *dst, red_memory dst_memory, const void *src, red_memory src_memory,
                        size_t bytes)
 {
-    if (!ctx || (bytes && (!dst || !src))) return RED_ERR_ARG;
+    if (!ctx) return RED_ERR_ARG;
+    if (bytes && (!dst || !src))
+        return ctx_fail(ctx, RED_ERR_ARG, "red_memcpy: the %s pointer is NULL for %zu bytes", dst ? "source" : "destination",
+                        bytes);
     /* 0 is host memory, as in red_array; anything else unknown is refused, not memcpy'd */
     if ((dst_memory && dst_memory != RED_MEM_HOST && dst_memory != RED_MEM_CUDA) ||
         (src_memory && src_memory != RED_MEM_HOST && src_memory != RED_MEM_CUDA))
-        return RED_ERR_ARG;
+        return ctx_fail(ctx, RED_ERR_ARG, "red_memcpy: unknown memory kind %d",
+                        dst_memory && dst_memory != RED_MEM_HOST && dst_memory != RED_MEM_CUDA ? (int)dst_memory
+                                                                                             : (int)src_memory);
     int dd = dst_memory == RED_MEM_CUDA, sd = src_memory == RED_MEM_CUDA;
     if (!dd && !sd) {
         memcpy(dst, src, bytes);

@@ -74,6 +74,10 @@ void expr_init(red_expr *e, red_ctx *ctx, program *pg)
     e->pg = pg;
     e->binds = e->binds_inl;
     e->capbinds = (int)(sizeof e->binds_inl / sizeof e->binds_inl[0]);
+    /* the options are fixed here (red_expr_set_option changes them): each is one int,
+     * stored atomically by red_set_option, so no lock is needed to read them */
+    for (int k = 0; k < (int)(sizeof e->opt / sizeof e->opt[0]); k++)
+        e->opt[k] = __atomic_load_n(&ctx->opt[k], __ATOMIC_RELAXED);
     util_buf_init(&e->explain);
 }
 
@@ -93,18 +97,36 @@ void expr_release(red_expr *e)
     program_unref(e->pg);
 }
 
+void expr_start(red_expr *e)
+{
+    e->diag.code = 0;
+    e->diag.msg[0] = 0;
+}
+
 int expr_fail(red_expr *e, int code)
 {
-    if (!e->diag.code) util_diag_set(&e->diag, code, "%s", red_errstr(code));
+    if (!e->diag.code || !e->diag.msg[0]) util_diag_set(&e->diag, code, "%s", red_errstr(code));
+    snprintf(e->errmsg, sizeof e->errmsg, "%s", e->diag.msg);
     ctx_note_error(e->ctx, &e->diag);
     return code;
 }
 
+int expr_failf(red_expr *e, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->diag.msg, sizeof e->diag.msg, fmt, ap);
+    va_end(ap);
+    e->diag.code = code;
+    return expr_fail(e, code);
+}
+
 RED_API int red_prepare(red_ctx *ctx, const char *text, red_expr **out)
 {
-    if (!out) return RED_ERR_ARG;
+    if (!out) return ctx_fail(ctx, RED_ERR_ARG, "red_prepare: `out` is NULL");
     *out = NULL;
-    if (!ctx || !text) return RED_ERR_ARG;
+    if (!ctx) return RED_ERR_ARG;
+    if (!text) return ctx_fail(ctx, RED_ERR_ARG, "red_prepare: the text is NULL");
     util_diag diag = {0};
     program *pg = NULL;
     int rc = ctx_program(ctx, text, &pg, &diag);
@@ -115,7 +137,7 @@ RED_API int red_prepare(red_ctx *ctx, const char *text, red_expr **out)
     red_expr *e = malloc(sizeof *e);
     if (!e) {
         program_unref(pg);
-        return RED_ERR_NOMEM;
+        return ctx_fail(ctx, RED_ERR_NOMEM, "out of memory");
     }
     expr_init(e, ctx, pg);
     pthread_mutex_lock(&ctx->lock);
@@ -145,21 +167,22 @@ RED_API void red_finalize(red_expr *e)
 
 RED_API int red_expr_set_option(red_expr *e, red_option opt, int value)
 {
-    if (!e || !api_check_opt(opt, value) || opt == RED_OPT_CACHE_MB) return RED_ERR_ARG;
+    if (!e) return RED_ERR_ARG;
+    expr_start(e);
+    if (opt == RED_OPT_CACHE_MB)
+        return expr_failf(e, RED_ERR_ARG, "red_expr_set_option: RED_OPT_CACHE_MB belongs to the context "
+                          "(red_set_option)");
+    if (!api_check_opt(opt, 0))
+        return expr_failf(e, RED_ERR_ARG, "red_expr_set_option: %d is not a RED_OPT_* option", (int)opt);
+    if (!api_check_opt(opt, value))
+        return expr_failf(e, RED_ERR_ARG, "red_expr_set_option: %d is not a value of option %d", value, (int)opt);
     e->opt[opt] = value;
-    e->opt_set[opt] = 1;
     return RED_OK;
 }
 
-/* The context's options are read without its lock (a run reads several):
- * each is one int, stored atomically under the lock by red_set_option. */
-int expr_opt(red_expr *e, red_option opt)
-{
-    if (e->opt_set[opt]) return e->opt[opt];
-    return __atomic_load_n(&e->ctx->opt[opt], __ATOMIC_RELAXED);
-}
+int expr_opt(red_expr *e, red_option opt) { return e->opt[opt]; }
 
-RED_API const char *red_expr_errmsg(red_expr *e) { return e ? e->diag.msg : "no expression"; }
+RED_API const char *red_expr_errmsg(red_expr *e) { return e ? e->errmsg : "no expression"; }
 
 static binding *find_binding(red_expr *e, const char *name)
 {
@@ -202,8 +225,7 @@ static binding *new_binding(red_expr *e, const char *name)
 RED_API int red_bind_array(red_expr *e, const char *name, const red_array *a)
 {
     if (!e) return RED_ERR_ARG;
-    e->diag.code = 0;
-    e->diag.msg[0] = 0;
+    expr_start(e);
     if (!valid_name(name)) {
         util_diag_set(&e->diag, RED_ERR_BIND, "cannot bind '%s': not a valid name", name ? name : "(null)");
         return expr_fail(e, RED_ERR_BIND);
@@ -291,7 +313,7 @@ RED_API int red_bind_array(red_expr *e, const char *name, const red_array *a)
 static int bind_scalar(red_expr *e, const char *name, red_dtype t, plan_value v)
 {
     if (!e) return RED_ERR_ARG;
-    e->diag.code = 0;
+    expr_start(e);
     if (!valid_name(name)) {
         util_diag_set(&e->diag, RED_ERR_BIND, "cannot bind '%s': not a valid name", name ? name : "(null)");
         return expr_fail(e, RED_ERR_BIND);
@@ -511,11 +533,11 @@ int expr_backend(red_expr *e, gpu_dev **gpu)
         return 0;
     }
     gpu_dev *g = ctx_gpu(e->ctx);
-    if (!g && (want == RED_DEVICE_GPU || device_arrays)) {
-        util_diag_set(&e->diag, RED_ERR_DEVICE, "%s%s", device_arrays ? "an array is in CUDA device memory, but " : "",
-                      e->ctx->gpu_err.msg);
-        return expr_fail(e, RED_ERR_DEVICE);
-    }
+    if (!g && (want == RED_DEVICE_GPU || device_arrays))
+        return expr_failf(e, RED_ERR_DEVICE, "%s, but no GPU can be used (%s)",
+                          want == RED_DEVICE_GPU ? "RED_OPT_DEVICE is RED_DEVICE_GPU"
+                                                 : "an array is in CUDA device memory",
+                          e->ctx->gpu_err.msg[0] ? e->ctx->gpu_err.msg : "no reason given");
     *gpu = g;
     return 0;
 }
@@ -529,7 +551,11 @@ static double now_ms(void)
 
 RED_API int red_last_timings(red_expr *e, red_timings *t)
 {
-    if (!e || !t) return RED_ERR_ARG;
+    if (!e) return RED_ERR_ARG;
+    if (!t) {
+        expr_start(e);
+        return expr_failf(e, RED_ERR_ARG, "red_last_timings: `t` is NULL");
+    }
     int rc = red_sync(e);
     if (e->gpu) {
         e->timings.upload_ms = e->run.upload_ms;
@@ -556,8 +582,7 @@ RED_API int red_run(red_expr *e)
     if (!e) return RED_ERR_ARG;
     double t0 = now_ms();
     memset(&e->timings, 0, sizeof e->timings);
-    e->diag.code = 0;
-    e->diag.msg[0] = 0;
+    expr_start(e);
     gpu_dev *gpu;
     int rc = expr_backend(e, &gpu);
     plan *p = NULL;
@@ -639,6 +664,7 @@ RED_API int red_run(red_expr *e)
 RED_API int red_sync(red_expr *e)
 {
     if (!e) return RED_ERR_ARG;
+    expr_start(e);
     if (!e->gpu || !e->run.pending) return RED_OK;
     int rc = gpu_finish(e->gpu, &e->run, &e->diag);
     if (rc) {
@@ -651,9 +677,9 @@ RED_API int red_sync(red_expr *e)
 RED_API int red_expr_set_stream(red_expr *e, void *cuda_stream)
 {
     if (!e) return RED_ERR_ARG;
-    red_sync(e);
+    int rc = red_sync(e);   /* the work queued on the old stream: its fault is this call's */
     e->stream = cuda_stream;
-    return RED_OK;
+    return rc;
 }
 
 /* ---- GPU compilation ---------------------------------------------------------------------- */
@@ -661,7 +687,7 @@ RED_API int red_expr_set_stream(red_expr *e, void *cuda_stream)
 RED_API int red_precompile(red_expr *e, const char *arch)
 {
     if (!e) return RED_ERR_ARG;
-    e->diag.code = 0;
+    expr_start(e);
     plan *p;
     int rc = expr_plan(e, &p);
     if (rc) return rc;

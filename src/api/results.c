@@ -18,11 +18,18 @@ RED_API int red_result_count(red_expr *e) { return e ? e->nresults : 0; }
 
 RED_API int red_result(red_expr *e, int i, red_array *out, const char **name)
 {
-    if (!e || !out) return RED_ERR_ARG;
-    int rc = red_sync(e);
+    if (!e) return RED_ERR_ARG;
+    int rc = red_sync(e);   /* starts the call */
     if (rc) return rc;
-    if (i < 0 || i >= e->nresults) return RED_ERR_ARG;
-    if (e->detached[i]) return RED_ERR_MISUSE;
+    if (!out) return expr_failf(e, RED_ERR_ARG, "red_result: `out` is NULL");
+    if (e->nresults == 0)
+        return expr_failf(e, RED_ERR_ARG, "no result %d: the expression has no results (it has not run, or its "
+                          "last run failed)", i);
+    if (i < 0 || i >= e->nresults)
+        return expr_failf(e, RED_ERR_ARG, "no result %d: the last run gave %d result%s (0 to %d)", i, e->nresults,
+                          e->nresults == 1 ? "" : "s", e->nresults - 1);
+    /* only red_eval takes a result's buffer, and it never reads the result again */
+    if (e->detached[i]) return expr_failf(e, RED_ERR_MISUSE, "result %d was handed over to the caller", i);
     const plan_result *pr = &e->run_pe->plan->results[i];
     const core_buf *t = &e->temps.t[pr->temp];
     memset(out, 0, sizeof *out);
@@ -64,7 +71,10 @@ RED_API int red_result_f64(red_expr *e, int i, double *out)
 {
     plan_value v = {0};
     int ct = 0;
-    if (!out) return RED_ERR_ARG;
+    if (e && !out) {
+        expr_start(e);
+        return expr_failf(e, RED_ERR_ARG, "result %d: `out` is NULL", i);
+    }
     int rc = scalar_result(e, i, &v, &ct);
     if (rc) return rc;
     if (CT_IS_FLOAT(ct)) *out = v.f;
@@ -77,7 +87,10 @@ RED_API int red_result_i64(red_expr *e, int i, int64_t *out)
 {
     plan_value v = {0};
     int ct = 0;
-    if (!out) return RED_ERR_ARG;
+    if (e && !out) {
+        expr_start(e);
+        return expr_failf(e, RED_ERR_ARG, "result %d: `out` is NULL", i);
+    }
     int rc = scalar_result(e, i, &v, &ct);
     if (rc) return rc;
     if (CT_IS_FLOAT(ct)) {
@@ -136,7 +149,10 @@ static int copy_array(const red_array *src, const red_array *dst)
 RED_API int red_result_copy(red_expr *e, int i, const red_array *dst)
 {
     red_array src;
-    if (!e || !dst) return RED_ERR_ARG;
+    if (e && !dst) {
+        expr_start(e);
+        return expr_failf(e, RED_ERR_ARG, "red_result_copy: `dst` is NULL");
+    }
     int rc = red_result(e, i, &src, NULL);
     if (rc) return rc;
     if (dst->ndim != src.ndim) {
@@ -207,7 +223,10 @@ RED_API int red_result_copy(red_expr *e, int i, const red_array *dst)
 static int expr_result_detach(red_expr *e, int i, red_array *out, int take)
 {
     red_array src;
-    if (!e || !out) return RED_ERR_ARG;
+    if (e && !out) {
+        expr_start(e);
+        return expr_failf(e, RED_ERR_ARG, "red_result_detach: `out` is NULL");
+    }
     int rc = red_result(e, i, &src, NULL);
     if (rc) return rc;
     const plan *p = e->run_pe->plan;
@@ -247,8 +266,11 @@ RED_API int red_result_detach(red_expr *e, int i, red_array *out) { return expr_
 
 RED_API int red_explain_ex(red_expr *e, int what, const char **text)
 {
-    if (!e || !text || what < RED_EXPLAIN_PLAN || what > RED_EXPLAIN_CUDA_ON_GPU) return RED_ERR_ARG;
-    e->diag.code = 0;
+    if (!e) return RED_ERR_ARG;
+    expr_start(e);
+    if (!text) return expr_failf(e, RED_ERR_ARG, "red_explain: `text` is NULL");
+    if (what < RED_EXPLAIN_PLAN || what > RED_EXPLAIN_CUDA_ON_GPU)
+        return expr_failf(e, RED_ERR_ARG, "red_explain_ex: %d is not one of RED_EXPLAIN_*", what);
     plan *p;
     int rc = expr_plan(e, &p);
     if (rc) return rc;
@@ -287,9 +309,12 @@ RED_API int red_explain(red_expr *e, const char **text) { return red_explain_ex(
 RED_API int red_eval(red_ctx *ctx, const char *text, const red_binding *binds, int nbinds,
                      red_array *results, int nresults, int *count)
 {
-    if (!ctx || !text || nbinds < 0 || (nbinds > 0 && !binds) || nresults < 0 ||
-        (nresults > 0 && !results))
-        return RED_ERR_ARG;
+    if (!ctx) return RED_ERR_ARG;
+    if (!text) return ctx_fail(ctx, RED_ERR_ARG, "red_eval: the text is NULL");
+    if (nbinds < 0 || (nbinds > 0 && !binds))
+        return ctx_fail(ctx, RED_ERR_ARG, "red_eval: %d bindings at %s", nbinds, binds ? "an address" : "NULL");
+    if (nresults < 0 || (nresults > 0 && !results))
+        return ctx_fail(ctx, RED_ERR_ARG, "red_eval: room for %d results at %s", nresults, results ? "an address" : "NULL");
     util_diag diag = {0};
     program *pg = NULL;
     int rc = ctx_program(ctx, text, &pg, &diag);
@@ -308,7 +333,7 @@ RED_API int red_eval(red_ctx *ctx, const char *text, const red_binding *binds, i
         /* which results this call detached; on the stack for the usual few, so a cached
          * expression's red_eval allocates nothing more for it */
         unsigned char few[64] = {0}, *mine = n <= 64 ? few : calloc((size_t)n, 1);
-        if (!mine) rc = RED_ERR_NOMEM;
+        if (!mine) rc = ctx_fail(ctx, RED_ERR_NOMEM, "out of memory");
         for (int i = 0; i < n && !rc; i++) {
             if (results[i].data) {
                 rc = red_result_copy(&e, i, &results[i]);
@@ -333,11 +358,16 @@ RED_API int red_eval(red_ctx *ctx, const char *text, const red_binding *binds, i
 
 RED_API int red_eval_f64(red_ctx *ctx, const char *text, const red_binding *binds, int nbinds, double *v)
 {
-    if (!v) return RED_ERR_ARG;
+    if (!v) return ctx_fail(ctx, RED_ERR_ARG, "red_eval_f64: `v` is NULL");
+    double x = 0;
     red_array r;
-    red_array_init(&r, v, RED_F64, 0, NULL, NULL);
+    red_array_init(&r, &x, RED_F64, 0, NULL, NULL);
     int count = 0;
     int rc = red_eval(ctx, text, binds, nbinds, &r, 1, &count);
-    if (!rc && count < 1) rc = RED_ERR_ARG;
+    /* one result or an error: the first of several is not silently the answer */
+    if (!rc && count != 1)
+        return ctx_fail(ctx, RED_ERR_ARG, "red_eval_f64: the expression has %d results; it takes one (use red_eval "
+                        "for several)", count);
+    if (!rc) *v = x;
     return rc;
 }
