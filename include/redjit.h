@@ -6,6 +6,34 @@
  * is present and on a multithreaded CPU executor otherwise.  This header is
  * the manual: a program should never need to read the sources to use it.
  *
+ * THE LANGUAGE (in brief; docs/language.md is the reference)
+ *   A text is expressions over the arrays and scalars the caller binds by
+ *   name: `a, b` gives two results; statements (`d = x - y; max(abs(d))`)
+ *   are separated by `;` or newlines.  A whole array (`x`) stands for all its
+ *   elements, walked together with the others.  Reductions:
+ *       sum prod min max any all count mean argmin argmax      (one argument)
+ *       reduce(OP, EXPR)    OP one of + * min max & | ^ && || or a user `op`
+ *   Index variables (unbound names used in subscripts: x[i], A[i,k]) run
+ *   over the extents of what they index, or over `k in lo..hi`.  `over i, j`
+ *   names the ones a reduction reduces (without it: all of its operand's not
+ *   fixed outside it); the others become the dimensions of an array result.
+ *   `by KEY` groups the elements by an integer key: one result per key.
+ *       max(abs(x - y))                         a scalar: the largest difference
+ *       sum(A[i,j]) over j                      row sums, one result per i
+ *       C[i,j] = sum(A[i,k]*B[k,j]) over k      a matrix product named C
+ *       sum(x[i]) by seg[i]                     a sum per segment key
+ *       op cmul(a, b) = (a.0*b.0 - a.1*b.1, a.0*b.1 + a.1*b.0) identity (1, 0);
+ *       reduce(cmul, (re[i], im[i])) over i     a user operator over a tuple
+ *
+ * LINKING
+ *     cc prog.c $(pkg-config --cflags --libs redjit)      (or: -lredjit)
+ *   CMake: find_package(redjit) and target_link_libraries(prog redjit::redjit).
+ *   The static library libredjit.a also needs OpenMP, libm and libdl:
+ *     cc prog.c -lredjit -fopenmp -lm -ldl    (pkg-config --static --libs redjit)
+ *   CUDA is not a link dependency: the driver and NVRTC are loaded at run
+ *   time when a GPU is first needed, and a machine without them runs on the
+ *   CPU.
+ *
  * LIFECYCLE (the shape of SQLite's prepare / bind / step / finalize)
  *
  *     red_ctx *ctx;  red_open(&ctx);
@@ -29,15 +57,29 @@
  *     until the next red_run or red_finalize on it (the next run may write its
  *     own results into the same memory); red_result_detach hands a copy to the
  *     caller, who releases it with red_free.
- *   - Messages from red_errmsg / red_expr_errmsg are owned by the library and
- *     valid until the next call on the same context / expression.
+ *   - Messages from red_errmsg / red_expr_errmsg are owned by the library (see
+ *     ERRORS for how long they stay).
  *
  * ERRORS
  *   Every fallible call returns an int status: RED_OK (0) or one of the
- *   red_status codes below.  The library never prints, never aborts and never
- *   exits; a detailed message (for expressions: "line:col: message", the
- *   source line and a caret under the offending text) is kept for
- *   red_errmsg().  After any error the context and the expression stay usable.
+ *   red_status codes below; the comment of each call lists the codes it can
+ *   return.  RED_ERR_INTERNAL (a bug in redjit) is possible from any of them
+ *   and is not listed.  The library never prints, never aborts and never
+ *   exits.  After any error the context and the expression stay usable.
+ *
+ *   Every failing call leaves a detailed message (for errors in the text:
+ *   "line:col: message", the source line and a caret under the offending
+ *   text).  Read it where the call was made:
+ *     - a call on an expression (red_bind_*, red_run, red_sync, red_result*,
+ *       red_explain*, ...): red_expr_errmsg(e); the context keeps a copy;
+ *     - a call on a context (red_prepare, red_eval, red_set_option, ...):
+ *       red_errmsg(ctx).
+ *   As in SQLite, a message describes the most recent FAILING call on that
+ *   object: calls that succeed leave it as it was, so read it only after a
+ *   status other than RED_OK.  It stays valid until the next failing call on
+ *   the same object ("" until the first).  Calls without an object to hold a
+ *   message (red_open, red_array_init, red_array_from_dlpack, any call given
+ *   a NULL handle) only return their status.
  *
  * THREADS
  *   A context may be used from several threads at once provided each thread
@@ -72,7 +114,7 @@ extern "C" {
 #define REDJIT_VERSION_STRING "0.1.0"
 
 /* The version of the library actually linked (compare with
- * REDJIT_VERSION_NUMBER to detect a header/library mismatch). */
+ * REDJIT_VERSION_NUMBER to detect a header/library mismatch).  No status. */
 RED_API int red_version_number(void);
 RED_API const char *red_version_string(void);
 
@@ -94,12 +136,13 @@ typedef enum red_status {
     RED_ERR_UNSUPPORTED = 12, /* valid but not supported by this build/backend  */
     RED_ERR_DEVICE      = 13, /* no usable GPU, or a CUDA driver error          */
     RED_ERR_COMPILE     = 14, /* NVRTC rejected generated code (log in message) */
-    RED_ERR_MISUSE      = 15, /* API misuse: run before binding, and the like   */
+    RED_ERR_MISUSE      = 15, /* API misuse (reserved: no call returns it now)  */
     RED_ERR_INTERNAL    = 16, /* a bug in redjit: please report it              */
     RED_ERR_INTERRUPTED = 17  /* stopped by red_interrupt                       */
 } red_status;
 
-/* A static, human-readable name for a status code ("syntax error", ...). */
+/* A static, human-readable name for a status code ("syntax error", ...);
+ * "unknown status" for a number that is not one.  No status. */
 RED_API const char *red_errstr(int status);
 
 /* ---- Data types ---------------------------------------------------------- */
@@ -116,9 +159,10 @@ typedef enum red_dtype {
     RED_F64  = 9
 } red_dtype;
 
-/* Size in bytes of one element of `t`, 0 for an unknown type. */
+/* Size in bytes of one element of `t`, 0 for an unknown type.  No status. */
 RED_API size_t red_dtype_size(red_dtype t);
-/* Lower-case name of `t` as the language spells it ("f32"), or "?". */
+/* Lower-case name of `t` as the language spells it ("f32"), or "?".  No
+ * status. */
 RED_API const char *red_dtype_name(red_dtype t);
 
 /* ---- Array descriptors --------------------------------------------------- */
@@ -144,21 +188,24 @@ typedef struct red_array {
 } red_array;
 
 /* Fill `a` for `data` of the given type and shape; `strides` NULL means
- * C order (row-major, contiguous).  Host memory.  Returns RED_ERR_ARG for
- * ndim outside 0..RED_MAX_DIMS, a negative extent, or more elements than an
- * int64 counts. */
+ * C order (row-major, contiguous).  Host memory.
+ * Returns RED_OK, or RED_ERR_ARG: `a` NULL, ndim outside 0..RED_MAX_DIMS,
+ * `shape` NULL with ndim > 0, a negative extent, or more elements than an
+ * int64 counts (no message: there is no context). */
 RED_API int red_array_init(red_array *a, void *data, red_dtype dtype, int ndim,
                            const int64_t *shape, const int64_t *strides);
 
 /* Fill `a` from a DLPack DLTensor (pass a `const DLTensor *`).  Byte offset,
- * strides (NULL = compact row-major), CPU and CUDA devices are honoured;
- * unsupported dtypes or devices, a NULL shape with ndim > 0, a negative or
- * overflowing shape, and NULL data for a tensor with elements give
- * RED_ERR_BIND; NULL arguments RED_ERR_ARG. */
+ * strides (NULL = compact row-major), CPU and CUDA devices are honoured.
+ * Returns RED_OK, or (no message: there is no context)
+ *   RED_ERR_ARG   `a` or `dltensor` NULL;
+ *   RED_ERR_BIND  an unsupported dtype or device, a NULL shape with ndim > 0,
+ *                 ndim outside 0..RED_MAX_DIMS, a negative or overflowing
+ *                 shape, NULL data for a tensor with elements. */
 RED_API int red_array_from_dlpack(red_array *a, const void *dltensor);
 
 /* Number of elements (product of the shape; 1 for a scalar; INT64_MAX where
- * the product does not fit in an int64). */
+ * the product does not fit in an int64; 0 for NULL).  No status. */
 RED_API int64_t red_array_size(const red_array *a);
 
 /* ---- Context ------------------------------------------------------------- */
@@ -166,19 +213,23 @@ RED_API int64_t red_array_size(const red_array *a);
 typedef struct red_ctx  red_ctx;
 typedef struct red_expr red_expr;
 
-/* Create a context.  No GPU is touched until an expression needs one. */
+/* Create a context.  No GPU is touched until an expression needs one.
+ * Returns RED_OK, RED_ERR_ARG (`out` NULL) or RED_ERR_NOMEM. */
 RED_API int red_open(red_ctx **out);
 /* Destroy a context and every expression still prepared on it.  NULL is a
- * no-op. */
+ * no-op.  No status. */
 RED_API void red_close(red_ctx *ctx);
 
 /* Ask every evaluation running on `ctx` to stop at its next safe point
  * (between blocks of 64K elements on the CPU, between kernels on the GPU);
  * they return RED_ERR_INTERRUPTED and the context stays usable.  Only sets a
- * counter, so it may be called from a signal handler (Ctrl-C in a REPL). */
+ * counter, so it may be called from a signal handler (Ctrl-C in a REPL).
+ * No status. */
 RED_API void red_interrupt(red_ctx *ctx);
 
-/* The message of the last error on `ctx` (from any thread), or "" if none. */
+/* The message of the last failing call on `ctx` or on any of its expressions,
+ * from any thread, or "" if none (see ERRORS).  The string is a copy owned by
+ * the calling thread, valid until its next red_errmsg call.  No status. */
 RED_API const char *red_errmsg(red_ctx *ctx);
 
 typedef enum red_option {
@@ -216,52 +267,100 @@ enum {
     RED_STRATEGY_PERSISTENT = 3, RED_STRATEGY_SEGMENTED = 4
 };
 
-/* Set or read a context option; expressions prepared later inherit it.
- * RED_ERR_ARG for an unknown option or value. */
+/* Set or read a context option.  An expression takes the context's options
+ * when it is prepared (red_eval: at each call) and keeps them: a later
+ * red_set_option changes expressions prepared after it, never one prepared
+ * before (red_expr_set_option changes an expression's own).
+ * Returns RED_OK, or RED_ERR_ARG: `ctx` or `value` NULL, an unknown option,
+ * a value out of the option's range. */
 RED_API int red_set_option(red_ctx *ctx, red_option opt, int value);
 RED_API int red_get_option(red_ctx *ctx, red_option opt, int *value);
 
 /* Log hook: the library never prints; it passes notes (cache hits, chosen
- * strategy, warnings) to this function if set.  level: 0 debug .. 2 warn. */
+ * strategy, warnings) to this function if set.  level: 0 debug .. 2 warn.
+ * NULL `fn` removes it.  No status. */
 typedef void (*red_log_fn)(void *user, int level, const char *msg);
 RED_API void red_set_log(red_ctx *ctx, red_log_fn fn, void *user);
 
 /* ---- Prepared expressions ------------------------------------------------ */
 
-/* Check the syntax of `text` only.  RED_OK, or RED_ERR_SYNTAX / RED_ERR_LIMIT
- * with the caret message in red_errmsg(ctx); `*incomplete` (may be NULL) is
- * set to 1 when the text is a valid beginning that more input could
- * complete (an open bracket, a trailing operator): a REPL's cue to read a
- * continuation line. */
+/* Check the syntax of `text` only; `ctx` (may be NULL) receives the message.
+ * `*incomplete` (may be NULL) is set to 1 when the text is a valid beginning
+ * that more input could complete (an open bracket, a trailing operator): a
+ * REPL's cue to read a continuation line.
+ * Returns RED_OK, or
+ *   RED_ERR_SYNTAX  with the caret message;
+ *   RED_ERR_LIMIT   nesting or size past a limit, which the message names;
+ *   RED_ERR_ARG     `text` NULL;
+ *   RED_ERR_NOMEM. */
 RED_API int red_check_syntax(red_ctx *ctx, const char *text, int *incomplete);
 
-/* Parse `text` (NUL-terminated) into a prepared expression.  Syntax errors
- * are reported here; names, types and shapes are checked when arrays are
- * bound and the expression runs, because they depend on the bindings. */
+/* Parse `text` (NUL-terminated) into a prepared expression, which takes the
+ * context's current options.  Syntax errors are reported here; names, types
+ * and shapes are checked when the expression runs (or is explained),
+ * because they depend on the bindings.  *out is NULL on failure.
+ * Returns RED_OK, or (message in red_errmsg(ctx))
+ *   RED_ERR_SYNTAX  with the caret message;
+ *   RED_ERR_LIMIT   nesting or size past a limit;
+ *   RED_ERR_ARG     `ctx`, `text` or `out` NULL;
+ *   RED_ERR_NOMEM. */
 RED_API int red_prepare(red_ctx *ctx, const char *text, red_expr **out);
-/* Release an expression and its results.  NULL is a no-op. */
+/* Release an expression and its results.  NULL is a no-op.  No status. */
 RED_API void red_finalize(red_expr *e);
 
-/* Per-expression override of a context option (same values; not
- * RED_OPT_CACHE_MB, which belongs to the context). */
+/* Change one of the options `e` took from its context when it was prepared
+ * (same values; not RED_OPT_CACHE_MB, which belongs to the context).  The
+ * next red_run uses it.  RED_OK, or RED_ERR_ARG for an unknown option or
+ * value, or RED_OPT_CACHE_MB. */
 RED_API int red_expr_set_option(red_expr *e, red_option opt, int value);
 
 /* Bind an array (any rank 0..8) to `name`.  The descriptor is copied; the
  * data is borrowed (see OWNERSHIP).  A 0-d array binds a scalar of its type.
- * Binding a name the expression does not use is not an error.  RED_ERR_BIND
- * (with the name in the message) for an unknown dtype or memory kind, a rank
- * outside 0..8, a negative extent, more than 2^48 elements, NULL data for a
- * non-empty array, or strides whose span in bytes does not fit in an int64. */
+ * Binding a name the expression does not use is not an error.  A refused
+ * binding changes nothing: the name keeps what it had.
+ * Returns RED_OK, or (message, with the name, in red_expr_errmsg(e))
+ *   RED_ERR_BIND         `name` not an identifier, `a` NULL, an unknown
+ *                        dtype or memory kind, a rank outside 0..8, a
+ *                        negative extent, more than 2^48 elements, NULL data
+ *                        for a non-empty array, or strides whose span in
+ *                        bytes does not fit in an int64;
+ *   RED_ERR_UNSUPPORTED  a 0-d array in device memory;
+ *   RED_ERR_ARG          `e` NULL;
+ *   RED_ERR_NOMEM. */
 RED_API int red_bind_array(red_expr *e, const char *name, const red_array *a);
 /* Bind a scalar by value.  These are "weak" like literals: `x * t` stays
- * f32 for f32 `x` whether `t` was bound as f64 or i64. */
+ * f32 for f32 `x` whether `t` was bound as f64 or i64.
+ * Returns RED_OK, RED_ERR_BIND (`name` not an identifier), RED_ERR_ARG (`e`
+ * NULL) or RED_ERR_NOMEM. */
 RED_API int red_bind_f64(red_expr *e, const char *name, double v);
 RED_API int red_bind_i64(red_expr *e, const char *name, int64_t v);
-/* Forget every binding. */
+/* Forget every binding (waiting first for queued work, as red_sync).  No
+ * status. */
 RED_API void red_clear_bindings(red_expr *e);
 
-/* Evaluate with the current bindings.  Check errors (unbound names, types,
- * shapes) are reported here with the caret message. */
+/* Evaluate with the current bindings, on the device the expression's
+ * RED_OPT_DEVICE chooses.  The last run's results go first.  Check errors
+ * (unbound names, types, shapes) are reported here with the caret message.
+ * Returns RED_OK, or (message in red_expr_errmsg(e), copied to the context)
+ *   RED_ERR_NAME         a name is neither bound nor an index variable;
+ *   RED_ERR_TYPE         a type error (a bit operation on floats, ...);
+ *   RED_ERR_SHAPE        arrays, ranks or index extents that disagree;
+ *   RED_ERR_SYNTAX       the text defines operators but computes nothing;
+ *   RED_ERR_BIND         RED_DEVICE_CPU with an array in device memory;
+ *   RED_ERR_INDEX        a subscript out of range;
+ *   RED_ERR_EMPTY        argmin/argmax over nothing;
+ *   RED_ERR_KEYS         bad `by` keys (negative, unsorted for `ordered`);
+ *   RED_ERR_LIMIT        a domain or result too large, too many parameters;
+ *   RED_ERR_UNSUPPORTED  valid, but not supported by this backend;
+ *   RED_ERR_DEVICE       RED_DEVICE_GPU, or an array in device memory, and
+ *                        no usable GPU; a CUDA driver error;
+ *   RED_ERR_COMPILE      NVRTC rejected a generated kernel (its log in the
+ *                        message);
+ *   RED_ERR_INTERRUPTED  red_interrupt;
+ *   RED_ERR_NOMEM        host or device memory;
+ *   RED_ERR_ARG          `e` NULL.
+ * A queued GPU run (see red_expr_set_stream) may report INDEX, EMPTY, LIMIT
+ * or DEVICE later, from red_sync. */
 RED_API int red_run(red_expr *e);
 
 /* Run this expression's GPU work on the caller's CUDA stream (a CUstream or
@@ -273,9 +372,17 @@ RED_API int red_run(red_expr *e);
  * red_run replaces the last one's results (whose memory it may reuse, in
  * stream order: work the caller queued on the same stream before the call
  * still reads the old values), and red_sync reports a fault of any of
- * them since the last wait, with no results. */
+ * them since the last wait, with no results.
+ * The work queued on the old stream is waited for first: returns red_sync's
+ * status (the new stream is set whatever it is), or RED_ERR_ARG for `e`
+ * NULL. */
 RED_API int red_expr_set_stream(red_expr *e, void *cuda_stream);
-/* Wait for the expression's queued work; its status (RED_OK if none). */
+/* Wait for the expression's queued work; its status (RED_OK if none).  On
+ * a failure the results are gone.  Returns RED_OK, or
+ *   RED_ERR_INDEX, RED_ERR_EMPTY, RED_ERR_LIMIT  a fault found on the device
+ *                 (as red_run);
+ *   RED_ERR_DEVICE  a CUDA driver error;  RED_ERR_NOMEM;
+ *   RED_ERR_ARG     `e` NULL. */
 RED_API int red_sync(red_expr *e);
 
 /* Where the time of the last red_run went, in milliseconds (0 where a phase
@@ -292,41 +399,62 @@ typedef struct red_timings {
     double cpu_ms;       /* the CPU executor                                  */
     double total_ms;     /* red_run from entry to return                      */
 } red_timings;
+/* Waits for queued work first: returns red_sync's status, or RED_ERR_ARG for
+ * `e` or `t` NULL. */
 RED_API int red_last_timings(red_expr *e, red_timings *t);
 
-/* The last error message for this expression ("" if none). */
+/* The message of the last failing call on `e` ("" if none): after red_run,
+ * red_sync, red_bind_*, red_result* or red_explain* fails, read it here (see
+ * ERRORS).  Owned by `e`, valid until its next failing call or red_finalize.
+ * "no expression" for NULL.  No status. */
 RED_API const char *red_expr_errmsg(red_expr *e);
 
 /* Number of results of the last run.  `a, b, c` gives three; a tuple-valued
- * reduction (user-defined operator over (re, im)) gives one per field. */
+ * reduction (user-defined operator over (re, im)) gives one per field.  0
+ * before a run, after a failed one, or for NULL.  No status. */
 RED_API int red_result_count(red_expr *e);
 
 /* Describe result `i`: dtype, shape, contiguous strides, and `data` pointing
  * at memory owned by the expression (see OWNERSHIP).  `name` (may be NULL)
- * receives the assigned name ("C" for `C[i,j] = ...`) or "". */
+ * receives the assigned name ("C" for `C[i,j] = ...`) or "".  Waits for
+ * queued work first (red_sync).  These red_result* calls return RED_OK, or
+ *   RED_ERR_ARG  `e` or `out` NULL; no result `i` (0 <= i < red_result_count;
+ *                none before a successful run);
+ *   red_sync's codes: RED_ERR_INDEX, RED_ERR_EMPTY, RED_ERR_LIMIT (a fault of
+ *                queued work), RED_ERR_DEVICE, RED_ERR_NOMEM;
+ * and the codes each lists below. */
 RED_API int red_result(red_expr *e, int i, red_array *out, const char **name);
 
-/* Convert scalar result `i` to double / int64 (RED_ERR_ARG if it is an
- * array with more than one element). */
+/* Convert scalar result `i` (or an array result of one element) to double /
+ * int64.  Also RED_ERR_ARG: an array of another size, `v` NULL. */
 RED_API int red_result_f64(red_expr *e, int i, double *v);
 RED_API int red_result_i64(red_expr *e, int i, int64_t *v);
 
 /* Copy result `i` into the caller's array `dst`: the shape must match; the
- * dtype may differ (values are converted as by a cast). */
+ * dtype may differ (values are converted as by a cast).  Into device memory
+ * (RED_MEM_CUDA), after a GPU run only: the same dtype, contiguous.  Also
+ *   RED_ERR_BIND         rank, extents, an unknown dtype or memory kind, or
+ *                        NULL data of `dst`;
+ *   RED_ERR_UNSUPPORTED  a device `dst` of another dtype, not contiguous, or
+ *                        after a CPU run;
+ *   RED_ERR_ARG          `dst` NULL. */
 RED_API int red_result_copy(red_expr *e, int i, const red_array *dst);
 
 /* Result `i` in a buffer the caller owns (a copy: the expression's own stays
  * readable until its next run): `out` describes it, and the caller releases
  * out->data with red_free (host memory) or red_device_free (memory ==
- * RED_MEM_CUDA, with RED_RESULTS_DEVICE). */
+ * RED_MEM_CUDA, with RED_RESULTS_DEVICE).  Returns red_result's codes, with
+ * RED_ERR_NOMEM and RED_ERR_DEVICE also for the copy. */
 RED_API int red_result_detach(red_expr *e, int i, red_array *out);
+/* Release host memory the library handed over (free).  No status. */
 RED_API void red_free(void *p);
 
 /* Human-readable plan of the expression for the current bindings: the map
  * expressions, operators with identities, domain, result shape and
  * segmentation, the backend that would run it (for the CPU, the number of
  * threads), then the generated CUDA source of each pass, whatever the
- * backend.  The string is owned by `e` (valid until the next call). */
+ * backend.  The string is owned by `e` (valid until the next call).
+ * Returns the codes of red_explain_ex, below. */
 RED_API int red_explain(red_expr *e, const char **text);
 
 /* What red_explain_ex puts after the plan. */
@@ -337,19 +465,34 @@ enum {
     RED_EXPLAIN_CUDA_ON_GPU = 2  /* the generated CUDA when the backend is the
                                     GPU: a CPU run has no kernels to show      */
 };
-/* red_explain with a choice of what follows the plan: one of RED_EXPLAIN_*
- * (RED_ERR_ARG for another value).  Same ownership as red_explain. */
+/* red_explain with a choice of what follows the plan: one of RED_EXPLAIN_*.
+ * Same ownership as red_explain.  Both check and plan for the current
+ * bindings as red_run does, and return RED_OK, or
+ *   RED_ERR_NAME, RED_ERR_TYPE, RED_ERR_SHAPE, RED_ERR_SYNTAX, RED_ERR_LIMIT
+ *                   as red_run's checks;
+ *   RED_ERR_BIND, RED_ERR_DEVICE  the expression's device cannot be used (as
+ *                   red_run);
+ *   RED_ERR_ARG     `e` or `text` NULL; `what` not a RED_EXPLAIN_* value;
+ *   RED_ERR_NOMEM. */
 RED_API int red_explain_ex(red_expr *e, int what, const char **text);
 
 /* ---- GPU and kernel cache ------------------------------------------------ */
 
-/* 1 when a GPU can be used (driver, device and NVRTC found), else 0; the
- * reason is then in red_errmsg.  The first call initialises CUDA. */
+/* 1 when a GPU can be used (driver, device and NVRTC found), else 0 (also
+ * for NULL); the reason is then in red_errmsg.  The first call initialises
+ * CUDA.  No status. */
 RED_API int red_gpu_available(red_ctx *ctx);
 
 /* Generate and compile with NVRTC the GPU kernels of `e` for its current
- * bindings, for architecture `arch` ("sm_90"), without running anything and
- * without needing a GPU or a driver: for build checks and tests. */
+ * bindings, for architecture `arch` ("sm_90"; NULL or "" means it), without
+ * running anything and without needing a GPU or a driver: for build checks
+ * and tests.  Returns RED_OK, or
+ *   RED_ERR_NAME, RED_ERR_TYPE, RED_ERR_SHAPE, RED_ERR_SYNTAX, RED_ERR_LIMIT
+ *                    as red_run's checks (LIMIT also: too many kernel
+ *                    parameters);
+ *   RED_ERR_COMPILE  NVRTC rejected a kernel (its log in the message);
+ *   RED_ERR_DEVICE   NVRTC cannot be loaded;
+ *   RED_ERR_ARG      `e` NULL;  RED_ERR_NOMEM. */
 RED_API int red_precompile(red_expr *e, const char *arch);
 
 typedef struct red_cache_info {
@@ -366,16 +509,22 @@ typedef struct red_cache_info {
 } red_cache_info;
 
 /* Device memory from the context's pool (for arrays that live on the GPU
- * across evaluations); valid until red_device_free or red_close. */
+ * across evaluations); valid until red_device_free or red_close.
+ * red_device_alloc returns RED_OK, RED_ERR_DEVICE (no usable GPU, a driver
+ * error), RED_ERR_NOMEM, or RED_ERR_ARG (`ctx` or `ptr` NULL); *ptr is NULL on
+ * failure.  red_device_free: NULL is a no-op; no status. */
 RED_API int red_device_alloc(red_ctx *ctx, size_t bytes, void **ptr);
 RED_API void red_device_free(red_ctx *ctx, void *ptr);
-/* Copy `bytes` between host and device memory (synchronous).  A memory kind
- * other than RED_MEM_HOST (or 0) and RED_MEM_CUDA gives RED_ERR_ARG. */
+/* Copy `bytes` between host and device memory (synchronous).  Returns RED_OK,
+ * or RED_ERR_ARG (`ctx` NULL, `dst` or `src` NULL with bytes > 0, a memory
+ * kind other than RED_MEM_HOST, 0 or RED_MEM_CUDA), RED_ERR_DEVICE (device
+ * memory and no usable GPU, a driver error) or RED_ERR_NOMEM. */
 RED_API int red_memcpy(red_ctx *ctx, void *dst, red_memory dst_memory, const void *src,
                        red_memory src_memory, size_t bytes);
 
 /* Statistics of the caches of `ctx`: kernels (zeros before the GPU is used)
- * and parsed programs. */
+ * and parsed programs.  Returns RED_OK, or RED_ERR_ARG (`ctx` or `info`
+ * NULL). */
 RED_API int red_cache_stats(red_ctx *ctx, red_cache_info *info);
 /* Remove every entry of the on-disk kernel cache ($REDJIT_CACHE_DIR, else
  * $XDG_CACHE_HOME/redjit, else ~/.cache/redjit; REDJIT_CACHE=0 disables it).
@@ -396,7 +545,8 @@ typedef struct red_binding {
     red_array   array;      /* 0-d for a scalar */
 } red_binding;
 
-/* Prepare (through a per-context cache keyed by `text`), bind, run.
+/* Prepare (through a per-context cache keyed by `text`), bind, run, with the
+ * context's options as they are at the call.
  * For each i < min(nresults, number of results):
  *   - results[i].data != NULL: the result is written there (shape must
  *     match, dtype converted);
@@ -404,12 +554,22 @@ typedef struct red_binding {
  *     red_free; red_device_free for device memory) and results[i]
  *     describes it.  When the call fails, no buffer is left allocated and
  *     those results[i].data are NULL again.
- * `*count` (may be NULL) receives the number of results the expression has. */
+ * `*count` (may be NULL) receives the number of results the expression has.
+ * Returns RED_OK, or (message in red_errmsg(ctx)) any code of red_prepare,
+ * red_bind_array and red_run; red_result_copy's RED_ERR_BIND and
+ * RED_ERR_UNSUPPORTED for a results[i] that does not fit; RED_ERR_ARG for
+ * `ctx` or `text` NULL, nbinds or nresults negative, or NULL arrays for
+ * them. */
 RED_API int red_eval(red_ctx *ctx, const char *text,
                      const red_binding *binds, int nbinds,
                      red_array *results, int nresults, int *count);
 
-/* red_eval for a single scalar result, converted to double. */
+/* red_eval for an expression with a single scalar result, converted to
+ * double into *v.  An expression with several results ("sum(x), max(x)")
+ * gives RED_ERR_ARG, with a message saying how many it has: use red_eval.
+ * A result that is an array (ndim > 0) gives RED_ERR_BIND.  *v is written
+ * only on success.  Returns RED_OK, red_eval's codes, or RED_ERR_ARG for the
+ * above and `v` NULL. */
 RED_API int red_eval_f64(red_ctx *ctx, const char *text,
                          const red_binding *binds, int nbinds, double *v);
 

@@ -1,7 +1,7 @@
 /*
  * gpu_internal.h -- what the GPU backend's rooms share (the .c files of src/gpu): the device, a pass's
  * kernels, a run in progress, and the functions one room offers the others.  gpu.h stays the
- * backend's interface to the API (src/runtime/api.c); nothing outside src/gpu/ includes this.
+ * backend's interface to the API (src/api/); nothing outside src/gpu/ includes this.
  */
 #ifndef RED_GPU_INTERNAL_H
 #define RED_GPU_INTERNAL_H

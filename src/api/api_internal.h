@@ -1,0 +1,145 @@
+/*
+ * api_internal.h -- what the files of the public API share: the program (parsed text, shared
+ * and reference counted, caching one plan per binding signature), the context, the prepared
+ * expression with its bindings and results, and the helpers each file calls in the others.
+ * Nothing outside src/api/ includes it.
+ */
+#ifndef API_INTERNAL_H
+#define API_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "check/check.h"
+#include "core/results.h"
+#include "gpu/gpu.h"
+#include "parser/ast.h"
+#include "redjit.h"
+#include "util.h"
+
+#define PROGRAM_CACHE_MAX 256     /* texts a context keeps parsed               */
+#define PLAN_CACHE_MAX 16         /* binding signatures a program keeps planned */
+#define CACHE_MB_DEFAULT 64       /* RED_OPT_CACHE_MB                           */
+
+/* A plan for one binding signature of a program.  Counted references: the
+ * program's list holds one, and so does each expression that last ran it or
+ * whose results came from it, so a plan dropped from the list (beyond
+ * PLAN_CACHE_MAX, or with its program) lives until they are done. */
+typedef struct plan_entry {
+    char *sig;              /* canonical signature text */
+    util_arena arena;
+    plan *plan;
+    size_t bytes;
+    int refs;
+    struct plan_entry *next;
+} plan_entry;
+
+typedef struct program {
+    char *text;
+    uint64_t hash;          /* of text */
+    size_t bytes;           /* text and AST */
+    util_arena arena;       /* the AST */
+    ast_program *ast;
+    int refs;
+    pthread_mutex_t lock;   /* guards plans */
+    plan_entry *plans;      /* newest first, at most PLAN_CACHE_MAX */
+} program;
+
+typedef struct cache_entry {
+    program *pg;
+} cache_entry;
+
+struct red_ctx {
+    pthread_mutex_t lock;
+    int opt[8];
+    red_log_fn log;
+    void *log_user;
+    char errmsg[UTIL_DIAG_MAX];
+    cache_entry cache[PROGRAM_CACHE_MAX];   /* least recently used first */
+    int ncache;
+    red_expr *exprs;        /* live prepared expressions (closed with ctx) */
+    gpu_dev *gpu;           /* opened on first use                          */
+    int gpu_tried;
+    int interrupts;         /* red_interrupt counts up; runs watch it       */
+    util_diag gpu_err;      /* why there is no GPU                          */
+};
+
+typedef struct binding {
+    char *name;
+    int is_array;
+    red_array arr;
+    plan_value scalar;      /* scalars by value */
+    red_dtype sdtype;
+    int weak;
+} binding;
+
+struct red_expr {
+    red_ctx *ctx;
+    program *pg;
+    int opt[8];             /* the context's options when it was prepared, then
+                               red_expr_set_option's: a context's later changes
+                               never reach it                                  */
+    binding *binds;         /* binds_inl until more are needed              */
+    int nbinds, capbinds;
+    int borrow_names;       /* red_eval's: binding names are the caller's,
+                               valid for the call, not copies               */
+    binding binds_inl[4];
+    /* results of the last run (their temporaries and names: run_pe's plan) */
+    core_results temps;
+    int nresults;
+    unsigned char *detached;   /* detached_inl unless there are more results */
+    unsigned char detached_inl[16];
+    util_buf explain;
+    util_diag diag;         /* the current call's error, cleared as it starts */
+    char errmsg[UTIL_DIAG_MAX];   /* red_expr_errmsg: the last failing call's   */
+    red_expr *prev, *next;  /* in ctx->exprs (prepared ones only) */
+    int on_list;
+    /* GPU runs */
+    gpu_dev *gpu;           /* the backend of the last run, NULL: the CPU   */
+    gpu_run run;            /* its queued work, stream, result placement    */
+    void *stream;
+    int results_on_device;  /* RED_RESULTS_* of the run: which temps.t[].data
+                               are device pointers (temp_on_device)          */
+    /* the plan for the binding signature of the last run: rebinding the
+     * same names with arrays of the same kinds, types and ranks reuses it */
+    plan_entry *last_pe;
+    plan_entry *run_pe;     /* the plan of the current results (a queued GPU run reads it) */
+    int sig_dirty;
+    red_timings timings;
+};
+
+/* ---- context.c --------------------------------------------------------------------------- */
+
+void plan_entry_unref(plan_entry *pe);
+void program_unref(program *pg);
+/* Keep `d`'s message as the context's last error (red_errmsg). */
+void ctx_note_error(red_ctx *ctx, const util_diag *d);
+/* Fail a context call with `code` and the message (also when ctx is NULL: then
+ * there is nowhere to keep it); returns `code`. */
+int ctx_fail(red_ctx *ctx, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Whether `value` is allowed for option `opt`. */
+int api_check_opt(red_option opt, int value);
+void ctx_trim(red_ctx *ctx);
+int ctx_program(red_ctx *ctx, const char *text, program **out, util_diag *diag);
+gpu_dev *ctx_gpu(red_ctx *ctx);
+
+/* ---- expr.c ------------------------------------------------------------------------------ */
+
+int expr_temp_on_device(const red_expr *e, int t);
+void expr_clear_results(red_expr *e);
+void expr_init(red_expr *e, red_ctx *ctx, program *pg);
+void expr_release(red_expr *e);
+/* Start a call that can fail: the last call's error is no longer the current one (the
+ * message of the last failing call stays in e->errmsg). */
+void expr_start(red_expr *e);
+/* Fail with `code`: the message the call set in e->diag (red_errstr's if none) becomes
+ * red_expr_errmsg's, and the context's (red_errmsg); returns `code`. */
+int expr_fail(red_expr *e, int code);
+/* Fail with `code` and a message. */
+int expr_failf(red_expr *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int expr_opt(red_expr *e, red_option opt);
+int expr_plan(red_expr *e, plan **out);
+int expr_backend(red_expr *e, gpu_dev **gpu);
+
+#endif
