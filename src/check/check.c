@@ -143,7 +143,7 @@ int ck_check_chain(ck *c, util_pos pos, const val *v)
         if (d < 0) return ck_nomem(c);
         if (d > MAX_CHAIN)
             return ck_err_at(c, pos, RED_ERR_LIMIT,
-                          "expression too long: the limit is %d operations in a chain", MAX_CHAIN);
+                             "expression too long: the limit is %d operations in a chain", MAX_CHAIN);
     }
     return 0;
 }
@@ -194,10 +194,10 @@ static int lower_node(ck *c, scope *s, const ast_node *n, val *out)
         TRY(ck_lower(c, s, n->args[0], &e));
         if (!e.tuple)
             return ck_err_at(c, n->pos, RED_ERR_TYPE, "'.%d' selects a tuple field, but this is a "
-                          "single value", n->field);
+                             "single value", n->field);
         if (n->field < 0 || n->field >= e.n)
             return ck_err_at(c, n->pos, RED_ERR_TYPE, "field .%d of a tuple of %d values (fields are "
-                          ".0 .. .%d)", n->field, e.n, e.n - 1);
+                             ".0 .. .%d)", n->field, e.n, e.n - 1);
         *out = ck_mk(e.c[n->field], 0);
         return 0;
     }
@@ -212,8 +212,8 @@ int ck_lower(ck *c, scope *s, const ast_node *n, val *out)
 {
     if (c->depth >= AST_MAX_DEPTH)
         return ck_err_at(c, n->pos, RED_ERR_LIMIT,
-                      "expression nested too deeply: the limit is %d levels, named values counted "
-                      "where they are used", AST_MAX_DEPTH);
+                         "expression nested too deeply: the limit is %d levels, named values counted "
+                         "where they are used", AST_MAX_DEPTH);
     c->depth++;
     int rc = lower_node(c, s, n, out);
     c->depth--;
@@ -260,7 +260,7 @@ static int lower_result(ck *c, const ast_stmt *st, const ast_node *e, const char
             for (int j = 0; j < i; j++)
                 if (strcmp(st->idx[i], st->idx[j]) == 0)
                     return ck_err_at(c, st->idx_pos[i], RED_ERR_NAME, "index '%s' is listed twice",
-                                  st->idx[i]);
+                                     st->idx[i]);
             int v = ck_new_var(c, st->idx[i], st->idx_pos[i]);
             if (v == -2) return ck_nomem(c);
             if (v < 0) return ck_err_at(c, st->idx_pos[i], RED_ERR_LIMIT, "too many index variables");
@@ -281,26 +281,26 @@ static int lower_result(ck *c, const ast_stmt *st, const ast_node *e, const char
                 for (int j = 0; j < st->nidx; j++) on_left |= top.vars[j] == used.v[i];
                 if (!on_left)
                     return ck_err_at(c, p->vars[used.v[i]].pos, RED_ERR_SHAPE,
-                                  "free index '%s' is not on the left side of '='",
-                                  p->vars[used.v[i]].name);
+                                     "free index '%s' is not on the left side of '='",
+                                     p->vars[used.v[i]].name);
             }
             for (int j = 0; j < st->nidx; j++) {
                 int found = 0;
                 for (int i = 0; i < used.n; i++) found |= used.v[i] == top.vars[j];
                 if (!found)
                     return ck_err_at(c, st->idx_pos[j], RED_ERR_SHAPE,
-                                  "index '%s' on the left side is not a free index of the right side",
-                                  st->idx[j]);
+                                     "index '%s' on the left side is not a free index of the right side",
+                                     st->idx[j]);
                 if (nd >= RED_MAX_DIMS)   /* dims has RED_MAX_DIMS entries */
                     return ck_err_at(c, st->idx_pos[j], RED_ERR_LIMIT, "a result with more than %d dimensions",
-                                  RED_MAX_DIMS);
+                                     RED_MAX_DIMS);
                 dims[nd++] = top.vars[j];
             }
         } else {
             for (int i = 0; i < used.n; i++) {
                 if (nd >= RED_MAX_DIMS)
                     return ck_err_at(c, e->pos, RED_ERR_LIMIT, "a result with more than %d dimensions",
-                                  RED_MAX_DIMS);
+                                     RED_MAX_DIMS);
                 dims[nd++] = used.v[i];
             }
         }
@@ -345,7 +345,7 @@ static int check_op(ck *c, const ast_stmt *st)
         return ck_err_at(c, st->name_pos, RED_ERR_NAME, "'%s' is a built-in reduction", st->name);
     if (strcmp(st->param[0], st->param[1]) == 0)
         return ck_err_at(c, st->param_pos[1], RED_ERR_NAME, "both parameters are named '%s'",
-                      st->param[0]);
+                         st->param[0]);
     if (c->nops >= MAX_OPS) return ck_err_at(c, st->pos, RED_ERR_LIMIT, "too many operators");
     c->ops[c->nops++] = st;
     /* check the identity is constant and the combine well typed, once with
@@ -360,7 +360,7 @@ static int check_op(ck *c, const ast_stmt *st)
     for (int k = 0; k < idv.n; k++)
         if (idv.c[k]->kind != IR_CONST)
             return ck_err_at(c, st->exprs[1]->pos, RED_ERR_TYPE,
-                          "the identity of operator '%s' must be made of constants", st->name);
+                             "the identity of operator '%s' must be made of constants", st->name);
     int types[PLAN_MAX_COMP];
     for (int k = 0; k < idv.n; k++) types[k] = CT_F64;
     ir *comb[PLAN_MAX_COMP];
@@ -432,7 +432,7 @@ int chk_build(const ast_program *prog, const chk_binding *binds, int nbinds, uti
                 return ck_err_at(&c, st->name_pos, RED_ERR_NAME, "'%s' is already defined", st->name);
             if (ck_find_bind(&c, st->name) >= 0)
                 return ck_err_at(&c, st->name_pos, RED_ERR_NAME,
-                              "'%s' is a bound array or scalar; choose another name", st->name);
+                                 "'%s' is a bound array or scalar; choose another name", st->name);
             if (c.nlets >= MAX_LETS) return ck_err_at(&c, st->pos, RED_ERR_LIMIT, "too many names");
             c.lets[c.nlets++] = st;
             last_let = st;
@@ -472,8 +472,8 @@ int chk_build(const ast_program *prog, const chk_binding *binds, int nbinds, uti
             }
             if (used)
                 return ck_err_at(&c, pv->pos, RED_ERR_SHAPE,
-                              "index '%s' has no extent: give one with 'over %s in lo..hi' or use "
-                              "it as a subscript", pv->name, pv->name);
+                                 "index '%s' has no extent: give one with 'over %s in lo..hi' or use "
+                                 "it as a subscript", pv->name, pv->name);
         }
     }
     p->nir = plan_builder_count(c.b);

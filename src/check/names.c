@@ -124,7 +124,7 @@ static int index_var(ck *c, scope *s, const char *name, util_pos pos, int *out)
         for (int i = 0; i < r->nover; i++)
             if (strcmp(r->over[i].name, name) == 0)
                 return ck_err_at(c, pos, RED_ERR_SHAPE,
-                              "a range bound cannot use '%s', an index this reduction reduces", name);
+                                 "a range bound cannot use '%s', an index this reduction reduces", name);
     }
     int v = find_var(s, c->p, name);
     if (v < 0) {
@@ -149,7 +149,7 @@ int ck_lower_name(ck *c, scope *s, const ast_node *n, val *out)
             if (strcmp(op->param[side], name) != 0) continue;
             if (c->op_ncomp == 0)   /* lowering the identity: no parameters yet */
                 return ck_err_at(c, n->pos, RED_ERR_TYPE,
-                              "the identity of operator '%s' must be made of constants, not '%s'", op->name, name);
+                                 "the identity of operator '%s' must be made of constants, not '%s'", op->name, name);
             val v = {.n = c->op_ncomp, .tuple = c->op_ncomp > 1};
             for (int k = 0; k < c->op_ncomp; k++)
                 v.c[k] = ir_param(c->b, c->op_types[k], 2 * k + side);
@@ -157,8 +157,8 @@ int ck_lower_name(ck *c, scope *s, const ast_node *n, val *out)
             return 0;
         }
         return ck_err_at(c, n->pos, RED_ERR_NAME,
-                      "operator '%s' may use only its parameters '%s' and '%s', not '%s'",
-                      op->name, op->param[0], op->param[1], name);
+                         "operator '%s' may use only its parameters '%s' and '%s', not '%s'",
+                         op->name, op->param[0], op->param[1], name);
     }
     int v = find_var(s, c->p, name);
     if (v >= 0) {
@@ -187,8 +187,8 @@ int ck_lower_name(ck *c, scope *s, const ast_node *n, val *out)
         scope *home = ck_accepting(s);
         if (home->has_sub)
             return ck_err_at(c, n->pos, RED_ERR_SHAPE,
-                          "whole array '%s' mixed with subscripted arrays in one reduction; "
-                          "write it with subscripts", name);
+                             "whole array '%s' mixed with subscripted arrays in one reduction; "
+                             "write it with subscripts", name);
         if (!home->has_anon) {
             home->has_anon = 1;
             home->whole_node = n;
@@ -204,10 +204,10 @@ int ck_lower_name(ck *c, scope *s, const ast_node *n, val *out)
             }
         } else if (home->nanon != bd->ndim) {
             return ck_err_at(c, n->pos, RED_ERR_SHAPE,
-                          "'%s' has %d dimension%s but '%s' has %d: whole arrays combined "
-                          "elementwise must have the same shape",
-                          name, bd->ndim, bd->ndim == 1 ? "" : "s", home->whole_node->name,
-                          home->nanon);
+                             "'%s' has %d dimension%s but '%s' has %d: whole arrays combined "
+                             "elementwise must have the same shape",
+                             name, bd->ndim, bd->ndim == 1 ? "" : "s", home->whole_node->name,
+                             home->nanon);
         }
         ir *subs[RED_MAX_DIMS];
         for (int d = 0; d < bd->ndim; d++) {
@@ -220,7 +220,7 @@ int ck_lower_name(ck *c, scope *s, const ast_node *n, val *out)
     }
     if (ck_find_op(c, name) >= 0)
         return ck_err_at(c, n->pos, RED_ERR_NAME,
-                      "'%s' is a reduction operator; use it as reduce(%s, ...)", name, name);
+                         "'%s' is a reduction operator; use it as reduce(%s, ...)", name, name);
     if (ck_is_idx_name(c, name)) {
         int var;
         TRY(index_var(c, s, name, n->pos, &var));
@@ -235,11 +235,11 @@ int ck_lower_name(ck *c, scope *s, const ast_node *n, val *out)
      * appears in no subscript and no over list) is a scalar not bound. */
     if (c->bound_owner)
         return ck_err_at(c, n->pos, RED_ERR_NAME,
-                      "unknown name '%s': bind it as an integer (--set %s=... in the CLI, "
-                      "red_bind_i64 in C)", name, name);
+                         "unknown name '%s': bind it as an integer (--set %s=... in the CLI, "
+                         "red_bind_i64 in C)", name, name);
     return ck_err_at(c, n->pos, RED_ERR_NAME,
-                  "unknown name '%s': bind an array or a scalar to it (--load %s=FILE.npy or "
-                  "--set %s=... in the CLI, red_bind_array or red_bind_f64 in C)", name, name, name);
+                     "unknown name '%s': bind an array or a scalar to it (--load %s=FILE.npy or "
+                     "--set %s=... in the CLI, red_bind_array or red_bind_f64 in C)", name, name, name);
 }
 
 int ck_lower_index(ck *c, scope *s, const ast_node *n, val *out)
@@ -250,31 +250,31 @@ int ck_lower_index(ck *c, scope *s, const ast_node *n, val *out)
     if (bi < 0 || !c->binds[bi].is_array) {
         if (ck_find_let(c, n->name) >= 0)
             return ck_err_at(c, n->name_pos, RED_ERR_TYPE,
-                          "'%s' is a named value, not an array: it cannot be subscripted", n->name);
+                             "'%s' is a named value, not an array: it cannot be subscripted", n->name);
         if (bi >= 0)
             return ck_err_at(c, n->name_pos, RED_ERR_TYPE, "'%s' is a scalar: it cannot be subscripted",
-                          n->name);
+                             n->name);
         suggest sg = {n->name, NULL, 0};
         for (int i = 0; i < c->nbinds; i++)
             if (c->binds[i].is_array) ck_suggest_offer(&sg, c->binds[i].name);
         if (sg.best)
             return ck_err_at(c, n->name_pos, RED_ERR_NAME, "unknown array '%s': did you mean '%s'?",
-                          n->name, sg.best);
+                             n->name, sg.best);
         return ck_err_at(c, n->name_pos, RED_ERR_NAME,
-                      "unknown array '%s': bind it (--load %s=FILE.npy in the CLI, red_bind_array "
-                      "in C)", n->name, n->name);
+                         "unknown array '%s': bind it (--load %s=FILE.npy in the CLI, red_bind_array "
+                         "in C)", n->name, n->name);
     }
     const chk_binding *bd = &c->binds[bi];
     if (n->nargs != bd->ndim)
         return ck_err_at(c, n->pos, RED_ERR_SHAPE, "'%s' has %d dimension%s but %d subscript%s given",
-                      n->name, bd->ndim, bd->ndim == 1 ? "" : "s", n->nargs,
-                      n->nargs == 1 ? " is" : "s are");
+                         n->name, bd->ndim, bd->ndim == 1 ? "" : "s", n->nargs,
+                         n->nargs == 1 ? " is" : "s are");
     scope *home = ck_accepting(s);
     if (home->has_anon)
         return ck_err_at(c, n->pos, RED_ERR_SHAPE,
-                      "subscripted '%s' mixed with whole array '%s' in one reduction; "
-                      "write '%s' with subscripts", n->name, home->whole_node->name,
-                      home->whole_node->name);
+                         "subscripted '%s' mixed with whole array '%s' in one reduction; "
+                         "write '%s' with subscripts", n->name, home->whole_node->name,
+                         home->whole_node->name);
     home->has_sub = 1;
     if (!home->sub_node) home->sub_node = n;
     int buf = c->buf_of_bind[bi];
@@ -294,7 +294,7 @@ int ck_lower_index(ck *c, scope *s, const ast_node *n, val *out)
         int t = v.c[0]->type;
         if (!CT_IS_INT(t))
             return ck_err_at(c, e->pos, RED_ERR_TYPE, "subscript of '%s' must be an integer, not %s",
-                          n->name, plan_ct_name(t));
+                             n->name, plan_ct_name(t));
         ir *x = ir_cast(c->b, CT_I64, v.c[0]);
         if (!x) return ck_nomem(c);
         subs[d] = x;

@@ -52,8 +52,8 @@ int ck_single(ck *c, const ast_node *n, const val *v)
 {
     if (v->tuple)
         return ck_err_at(c, n->pos, RED_ERR_TYPE,
-                      "a tuple of %d values cannot be used here; select a field with .0 .. .%d",
-                      v->n, v->n - 1);
+                         "a tuple of %d values cannot be used here; select a field with .0 .. .%d",
+                         v->n, v->n - 1);
     return 0;
 }
 
@@ -86,7 +86,7 @@ int ck_lower_unary(ck *c, scope *s, const ast_node *n, val *out)
     case '~':
         if (CT_IS_FLOAT(t))
             return ck_err_at(c, n->pos, RED_ERR_TYPE, "'~' needs an integer or bool operand, not %s",
-                          plan_ct_name(t));
+                             plan_ct_name(t));
         if (t == CT_BOOL) *out = ck_mk(ck_op1(c, OP_NOT, CT_BOOL, x.c[0]), 0);
         else *out = ck_mk(ck_op1(c, OP_BNOT, t, x.c[0]), x.weak);
         return 0;
@@ -141,7 +141,7 @@ static int binary(ck *c, const ast_node *n, int op, const char *text, val x, val
         int tl = x.c[0]->type, tr = y.c[0]->type;
         if (!CT_IS_INT(tl) || !CT_IS_INT(tr))
             return ck_err_at(c, n->pos, RED_ERR_TYPE, "'%s' needs integer operands, not %s and %s",
-                          text, plan_ct_name(tl), plan_ct_name(tr));
+                             text, plan_ct_name(tl), plan_ct_name(tr));
         t = x.weak && !y.weak ? CT_I64 : tl;
         ir *cnt = ir_cast(c->b, t, y.c[0]);
         *out = ck_mk(ck_op2(c, op, t, ir_cast(c->b, t, x.c[0]), cnt), x.weak);
@@ -150,8 +150,8 @@ static int binary(ck *c, const ast_node *n, int op, const char *text, val x, val
     if (op == OP_BAND || op == OP_BOR || op == OP_BXOR) {
         if (CT_IS_FLOAT(x.c[0]->type) || CT_IS_FLOAT(y.c[0]->type) || CT_IS_FLOAT(t))
             return ck_err_at(c, n->pos, RED_ERR_TYPE,
-                          "bit operation '%s' on %s: it needs integer or bool operands", text,
-                          plan_ct_name(CT_IS_FLOAT(x.c[0]->type) ? x.c[0]->type
+                             "bit operation '%s' on %s: it needs integer or bool operands", text,
+                             plan_ct_name(CT_IS_FLOAT(x.c[0]->type) ? x.c[0]->type
                                        : CT_IS_FLOAT(y.c[0]->type) ? y.c[0]->type : t));
     } else if (t == CT_BOOL && op >= OP_ADD && op <= OP_MOD) {
         t = CT_I32;   /* bool arithmetic is int arithmetic */
@@ -180,7 +180,7 @@ static int binary_step(ck *c, scope *s, const ast_node *n, val x, val *out)
     if (op < 0) return ck_err_at(c, n->pos, RED_ERR_INTERNAL, "unknown binary operator");
     if (x.tuple || y.tuple)
         return ck_err_at(c, (x.tuple ? n->args[0] : n->args[1])->pos, RED_ERR_TYPE,
-                      "'%s' cannot be applied to a tuple; select a field with .0, .1, ...", text);
+                         "'%s' cannot be applied to a tuple; select a field with .0, .1, ...", text);
     TRY(binary(c, n, op, text, x, y, out));
     return ck_check_chain(c, n->name_pos, out);
 }
@@ -216,7 +216,7 @@ int ck_lower_cond(ck *c, scope *s, const ast_node *n, val *out)
     if (x.tuple || y.tuple) {
         if (x.n != y.n)
             return ck_err_at(c, n->pos, RED_ERR_TYPE, "the branches of '?:' have %d and %d fields", x.n,
-                          y.n);
+                             y.n);
     }
     val r = {.n = x.n, .tuple = x.tuple};
     for (int i = 0; i < x.n; i++) {
@@ -267,19 +267,19 @@ int ck_lower_call(ck *c, scope *s, const ast_node *n, val *out)
                     !n->has_over && !n->by)) {
         if (n->nargs != 1)
             return ck_err_at(c, n->pos, RED_ERR_TYPE, "%s() takes 1 argument (the reduced expression), "
-                          "%d given%s", name, n->nargs,
-                          strcmp(name, "min") == 0 || strcmp(name, "max") == 0
+                             "%d given%s", name, n->nargs,
+                             strcmp(name, "min") == 0 || strcmp(name, "max") == 0
                               ? "; the elementwise form takes 2" : "");
         return ck_lower_reduce(c, s, n, name, out);
     }
     if (n->has_over || n->by)
         return ck_err_at(c, n->name_pos, RED_ERR_TYPE, "'%s' is not a reduction: it cannot take '%s'",
-                      name, n->has_over ? "over" : "by");
+                         name, n->has_over ? "over" : "by");
     for (size_t i = 0; i < sizeof casts / sizeof casts[0]; i++) {
         if (strcmp(name, casts[i].name) != 0) continue;
         if (n->nargs != 1)
             return ck_err_at(c, n->pos, RED_ERR_TYPE, "cast %s() takes 1 argument, %d given", name,
-                          n->nargs);
+                             n->nargs);
         val x;
         TRY(ck_lower(c, s, n->args[0], &x));
         TRY(ck_single(c, n->args[0], &x));
@@ -294,7 +294,7 @@ int ck_lower_call(ck *c, scope *s, const ast_node *n, val *out)
         if (strcmp(name, funcs[i].name) != 0) continue;
         if (n->nargs != funcs[i].nargs)
             return ck_err_at(c, n->pos, RED_ERR_TYPE, "%s() takes %d argument%s, %d given", name,
-                          funcs[i].nargs, funcs[i].nargs == 1 ? "" : "s", n->nargs);
+                             funcs[i].nargs, funcs[i].nargs == 1 ? "" : "s", n->nargs);
         val a[3];
         for (int k = 0; k < n->nargs; k++) {
             TRY(ck_lower(c, s, n->args[k], &a[k]));
@@ -329,7 +329,7 @@ int ck_lower_call(ck *c, scope *s, const ast_node *n, val *out)
     }
     if (ck_find_op(c, name) >= 0)
         return ck_err_at(c, n->name_pos, RED_ERR_NAME,
-                      "'%s' is a reduction operator; use it as reduce(%s, ...)", name, name);
+                         "'%s' is a reduction operator; use it as reduce(%s, ...)", name, name);
     suggest sg = {name, NULL, 0};
     for (size_t i = 0; i < sizeof red_names / sizeof red_names[0]; i++) ck_suggest_offer(&sg, red_names[i]);
     for (size_t i = 0; i < sizeof funcs / sizeof funcs[0]; i++) ck_suggest_offer(&sg, funcs[i].name);
@@ -337,6 +337,6 @@ int ck_lower_call(ck *c, scope *s, const ast_node *n, val *out)
     for (int i = 0; i < c->nops; i++) ck_suggest_offer(&sg, c->ops[i]->name);
     if (sg.best)
         return ck_err_at(c, n->name_pos, RED_ERR_NAME, "unknown function '%s': did you mean '%s'?", name,
-                      sg.best);
+                         sg.best);
     return ck_err_at(c, n->name_pos, RED_ERR_NAME, "unknown function '%s'", name);
 }

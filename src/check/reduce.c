@@ -207,8 +207,8 @@ int ck_lower_user_combine(ck *c, const ast_stmt *op, int ncomp, const int *types
     if (rc) return rc;
     if (v.n != ncomp)
         return ck_err_at(c, op->exprs[0]->pos, RED_ERR_TYPE,
-                      "operator '%s' combines %d field%s but its identity has %d", op->name, v.n,
-                      v.n == 1 ? "" : "s", ncomp);
+                         "operator '%s' combines %d field%s but its identity has %d", op->name, v.n,
+                         v.n == 1 ? "" : "s", ncomp);
     for (int k = 0; k < ncomp; k++) out[k] = ir_cast(c->b, types[k], v.c[k]);
     return 0;
 }
@@ -232,13 +232,13 @@ static int check_over_tail(ck *c, const ast_node *n, const scope *rs)
         int len = (int)(to - from);
         if (len > 60)
             return ck_err_at(c, o->pos, RED_ERR_SHAPE,
-                          "index '%s' has no extent; if '%s' is meant as another result rather than "
-                          "an index of 'over', put the reduction before it in parentheses",
-                          o->name, o->name);
+                             "index '%s' has no extent; if '%s' is meant as another result rather than "
+                             "an index of 'over', put the reduction before it in parentheses",
+                             o->name, o->name);
         return ck_err_at(c, o->pos, RED_ERR_SHAPE,
-                      "index '%s' has no extent; if '%s' is meant as another result rather than an "
-                      "index of 'over', put the reduction in parentheses: (%.*s), %s",
-                      o->name, o->name, len, from, o->name);
+                         "index '%s' has no extent; if '%s' is meant as another result rather than an "
+                         "index of 'over', put the reduction in parentheses: (%.*s), %s",
+                         o->name, o->name, len, from, o->name);
     }
     return 0;
 }
@@ -247,7 +247,7 @@ int ck_lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val 
 {
     if (c->in_op)
         return ck_err_at(c, n->pos, RED_ERR_TYPE, "operator '%s' may not contain a reduction",
-                      c->in_op->name);
+                         c->in_op->name);
     plan *p = c->p;
     int is_mean = strcmp(opname, "mean") == 0, is_count = strcmp(opname, "count") == 0;
     int rop = is_mean || is_count ? ROP_SUM : ck_op_from_name(opname);
@@ -261,7 +261,7 @@ int ck_lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val 
             for (int i = 0; i < c->nops; i++) ck_suggest_offer(&sg, c->ops[i]->name);
             if (sg.best)
                 return ck_err_at(c, n->name_pos, RED_ERR_NAME,
-                              "unknown reduction operator '%s': did you mean '%s'?", opname, sg.best);
+                                 "unknown reduction operator '%s': did you mean '%s'?", opname, sg.best);
             return ck_err_at(c, n->name_pos, RED_ERR_NAME, "unknown reduction operator '%s'", opname);
         }
         uop = c->ops[oi];
@@ -290,7 +290,7 @@ int ck_lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val 
             TRY(ck_single(c, o->hi, &hi));
             if (!CT_IS_INT(lo.c[0]->type) || !CT_IS_INT(hi.c[0]->type))
                 return ck_err_at(c, (CT_IS_INT(lo.c[0]->type) ? o->hi : o->lo)->pos, RED_ERR_TYPE,
-                              "range bounds of '%s' must be integers", o->name);
+                                 "range bounds of '%s' must be integers", o->name);
             p->vars[v].lo = ir_cast(c->b, CT_I64, lo.c[0]);
             p->vars[v].hi = ir_cast(c->b, CT_I64, hi.c[0]);
         }
@@ -306,7 +306,7 @@ int ck_lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val 
         TRY(ck_single(c, n->by, &k));
         if (!CT_IS_INT(k.c[0]->type))
             return ck_err_at(c, n->by->pos, RED_ERR_TYPE, "the key of 'by' must be an integer, not %s",
-                          plan_ct_name(k.c[0]->type));
+                             plan_ct_name(k.c[0]->type));
         key = ir_cast(c->b, CT_I64, k.c[0]);
     }
     TRY(check_over_tail(c, n, &rs));
@@ -332,8 +332,8 @@ int ck_lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val 
         if (rc) return rc;
         if (body.n != idv.n)
             return ck_err_at(c, n->args[0]->pos, RED_ERR_TYPE,
-                          "operator '%s' reduces %d-field values (its identity has %d) but this "
-                          "operand has %d", uop->name, idv.n, idv.n, body.n);
+                             "operator '%s' reduces %d-field values (its identity has %d) but this "
+                             "operand has %d", uop->name, idv.n, idv.n, body.n);
         rd.ncomp = nres = body.n;
         for (int k = 0; k < body.n; k++) {
             int t = body.c[k]->type;
@@ -342,14 +342,14 @@ int ck_lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val 
             ir *idc = ir_cast(c->b, t, idv.c[k]);
             if (!const_value(idc, &rd.identity[k]))
                 return ck_err_at(c, uop->exprs[1]->pos, RED_ERR_TYPE,
-                              "the identity of operator '%s' must be made of constants", uop->name);
+                                 "the identity of operator '%s' must be made of constants", uop->name);
         }
         TRY(ck_lower_user_combine(c, uop, rd.ncomp, rd.acc, rd.combine));
     } else {
         if (body.tuple)
             return ck_err_at(c, n->args[0]->pos, RED_ERR_TYPE,
-                          "'%s' reduces single values, not a tuple of %d; use a user-defined "
-                          "operator (op NAME(a, b) = ... identity ...)", opname, body.n);
+                             "'%s' reduces single values, not a tuple of %d; use a user-defined "
+                             "operator (op NAME(a, b) = ... identity ...)", opname, body.n);
         ir *x = body.c[0];
         int t = x->type;
         switch (rop) {
@@ -370,8 +370,8 @@ int ck_lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val 
         case ROP_BAND: case ROP_BOR: case ROP_BXOR:
             if (CT_IS_FLOAT(t))
                 return ck_err_at(c, n->args[0]->pos, RED_ERR_TYPE,
-                              "bit reduction '%s' of %s values: it needs integers or bools",
-                              opname, plan_ct_name(t));
+                                 "bit reduction '%s' of %s values: it needs integers or bools",
+                                 opname, plan_ct_name(t));
             rd.acc[0] = t;
             rd.map[0] = x;
             break;
@@ -389,7 +389,7 @@ int ck_lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val 
     for (int i = 0; i < rs.nvars; i++) {
         if (nred >= RED_MAX_DIMS)
             return ck_err_at(c, n->pos, RED_ERR_LIMIT, "a reduction over more than %d indices",
-                          RED_MAX_DIMS);
+                             RED_MAX_DIMS);
         red[nred++] = rs.vars[i];
     }
     varset used = {0};
@@ -408,14 +408,14 @@ int ck_lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val 
         if (isred) continue;
         if (nfree >= RED_MAX_DIMS)
             return ck_err_at(c, n->pos, RED_ERR_LIMIT, "a result with more than %d dimensions",
-                          RED_MAX_DIMS);
+                             RED_MAX_DIMS);
         fr[nfree++] = v;
     }
     /* range bounds may use free indices only (checked when lowered) */
     if (key && nfree)
         return ck_err_at(c, n->by->pos, RED_ERR_SHAPE,
-                      "a reduction with 'by' cannot have free indices ('%s' is not reduced)",
-                      p->vars[fr[0]].name);
+                         "a reduction with 'by' cannot have free indices ('%s' is not reduced)",
+                         p->vars[fr[0]].name);
 
     int after = last_producer(p, key);
     for (int k = 0; k < rd.ncomp; k++) {
