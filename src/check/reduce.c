@@ -243,33 +243,30 @@ static int check_over_tail(ck *c, const ast_node *n, const scope *rs)
     return 0;
 }
 
-int ck_lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val *out)
+/* A reduction operator that is neither built in nor mean/count: a user
+ * operator, or an error suggesting the closest name. */
+static int find_user_op(ck *c, const ast_node *n, const char *opname, const ast_stmt **uop)
 {
-    if (c->in_op)
-        return ck_err_at(c, n->pos, RED_ERR_TYPE, "operator '%s' may not contain a reduction",
-                         c->in_op->name);
-    plan *p = c->p;
-    int is_mean = strcmp(opname, "mean") == 0, is_count = strcmp(opname, "count") == 0;
-    int rop = is_mean || is_count ? ROP_SUM : ck_op_from_name(opname);
-    const ast_stmt *uop = NULL;
-    if (rop < 0) {
-        int oi = ck_find_op(c, opname);
-        if (oi < 0) {
-            suggest sg = {opname, NULL, 0};
-            static const char *const named[] = {"min", "max", "argmin", "argmax"};
-            for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) ck_suggest_offer(&sg, named[i]);
-            for (int i = 0; i < c->nops; i++) ck_suggest_offer(&sg, c->ops[i]->name);
-            if (sg.best)
-                return ck_err_at(c, n->name_pos, RED_ERR_NAME,
-                                 "unknown reduction operator '%s': did you mean '%s'?", opname, sg.best);
-            return ck_err_at(c, n->name_pos, RED_ERR_NAME, "unknown reduction operator '%s'", opname);
-        }
-        uop = c->ops[oi];
-        rop = ROP_USER;
+    int oi = ck_find_op(c, opname);
+    if (oi < 0) {
+        suggest sg = {opname, NULL, 0};
+        static const char *const named[] = {"min", "max", "argmin", "argmax"};
+        for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) ck_suggest_offer(&sg, named[i]);
+        for (int i = 0; i < c->nops; i++) ck_suggest_offer(&sg, c->ops[i]->name);
+        if (sg.best)
+            return ck_err_at(c, n->name_pos, RED_ERR_NAME,
+                             "unknown reduction operator '%s': did you mean '%s'?", opname, sg.best);
+        return ck_err_at(c, n->name_pos, RED_ERR_NAME, "unknown reduction operator '%s'", opname);
     }
+    *uop = c->ops[oi];
+    return 0;
+}
 
-    /* the reduction's own scope and its explicit indices */
-    scope rs = {.parent = s, .accepts = !n->has_over};
+/* The over-list into the reduction's own scope `rs`: a new variable per
+ * index, with the range bounds lowered in the scope `s` around it. */
+static int lower_over(ck *c, scope *s, const ast_node *n, scope *rs)
+{
+    plan *p = c->p;
     for (int i = 0; i < n->nover; i++) {
         const ast_over *o = &n->over[i];
         for (int j = 0; j < i; j++)
@@ -294,106 +291,113 @@ int ck_lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val 
             p->vars[v].lo = ir_cast(c->b, CT_I64, lo.c[0]);
             p->vars[v].hi = ir_cast(c->b, CT_I64, hi.c[0]);
         }
-        TRY(ck_scope_add(c, &rs, v, o->pos));
+        TRY(ck_scope_add(c, rs, v, o->pos));
     }
+    return 0;
+}
 
-    val body;
-    TRY(ck_lower(c, &rs, n->args[0], &body));
-    ir *key = NULL;
-    if (n->by) {
-        val k;
-        TRY(ck_lower(c, &rs, n->by, &k));
-        TRY(ck_single(c, n->by, &k));
-        if (!CT_IS_INT(k.c[0]->type))
-            return ck_err_at(c, n->by->pos, RED_ERR_TYPE, "the key of 'by' must be an integer, not %s",
-                             plan_ct_name(k.c[0]->type));
-        key = ir_cast(c->b, CT_I64, k.c[0]);
+/* The key of `by`, an integer, lowered in the reduction's scope. */
+static int lower_key(ck *c, scope *rs, const ast_node *n, ir **key)
+{
+    val k;
+    TRY(ck_lower(c, rs, n->by, &k));
+    TRY(ck_single(c, n->by, &k));
+    if (!CT_IS_INT(k.c[0]->type))
+        return ck_err_at(c, n->by->pos, RED_ERR_TYPE, "the key of 'by' must be an integer, not %s",
+                         plan_ct_name(k.c[0]->type));
+    *key = ir_cast(c->b, CT_I64, k.c[0]);
+    return 0;
+}
+
+/* The map expressions, accumulator types, identity and combine of a user
+ * operator; *nres: the number of fields of the result. */
+static int map_user(ck *c, const ast_node *n, const ast_stmt *uop, const val *body, plan_red *rd,
+                    int *nres)
+{
+    rd->uname = uop->name;
+    rd->ordered = uop->ordered;
+    /* identity arity decides the tuple size */
+    val idv;
+    scope none = {.accepts = 1};
+    const ast_stmt *saved = c->in_op;
+    c->in_op = uop;
+    c->op_ncomp = 0;
+    int rc = ck_lower(c, &none, uop->exprs[1], &idv);
+    c->in_op = saved;
+    if (rc) return rc;
+    if (body->n != idv.n)
+        return ck_err_at(c, n->args[0]->pos, RED_ERR_TYPE,
+                         "operator '%s' reduces %d-field values (its identity has %d) but this "
+                         "operand has %d", uop->name, idv.n, idv.n, body->n);
+    rd->ncomp = *nres = body->n;
+    for (int k = 0; k < body->n; k++) {
+        int t = body->c[k]->type;
+        rd->acc[k] = t;
+        rd->map[k] = body->c[k];
+        ir *idc = ir_cast(c->b, t, idv.c[k]);
+        if (!const_value(idc, &rd->identity[k]))
+            return ck_err_at(c, uop->exprs[1]->pos, RED_ERR_TYPE,
+                             "the identity of operator '%s' must be made of constants", uop->name);
     }
-    TRY(check_over_tail(c, n, &rs));
+    return ck_lower_user_combine(c, uop, rd->ncomp, rd->acc, rd->combine);
+}
 
-    /* the map expressions and accumulator types */
-    plan_red rd;
-    memset(&rd, 0, sizeof rd);
-    rd.rop = rop;
-    rd.pos = n->pos;
-    rd.ncomp = 1;
-    int nres = 1;
-    if (rop == ROP_USER) {
-        rd.uname = uop->name;
-        rd.ordered = uop->ordered;
-        /* identity arity decides the tuple size */
-        val idv;
-        scope none = {.accepts = 1};
-        const ast_stmt *saved = c->in_op;
-        c->in_op = uop;
-        c->op_ncomp = 0;
-        int rc = ck_lower(c, &none, uop->exprs[1], &idv);
-        c->in_op = saved;
-        if (rc) return rc;
-        if (body.n != idv.n)
-            return ck_err_at(c, n->args[0]->pos, RED_ERR_TYPE,
-                             "operator '%s' reduces %d-field values (its identity has %d) but this "
-                             "operand has %d", uop->name, idv.n, idv.n, body.n);
-        rd.ncomp = nres = body.n;
-        for (int k = 0; k < body.n; k++) {
-            int t = body.c[k]->type;
-            rd.acc[k] = t;
-            rd.map[k] = body.c[k];
-            ir *idc = ir_cast(c->b, t, idv.c[k]);
-            if (!const_value(idc, &rd.identity[k]))
-                return ck_err_at(c, uop->exprs[1]->pos, RED_ERR_TYPE,
-                                 "the identity of operator '%s' must be made of constants", uop->name);
+/* The map expression and accumulator type of a built-in reduction. */
+static int map_builtin(ck *c, const ast_node *n, const char *opname, int is_mean, int is_count,
+                       const val *body, plan_red *rd)
+{
+    if (body->tuple)
+        return ck_err_at(c, n->args[0]->pos, RED_ERR_TYPE,
+                         "'%s' reduces single values, not a tuple of %d; use a user-defined "
+                         "operator (op NAME(a, b) = ... identity ...)", opname, body->n);
+    ir *x = body->c[0];
+    int t = x->type;
+    switch (rd->rop) {
+    case ROP_SUM:
+    case ROP_PROD:
+        if (is_count) {
+            rd->acc[0] = CT_I64;
+            rd->map[0] = ir_cast(c->b, CT_I64, ck_to_bool(c, x));
+        } else {
+            rd->acc[0] = is_mean ? (CT_IS_FLOAT(t) ? t : CT_F64) : sum_type(t);
+            rd->map[0] = ir_cast(c->b, rd->acc[0], x);
         }
-        TRY(ck_lower_user_combine(c, uop, rd.ncomp, rd.acc, rd.combine));
-    } else {
-        if (body.tuple)
+        break;
+    case ROP_MIN: case ROP_MAX: case ROP_ARGMIN: case ROP_ARGMAX:
+        rd->acc[0] = t;
+        rd->map[0] = x;
+        break;
+    case ROP_BAND: case ROP_BOR: case ROP_BXOR:
+        if (CT_IS_FLOAT(t))
             return ck_err_at(c, n->args[0]->pos, RED_ERR_TYPE,
-                             "'%s' reduces single values, not a tuple of %d; use a user-defined "
-                             "operator (op NAME(a, b) = ... identity ...)", opname, body.n);
-        ir *x = body.c[0];
-        int t = x->type;
-        switch (rop) {
-        case ROP_SUM:
-        case ROP_PROD:
-            if (is_count) {
-                rd.acc[0] = CT_I64;
-                rd.map[0] = ir_cast(c->b, CT_I64, ck_to_bool(c, x));
-            } else {
-                rd.acc[0] = is_mean ? (CT_IS_FLOAT(t) ? t : CT_F64) : sum_type(t);
-                rd.map[0] = ir_cast(c->b, rd.acc[0], x);
-            }
-            break;
-        case ROP_MIN: case ROP_MAX: case ROP_ARGMIN: case ROP_ARGMAX:
-            rd.acc[0] = t;
-            rd.map[0] = x;
-            break;
-        case ROP_BAND: case ROP_BOR: case ROP_BXOR:
-            if (CT_IS_FLOAT(t))
-                return ck_err_at(c, n->args[0]->pos, RED_ERR_TYPE,
-                                 "bit reduction '%s' of %s values: it needs integers or bools",
-                                 opname, plan_ct_name(t));
-            rd.acc[0] = t;
-            rd.map[0] = x;
-            break;
-        case ROP_LAND: case ROP_LOR:
-            rd.acc[0] = CT_BOOL;
-            rd.map[0] = ck_to_bool(c, x);
-            break;
-        }
+                             "bit reduction '%s' of %s values: it needs integers or bools",
+                             opname, plan_ct_name(t));
+        rd->acc[0] = t;
+        rd->map[0] = x;
+        break;
+    case ROP_LAND: case ROP_LOR:
+        rd->acc[0] = CT_BOOL;
+        rd->map[0] = ck_to_bool(c, x);
+        break;
     }
-    for (int k = 0; k < rd.ncomp; k++)
-        if (!rd.map[k]) return ck_nomem(c);
+    return 0;
+}
 
-    /* what is reduced, what stays free */
-    int red[RED_MAX_DIMS], nred = 0;
-    for (int i = 0; i < rs.nvars; i++) {
+/* What is reduced (the variables of the reduction's scope, red[]) and what
+ * stays free (every other variable the map, the key or the bounds read, fr[]). */
+static int split_domain(ck *c, const ast_node *n, const scope *rs, const plan_red *rd, ir *key,
+                        int *red, int *nred_out, int *fr, int *nfree_out)
+{
+    plan *p = c->p;
+    int nred = 0;
+    for (int i = 0; i < rs->nvars; i++) {
         if (nred >= RED_MAX_DIMS)
             return ck_err_at(c, n->pos, RED_ERR_LIMIT, "a reduction over more than %d indices",
                              RED_MAX_DIMS);
-        red[nred++] = rs.vars[i];
+        red[nred++] = rs->vars[i];
     }
     varset used = {0};
-    for (int k = 0; k < rd.ncomp; k++) ck_collect_vars(p, rd.map[k], &used);
+    for (int k = 0; k < rd->ncomp; k++) ck_collect_vars(p, rd->map[k], &used);
     ck_collect_vars(p, key, &used);
     for (int k = 0; k < nred; k++) {
         /* a range's bounds make their indices free even if the operand does
@@ -401,7 +405,7 @@ int ck_lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val 
         ck_collect_vars(p, p->vars[red[k]].lo, &used);
         ck_collect_vars(p, p->vars[red[k]].hi, &used);
     }
-    int fr[RED_MAX_DIMS], nfree = 0;
+    int nfree = 0;
     for (int i = 0; i < used.n; i++) {
         int v = used.v[i], isred = 0;
         for (int k = 0; k < nred; k++) isred |= red[k] == v;
@@ -416,10 +420,21 @@ int ck_lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val 
         return ck_err_at(c, n->by->pos, RED_ERR_SHAPE,
                          "a reduction with 'by' cannot have free indices ('%s' is not reduced)",
                          p->vars[fr[0]].name);
+    *nred_out = nred;
+    *nfree_out = nfree;
+    return 0;
+}
 
+/* The pass the reduction joins or starts, after every pass producing a
+ * temporary it reads; a keyed pass's key index is reduced by the nearest
+ * enclosing reduction without `over` (scope `s`), or free. */
+static int place_in_pass(ck *c, scope *s, const ast_node *n, const plan_red *rd, ir *key,
+                         int nfree, const int *fr, int nred, const int *red, int *pass_out)
+{
+    plan *p = c->p;
     int after = last_producer(p, key);
-    for (int k = 0; k < rd.ncomp; k++) {
-        int a = last_producer(p, rd.map[k]);
+    for (int k = 0; k < rd->ncomp; k++) {
+        int a = last_producer(p, rd->map[k]);
         if (a > after) after = a;
     }
     for (int k = 0; k < nred; k++) {
@@ -449,10 +464,21 @@ int ck_lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val 
         for (int i = 0; home && i < home->nvars; i++) has |= home->vars[i] == ps->key_var;
         if (home && !has) TRY(ck_scope_add(c, home, ps->key_var, n->by->pos));
     }
+    *pass_out = pass;
+    return 0;
+}
+
+/* The reduction added to its pass, and the value that reads its result: one
+ * load per field of the temporaries, or sum / count for a mean. */
+static int read_result(ck *c, const ast_node *n, int pass, plan_red *rd, int nres, int nred,
+                       const int *red, int is_mean, val *out)
+{
+    plan *p = c->p;
+    plan_pass *ps = &p->passes[pass];
     /* rename this reduction's indices to the pass's */
-    for (int k = 0; k < rd.ncomp; k++) rd.map[k] = subst(c, rd.map[k], nred, red, ps->red);
+    for (int k = 0; k < rd->ncomp; k++) rd->map[k] = subst(c, rd->map[k], nred, red, ps->red);
     int temps[PLAN_MAX_COMP];
-    TRY(add_reduction(c, pass, &rd, nres, temps));
+    TRY(add_reduction(c, pass, rd, nres, temps));
 
     int dims = ps->key ? 1 : ps->nfree;
     ir *subs[RED_MAX_DIMS];
@@ -469,14 +495,61 @@ int ck_lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val 
         cnt.ncomp = 1;
         cnt.acc[0] = CT_I64;
         cnt.map[0] = ir_const_i(c->b, CT_I64, 1);
-        int ct;
+        int ct = -1;   /* add_reduction sets it; GCC, inlining this, cannot tell */
         TRY(add_reduction(c, pass, &cnt, 1, &ct));
         ir *cl = ir_load(c->b, CT_I64, PLAN_TEMP_SLOT(ct), dims, subs, n->pos);
-        int ft = rd.acc[0];
+        int ft = rd->acc[0];
         r.c[0] = ck_op2(c, OP_DIV, ft, r.c[0], ir_cast(c->b, ft, cl));
     }
     for (int k = 0; k < r.n; k++)
         if (!r.c[k]) return ck_nomem(c);
     *out = r;
     return 0;
+}
+
+/* A reduction, in phases: its operator, its scope and indices, its operand
+ * and key, the map and accumulator types, the domain it reduces and keeps
+ * free, the pass it joins, and the value reading its result. */
+int ck_lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val *out)
+{
+    if (c->in_op)
+        return ck_err_at(c, n->pos, RED_ERR_TYPE, "operator '%s' may not contain a reduction",
+                         c->in_op->name);
+    int is_mean = strcmp(opname, "mean") == 0, is_count = strcmp(opname, "count") == 0;
+    int rop = is_mean || is_count ? ROP_SUM : ck_op_from_name(opname);
+    const ast_stmt *uop = NULL;
+    if (rop < 0) {
+        TRY(find_user_op(c, n, opname, &uop));
+        rop = ROP_USER;
+    }
+
+    /* the reduction's own scope and its explicit indices */
+    scope rs = {.parent = s, .accepts = !n->has_over};
+    TRY(lower_over(c, s, n, &rs));
+
+    val body;
+    TRY(ck_lower(c, &rs, n->args[0], &body));
+    ir *key = NULL;
+    if (n->by) TRY(lower_key(c, &rs, n, &key));
+    TRY(check_over_tail(c, n, &rs));
+
+    /* the map expressions and accumulator types */
+    plan_red rd;
+    memset(&rd, 0, sizeof rd);
+    rd.rop = rop;
+    rd.pos = n->pos;
+    rd.ncomp = 1;
+    int nres = 1;
+    if (rop == ROP_USER) TRY(map_user(c, n, uop, &body, &rd, &nres));
+    else TRY(map_builtin(c, n, opname, is_mean, is_count, &body, &rd));
+    for (int k = 0; k < rd.ncomp; k++)
+        if (!rd.map[k]) return ck_nomem(c);
+
+    /* what is reduced, what stays free */
+    int red[RED_MAX_DIMS], nred = 0, fr[RED_MAX_DIMS], nfree = 0;
+    TRY(split_domain(c, n, &rs, &rd, key, red, &nred, fr, &nfree));
+
+    int pass = -1;
+    TRY(place_in_pass(c, s, n, &rd, key, nfree, fr, nred, red, &pass));
+    return read_result(c, n, pass, &rd, nres, nred, red, is_mean, out);
 }
