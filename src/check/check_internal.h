@@ -1,0 +1,173 @@
+/*
+ * check_internal.h -- what the checker's files share: the lowering state (ck),
+ * scopes, values under lowering, and the ck_ functions one file calls in another.
+ */
+#ifndef RED_CHECK_INTERNAL_H
+#define RED_CHECK_INTERNAL_H
+
+#include "check.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#define MAX_VARS 1024     /* limits of the plan's tables, which grow from */
+#define MAX_PASSES 256    /* a few entries by doubling (in the arena)     */
+#define MAX_TEMPS 1024
+#define MAX_LETS 256
+#define MAX_OPS 64
+/* The longest path through the IR of one value: a chain x+x+...+x is not
+ * nesting (ast.h), but the stages after this one (the CPU program's and the
+ * CUDA kernel's generators, the plan's printer) walk IR recursively, a C
+ * stack frame per step of the longest path.  A path of 2048 steps ran in
+ * 1.5 MB of stack (2 MB under ASan), about what 512 levels of nesting take
+ * here, and well inside a thread's usual 8 MB. */
+#define MAX_CHAIN 2048
+
+/* A value during lowering: one IR per component (tuples have several). */
+typedef struct val {
+    int n;
+    int tuple;
+    int weak;           /* 0 typed; 1 weak integer; 2 weak float (literals) */
+    ir *c[PLAN_MAX_COMP];
+} val;
+
+typedef struct scope scope;
+struct scope {
+    scope *parent;
+    int accepts;                /* implicit indices are reduced here       */
+    int nvars, vars[64];        /* explicit and implicit vars bound here   */
+    int nanon, anon[RED_MAX_DIMS];   /* whole-array indices               */
+    int has_anon, has_sub;      /* whole arrays / subscripted arrays seen  */
+    const ast_node *whole_node; /* first whole array, for errors           */
+    const ast_node *sub_node;
+};
+
+typedef struct user_op {
+    const ast_stmt *st;
+} user_op;
+
+typedef struct ck {
+    const ast_program *prog;
+    const char *src;
+    const chk_binding *binds;
+    int nbinds;
+    util_arena *a;
+    plan_builder *b;
+    util_diag *diag;
+    plan *p;
+    int *buf_of_bind, *scalar_of_bind;
+    /* lets visible now (substituted at use) */
+    int nlets, visible_lets;
+    const ast_stmt *lets[MAX_LETS];
+    int let_busy[MAX_LETS];
+    int nops;
+    const ast_stmt *ops[MAX_OPS];
+    /* names that appear in subscripts, over clauses or range bounds */
+    int nidx_names;
+    const char **idx_names;
+    /* inside a user operator's combine: its parameters */
+    const ast_stmt *in_op;
+    int op_ncomp;
+    int op_types[PLAN_MAX_COMP];
+    /* lowering range bounds of this reduction: its own indices are banned */
+    const ast_node *bound_owner;
+    /* calls of ck_lower() open now: named values and operator bodies are
+     * lowered where they are used, inside the levels of the text around
+     * them, so the parser's bound on nesting is enforced again here */
+    int depth;
+    int32_t *irdepth;           /* IR depth by node id; 0: not measured yet */
+    int cap_irdepth;
+    int cap_vars, cap_passes, cap_temps;   /* of p->vars, p->passes, p->temps */
+} ck;
+
+#define TRY(x)                   \
+    do {                         \
+        int rc_ = (x);           \
+        if (rc_) return rc_;     \
+    } while (0)
+
+/* ---- errors (check.c) ------------------------------------------------------ */
+
+int ck_err_at(ck *c, util_pos pos, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static inline int ck_nomem(ck *c) { return util_diag_set(c->diag, RED_ERR_NOMEM, "out of memory"); }
+
+/* ---- plan growth (check.c) ------------------------------------------------- */
+
+/* Room for one more pass: 0, or the error (a limit or out of memory). */
+int ck_grow_passes(ck *c, const char *what);
+/* A new index variable: its id, -1 at the limit, -2 out of memory. */
+int ck_new_var(ck *c, const char *name, util_pos pos);
+int ck_add_constraint(ck *c, int var, int buf, int dim, int64_t off, util_pos pos);
+int ck_new_temp(ck *c, int type, int ndim, const int *dims);
+
+/* ---- lowering: the dispatcher and the depth of the IR (check.c) ------------- */
+
+int ck_lower(ck *c, scope *s, const ast_node *n, val *out);
+int ck_check_chain(ck *c, util_pos pos, const val *v);
+
+/* ---- types (ops.c) ---------------------------------------------------------- */
+
+int ck_single(ck *c, const ast_node *n, const val *v);
+
+static inline val ck_mk(ir *x, int weak)
+{
+    val v = {.n = 1, .weak = weak};
+    v.c[0] = x;
+    return v;
+}
+
+/* ---- names and did you mean (names.c) --------------------------------------- */
+
+scope *ck_accepting(scope *s);
+int ck_scope_add(ck *c, scope *s, int var, util_pos pos);
+int ck_is_idx_name(ck *c, const char *name);
+int ck_find_bind(ck *c, const char *name);
+int ck_find_let(ck *c, const char *name);
+int ck_find_op(ck *c, const char *name);
+
+/* The closest of the candidates offered to `word`: at most one edit away for
+ * names of up to four letters, two for longer ones, and never a whole name
+ * away (`a` does not suggest `x`).  The first of equally close ones wins. */
+typedef struct suggest {
+    const char *word, *best;
+    int dist;
+} suggest;
+void ck_suggest_offer(suggest *sg, const char *cand);
+
+/* ---- IR helpers ------------------------------------------------------------ */
+
+static inline ir *ck_op2(ck *c, int op, int type, ir *x, ir *y)
+{
+    ir *a[2] = {x, y};
+    return ir_op(c->b, op, type, 2, a);
+}
+
+static inline ir *ck_op1(ck *c, int op, int type, ir *x) { return ir_op(c->b, op, type, 1, &x); }
+
+static inline ir *ck_to_bool(ck *c, ir *x) { return ir_cast(c->b, CT_BOOL, x); }
+
+/* Collect the index variables an IR tree uses, in order of first use. */
+typedef struct varset {
+    int n;
+    int v[256];
+} varset;
+void ck_collect_vars(const plan *p, const ir *x, varset *vs);   /* reduce.c */
+
+/* ---- lowering each kind of node ------------------------------------------------ */
+
+/* names.c */
+int ck_lower_name(ck *c, scope *s, const ast_node *n, val *out);
+int ck_lower_index(ck *c, scope *s, const ast_node *n, val *out);
+/* ops.c */
+int ck_lower_unary(ck *c, scope *s, const ast_node *n, val *out);
+int ck_lower_binary(ck *c, scope *s, const ast_node *n, val *out);
+int ck_lower_cond(ck *c, scope *s, const ast_node *n, val *out);
+int ck_lower_call(ck *c, scope *s, const ast_node *n, val *out);
+/* reduce.c */
+int ck_lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val *out);
+int ck_op_from_name(const char *name);
+int ck_lower_user_combine(ck *c, const ast_stmt *op, int ncomp, const int *types, ir **out);
+
+#endif

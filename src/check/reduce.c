@@ -1,0 +1,555 @@
+/*
+ * reduce.c -- reductions: the indices each one reduces and keeps free, its
+ * operator and accumulator types, and the pass of the plan it joins or starts.
+ */
+#include "check_internal.h"
+
+/* ---- IR helpers ------------------------------------------------------------ */
+
+static void vs_add(varset *vs, int v)
+{
+    for (int i = 0; i < vs->n; i++)
+        if (vs->v[i] == v) return;
+    if (vs->n < 256) vs->v[vs->n++] = v;
+}
+
+void ck_collect_vars(const plan *p, const ir *x, varset *vs)
+{
+    if (!x) return;
+    if (x->kind == IR_INDEX) {
+        vs_add(vs, x->slot);
+        const plan_var *pv = &p->vars[x->slot];
+        ck_collect_vars(p, pv->lo, vs);
+        ck_collect_vars(p, pv->hi, vs);
+        return;
+    }
+    for (int i = 0; i < x->nargs; i++) ck_collect_vars(p, x->args[i], vs);
+}
+
+/* Rebuild `x` with index variables renamed by `map` (from -> to). */
+static ir *subst(ck *c, ir *x, int n, const int *from, const int *to)
+{
+    if (!x) return NULL;
+    if (x->kind == IR_INDEX) {
+        for (int i = 0; i < n; i++)
+            if (x->slot == from[i]) return ir_index(c->b, to[i]);
+        return x;
+    }
+    if (!x->nargs) return x;
+    ir *args[RED_MAX_DIMS + 3];
+    int changed = 0;
+    for (int i = 0; i < x->nargs; i++) {
+        args[i] = subst(c, x->args[i], n, from, to);
+        if (!args[i]) return NULL;
+        changed |= args[i] != x->args[i];
+    }
+    if (!changed) return x;
+    if (x->kind == IR_CAST) return ir_cast(c->b, x->type, args[0]);
+    if (x->kind == IR_LOAD) return ir_load(c->b, x->type, x->slot, x->nargs, args, x->pos);
+    return ir_op(c->b, x->op, x->type, x->nargs, args);
+}
+
+/* ---- reductions ----------------------------------------------------------------- */
+
+static int same_domain_var(const plan *p, int a, int b)
+{
+    if (a == b) return 1;
+    const plan_var *x = &p->vars[a], *y = &p->vars[b];
+    if (x->key_pass != y->key_pass) return 0;
+    if (x->lo || y->lo) return x->lo == y->lo && x->hi == y->hi;
+    if (x->nconstraints != y->nconstraints || !x->nconstraints) return 0;
+    for (int i = 0; i < x->nconstraints; i++) {
+        const plan_constraint *k = &x->constraints[i], *l = &y->constraints[i];
+        if (k->buf != l->buf || k->dim != l->dim || k->offset != l->offset) return 0;
+    }
+    return 1;
+}
+
+/* The last pass producing a temporary that `x` reads (-1: none). */
+static int last_producer(const plan *p, const ir *x)
+{
+    if (!x) return -1;
+    int r = -1;
+    if (x->kind == IR_LOAD && x->slot < 0) {
+        int t = -1 - x->slot;
+        for (int i = 0; i < p->npasses; i++) {
+            const plan_pass *ps = &p->passes[i];
+            if (ps->map_temp == t) r = i;
+            for (int q = 0; q < ps->nreds; q++)
+                for (int k = 0; k < ps->reds[q].ncomp; k++)
+                    if (ps->reds[q].temp[k] == t) r = i;
+        }
+    }
+    for (int i = 0; i < x->nargs; i++) {
+        int a = last_producer(p, x->args[i]);
+        if (a > r) r = a;
+    }
+    if (x->kind == IR_INDEX) {
+        int a = last_producer(p, p->vars[x->slot].lo), b = last_producer(p, p->vars[x->slot].hi);
+        if (a > r) r = a;
+        if (b > r) r = b;
+    }
+    return r;
+}
+
+/* Find a pass with the same domain that runs after everything the new
+ * reduction reads, or start one. */
+static int find_pass(ck *c, int nfree, const int *fr, int nred, const int *rd, ir *key,
+                     int after, int *pass_out)
+{
+    plan *p = c->p;
+    for (int i = after + 1; i < p->npasses; i++) {
+        plan_pass *ps = &p->passes[i];
+        if (!ps->nreds || ps->nfree != nfree || ps->nred != nred) continue;
+        int ok = 1;
+        for (int k = 0; k < nfree && ok; k++) ok = ps->free[k] == fr[k];
+        for (int k = 0; k < nred && ok; k++) ok = same_domain_var(p, ps->red[k], rd[k]);
+        if (!ok) continue;
+        if (!!ps->key != !!key) continue;
+        if (key) {
+            ir *k2 = subst(c, key, nred, rd, ps->red);
+            if (k2 != ps->key) continue;
+        }
+        *pass_out = i;
+        return 0;
+    }
+    TRY(ck_grow_passes(c, "too many reductions"));
+    plan_pass *ps = &p->passes[p->npasses];
+    memset(ps, 0, sizeof *ps);
+    ps->nfree = nfree;
+    memcpy(ps->free, fr, nfree * sizeof *fr);
+    ps->nred = nred;
+    memcpy(ps->red, rd, nred * sizeof *rd);
+    ps->key = key;
+    ps->key_var = -1;
+    ps->map_temp = -1;
+    *pass_out = p->npasses++;
+    return 0;
+}
+
+int ck_op_from_name(const char *name)
+{
+    static const struct {
+        const char *n;
+        int rop;
+    } t[] = {{"+", ROP_SUM},     {"*", ROP_PROD},    {"min", ROP_MIN},     {"max", ROP_MAX},
+             {"&", ROP_BAND},    {"|", ROP_BOR},     {"^", ROP_BXOR},      {"&&", ROP_LAND},
+             {"||", ROP_LOR},    {"argmin", ROP_ARGMIN}, {"argmax", ROP_ARGMAX},
+             {"sum", ROP_SUM},   {"prod", ROP_PROD}, {"any", ROP_LOR},     {"all", ROP_LAND}};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (strcmp(t[i].n, name) == 0) return t[i].rop;
+    return -1;
+}
+
+static int sum_type(int t)
+{
+    if (t == CT_BOOL || t == CT_I32 || t == CT_I64) return CT_I64;
+    if (t == CT_U32 || t == CT_U64) return CT_U64;
+    return t;
+}
+
+/* Evaluate a constant IR tree (identities of user operators). */
+static int const_value(const ir *x, plan_value *v)
+{
+    if (x->kind != IR_CONST) return 0;
+    *v = x->c;
+    return 1;
+}
+
+static int add_reduction(ck *c, int pass, const plan_red *rd, int ncomp_out, int *temps_out)
+{
+    plan *p = c->p;
+    plan_pass *ps = &p->passes[pass];
+    for (int i = 0; i < ps->nreds; i++) {
+        plan_red *o = &ps->reds[i];
+        if (o->rop != rd->rop || o->ncomp != rd->ncomp || o->uname != rd->uname) continue;
+        int same = 1;
+        for (int k = 0; k < rd->ncomp && same; k++) same = o->map[k] == rd->map[k] && o->acc[k] == rd->acc[k];
+        if (!same) continue;
+        for (int k = 0; k < ncomp_out; k++) temps_out[k] = o->temp[k];
+        return 0;
+    }
+    plan_red *nr = util_arena_alloc(c->a, (ps->nreds + 1) * sizeof *nr);
+    if (!nr) return ck_nomem(c);
+    if (ps->nreds) memcpy(nr, ps->reds, ps->nreds * sizeof *nr);
+    nr[ps->nreds] = *rd;
+    int dims[RED_MAX_DIMS], nd = ps->nfree;
+    memcpy(dims, ps->free, nd * sizeof *dims);
+    if (ps->key) {
+        nd = 1;
+        dims[0] = ps->key_var;
+    }
+    for (int k = 0; k < ncomp_out; k++) {
+        int t;
+        if (rd->rop == ROP_ARGMIN || rd->rop == ROP_ARGMAX) t = CT_I64;
+        else t = rd->acc[k];
+        int tmp = ck_new_temp(c, t, nd, dims);
+        if (tmp == -2) return ck_nomem(c);
+        if (tmp < 0) return util_diag_set(c->diag, RED_ERR_LIMIT, "too many intermediate results");
+        nr[ps->nreds].temp[k] = tmp;
+        temps_out[k] = tmp;
+    }
+    ps->reds = nr;
+    ps->nreds++;
+    return 0;
+}
+
+int ck_lower_user_combine(ck *c, const ast_stmt *op, int ncomp, const int *types, ir **out)
+{
+    const ast_stmt *saved = c->in_op;
+    c->in_op = op;
+    c->op_ncomp = ncomp;
+    memcpy(c->op_types, types, ncomp * sizeof *types);
+    val v;
+    scope top = {.accepts = 1};
+    int rc = ck_lower(c, &top, op->exprs[0], &v);
+    c->in_op = saved;
+    if (rc) return rc;
+    if (v.n != ncomp)
+        return ck_err_at(c, op->exprs[0]->pos, RED_ERR_TYPE,
+                         "operator '%s' combines %d field%s but its identity has %d", op->name, v.n,
+                         v.n == 1 ? "" : "s", ncomp);
+    for (int k = 0; k < ncomp; k++) out[k] = ir_cast(c->b, types[k], v.c[k]);
+    return 0;
+}
+
+/* In `sum(A[i,j]) over j, x` a plain name after the comma is another index
+ * (docs/language.md).  When such an index got no extent from the operand and
+ * its name is bound, it was most likely meant as another result: say so, and
+ * how to write that, instead of only that the index has no extent. */
+static int check_over_tail(ck *c, const ast_node *n, const scope *rs)
+{
+    for (int i = 1; i < n->nover; i++) {
+        const ast_over *o = &n->over[i];
+        const plan_var *pv = &c->p->vars[rs->vars[i]];
+        if (o->lo || pv->nconstraints || (ck_find_bind(c, o->name) < 0 && ck_find_let(c, o->name) < 0))
+            continue;
+        /* the reduction as written up to the comma before the name */
+        const char *from = c->src + n->pos.off, *to = c->src + o->pos.off;
+        while (to > from && (to[-1] == ' ' || to[-1] == '\t' || to[-1] == '\n' || to[-1] == '\r'))
+            to--;
+        if (to > from && to[-1] == ',') to--;
+        int len = (int)(to - from);
+        if (len > 60)
+            return ck_err_at(c, o->pos, RED_ERR_SHAPE,
+                             "index '%s' has no extent; if '%s' is meant as another result rather than "
+                             "an index of 'over', put the reduction before it in parentheses",
+                             o->name, o->name);
+        return ck_err_at(c, o->pos, RED_ERR_SHAPE,
+                         "index '%s' has no extent; if '%s' is meant as another result rather than an "
+                         "index of 'over', put the reduction in parentheses: (%.*s), %s",
+                         o->name, o->name, len, from, o->name);
+    }
+    return 0;
+}
+
+/* A reduction operator that is neither built in nor mean/count: a user
+ * operator, or an error suggesting the closest name. */
+static int find_user_op(ck *c, const ast_node *n, const char *opname, const ast_stmt **uop)
+{
+    int oi = ck_find_op(c, opname);
+    if (oi < 0) {
+        suggest sg = {opname, NULL, 0};
+        static const char *const named[] = {"min", "max", "argmin", "argmax"};
+        for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) ck_suggest_offer(&sg, named[i]);
+        for (int i = 0; i < c->nops; i++) ck_suggest_offer(&sg, c->ops[i]->name);
+        if (sg.best)
+            return ck_err_at(c, n->name_pos, RED_ERR_NAME,
+                             "unknown reduction operator '%s': did you mean '%s'?", opname, sg.best);
+        return ck_err_at(c, n->name_pos, RED_ERR_NAME, "unknown reduction operator '%s'", opname);
+    }
+    *uop = c->ops[oi];
+    return 0;
+}
+
+/* The over-list into the reduction's own scope `rs`: a new variable per
+ * index, with the range bounds lowered in the scope `s` around it. */
+static int lower_over(ck *c, scope *s, const ast_node *n, scope *rs)
+{
+    plan *p = c->p;
+    for (int i = 0; i < n->nover; i++) {
+        const ast_over *o = &n->over[i];
+        for (int j = 0; j < i; j++)
+            if (strcmp(n->over[j].name, o->name) == 0)
+                return ck_err_at(c, o->pos, RED_ERR_NAME, "index '%s' is listed twice", o->name);
+        int v = ck_new_var(c, o->name, o->pos);
+        if (v == -2) return ck_nomem(c);
+        if (v < 0) return ck_err_at(c, o->pos, RED_ERR_LIMIT, "too many index variables");
+        if (o->lo) {
+            const ast_node *saved = c->bound_owner;
+            c->bound_owner = n;
+            val lo, hi;
+            int rc = ck_lower(c, s, o->lo, &lo);
+            if (!rc) rc = ck_lower(c, s, o->hi, &hi);
+            c->bound_owner = saved;
+            if (rc) return rc;
+            TRY(ck_single(c, o->lo, &lo));
+            TRY(ck_single(c, o->hi, &hi));
+            if (!CT_IS_INT(lo.c[0]->type) || !CT_IS_INT(hi.c[0]->type))
+                return ck_err_at(c, (CT_IS_INT(lo.c[0]->type) ? o->hi : o->lo)->pos, RED_ERR_TYPE,
+                                 "range bounds of '%s' must be integers", o->name);
+            p->vars[v].lo = ir_cast(c->b, CT_I64, lo.c[0]);
+            p->vars[v].hi = ir_cast(c->b, CT_I64, hi.c[0]);
+        }
+        TRY(ck_scope_add(c, rs, v, o->pos));
+    }
+    return 0;
+}
+
+/* The key of `by`, an integer, lowered in the reduction's scope. */
+static int lower_key(ck *c, scope *rs, const ast_node *n, ir **key)
+{
+    val k;
+    TRY(ck_lower(c, rs, n->by, &k));
+    TRY(ck_single(c, n->by, &k));
+    if (!CT_IS_INT(k.c[0]->type))
+        return ck_err_at(c, n->by->pos, RED_ERR_TYPE, "the key of 'by' must be an integer, not %s",
+                         plan_ct_name(k.c[0]->type));
+    *key = ir_cast(c->b, CT_I64, k.c[0]);
+    return 0;
+}
+
+/* The map expressions, accumulator types, identity and combine of a user
+ * operator; *nres: the number of fields of the result. */
+static int map_user(ck *c, const ast_node *n, const ast_stmt *uop, const val *body, plan_red *rd,
+                    int *nres)
+{
+    rd->uname = uop->name;
+    rd->ordered = uop->ordered;
+    /* identity arity decides the tuple size */
+    val idv;
+    scope none = {.accepts = 1};
+    const ast_stmt *saved = c->in_op;
+    c->in_op = uop;
+    c->op_ncomp = 0;
+    int rc = ck_lower(c, &none, uop->exprs[1], &idv);
+    c->in_op = saved;
+    if (rc) return rc;
+    if (body->n != idv.n)
+        return ck_err_at(c, n->args[0]->pos, RED_ERR_TYPE,
+                         "operator '%s' reduces %d-field values (its identity has %d) but this "
+                         "operand has %d", uop->name, idv.n, idv.n, body->n);
+    rd->ncomp = *nres = body->n;
+    for (int k = 0; k < body->n; k++) {
+        int t = body->c[k]->type;
+        rd->acc[k] = t;
+        rd->map[k] = body->c[k];
+        ir *idc = ir_cast(c->b, t, idv.c[k]);
+        if (!const_value(idc, &rd->identity[k]))
+            return ck_err_at(c, uop->exprs[1]->pos, RED_ERR_TYPE,
+                             "the identity of operator '%s' must be made of constants", uop->name);
+    }
+    return ck_lower_user_combine(c, uop, rd->ncomp, rd->acc, rd->combine);
+}
+
+/* The map expression and accumulator type of a built-in reduction. */
+static int map_builtin(ck *c, const ast_node *n, const char *opname, int is_mean, int is_count,
+                       const val *body, plan_red *rd)
+{
+    if (body->tuple)
+        return ck_err_at(c, n->args[0]->pos, RED_ERR_TYPE,
+                         "'%s' reduces single values, not a tuple of %d; use a user-defined "
+                         "operator (op NAME(a, b) = ... identity ...)", opname, body->n);
+    ir *x = body->c[0];
+    int t = x->type;
+    switch (rd->rop) {
+    case ROP_SUM:
+    case ROP_PROD:
+        if (is_count) {
+            rd->acc[0] = CT_I64;
+            rd->map[0] = ir_cast(c->b, CT_I64, ck_to_bool(c, x));
+        } else {
+            rd->acc[0] = is_mean ? (CT_IS_FLOAT(t) ? t : CT_F64) : sum_type(t);
+            rd->map[0] = ir_cast(c->b, rd->acc[0], x);
+        }
+        break;
+    case ROP_MIN: case ROP_MAX: case ROP_ARGMIN: case ROP_ARGMAX:
+        rd->acc[0] = t;
+        rd->map[0] = x;
+        break;
+    case ROP_BAND: case ROP_BOR: case ROP_BXOR:
+        if (CT_IS_FLOAT(t))
+            return ck_err_at(c, n->args[0]->pos, RED_ERR_TYPE,
+                             "bit reduction '%s' of %s values: it needs integers or bools",
+                             opname, plan_ct_name(t));
+        rd->acc[0] = t;
+        rd->map[0] = x;
+        break;
+    case ROP_LAND: case ROP_LOR:
+        rd->acc[0] = CT_BOOL;
+        rd->map[0] = ck_to_bool(c, x);
+        break;
+    }
+    return 0;
+}
+
+/* What is reduced (the variables of the reduction's scope, red[]) and what
+ * stays free (every other variable the map, the key or the bounds read, fr[]). */
+static int split_domain(ck *c, const ast_node *n, const scope *rs, const plan_red *rd, ir *key,
+                        int *red, int *nred_out, int *fr, int *nfree_out)
+{
+    plan *p = c->p;
+    int nred = 0;
+    for (int i = 0; i < rs->nvars; i++) {
+        if (nred >= RED_MAX_DIMS)
+            return ck_err_at(c, n->pos, RED_ERR_LIMIT, "a reduction over more than %d indices",
+                             RED_MAX_DIMS);
+        red[nred++] = rs->vars[i];
+    }
+    varset used = {0};
+    for (int k = 0; k < rd->ncomp; k++) ck_collect_vars(p, rd->map[k], &used);
+    ck_collect_vars(p, key, &used);
+    for (int k = 0; k < nred; k++) {
+        /* a range's bounds make their indices free even if the operand does
+         * not use them: count(true) over k in ptr[r]..ptr[r+1] is per r */
+        ck_collect_vars(p, p->vars[red[k]].lo, &used);
+        ck_collect_vars(p, p->vars[red[k]].hi, &used);
+    }
+    int nfree = 0;
+    for (int i = 0; i < used.n; i++) {
+        int v = used.v[i], isred = 0;
+        for (int k = 0; k < nred; k++) isred |= red[k] == v;
+        if (isred) continue;
+        if (nfree >= RED_MAX_DIMS)
+            return ck_err_at(c, n->pos, RED_ERR_LIMIT, "a result with more than %d dimensions",
+                             RED_MAX_DIMS);
+        fr[nfree++] = v;
+    }
+    /* range bounds may use free indices only (checked when lowered) */
+    if (key && nfree)
+        return ck_err_at(c, n->by->pos, RED_ERR_SHAPE,
+                         "a reduction with 'by' cannot have free indices ('%s' is not reduced)",
+                         p->vars[fr[0]].name);
+    *nred_out = nred;
+    *nfree_out = nfree;
+    return 0;
+}
+
+/* The pass the reduction joins or starts, after every pass producing a
+ * temporary it reads; a keyed pass's key index is reduced by the nearest
+ * enclosing reduction without `over` (scope `s`), or free. */
+static int place_in_pass(ck *c, scope *s, const ast_node *n, const plan_red *rd, ir *key,
+                         int nfree, const int *fr, int nred, const int *red, int *pass_out)
+{
+    plan *p = c->p;
+    int after = last_producer(p, key);
+    for (int k = 0; k < rd->ncomp; k++) {
+        int a = last_producer(p, rd->map[k]);
+        if (a > after) after = a;
+    }
+    for (int k = 0; k < nred; k++) {
+        int a = last_producer(p, p->vars[red[k]].lo), b = last_producer(p, p->vars[red[k]].hi);
+        if (a > after) after = a;
+        if (b > after) after = b;
+    }
+    int pass = -1;
+    TRY(find_pass(c, nfree, fr, nred, red, key, after, &pass));
+    plan_pass *ps = &p->passes[pass];
+    if (ps->nreds == 0 && key) {
+        /* a new keyed pass: its key index is a new variable, reduced by the
+         * nearest enclosing reduction without `over`, or free */
+        int kv = ck_new_var(c, "key", n->by->pos);
+        if (kv == -2) return ck_nomem(c);
+        if (kv < 0) return ck_err_at(c, n->pos, RED_ERR_LIMIT, "too many index variables");
+        p->vars[kv].key_pass = pass;
+        ps->key_var = kv;
+        ps->key_pos = n->by->pos;
+        TRY(ck_scope_add(c, ck_accepting(s), kv, n->by->pos));
+    } else if (key) {
+        /* the same keyed pass used again, maybe under another reduction
+         * (`min(m), sum(m)` with m keyed): the nearest enclosing reduction
+         * without `over` reduces over the keys here too */
+        scope *home = ck_accepting(s);
+        int has = 0;
+        for (int i = 0; home && i < home->nvars; i++) has |= home->vars[i] == ps->key_var;
+        if (home && !has) TRY(ck_scope_add(c, home, ps->key_var, n->by->pos));
+    }
+    *pass_out = pass;
+    return 0;
+}
+
+/* The reduction added to its pass, and the value that reads its result: one
+ * load per field of the temporaries, or sum / count for a mean. */
+static int read_result(ck *c, const ast_node *n, int pass, plan_red *rd, int nres, int nred,
+                       const int *red, int is_mean, val *out)
+{
+    plan *p = c->p;
+    plan_pass *ps = &p->passes[pass];
+    /* rename this reduction's indices to the pass's */
+    for (int k = 0; k < rd->ncomp; k++) rd->map[k] = subst(c, rd->map[k], nred, red, ps->red);
+    int temps[PLAN_MAX_COMP];
+    TRY(add_reduction(c, pass, rd, nres, temps));
+
+    int dims = ps->key ? 1 : ps->nfree;
+    ir *subs[RED_MAX_DIMS];
+    for (int d = 0; d < dims; d++) subs[d] = ir_index(c->b, ps->key ? ps->key_var : ps->free[d]);
+    val r = {.n = nres, .tuple = nres > 1};
+    for (int k = 0; k < nres; k++)
+        r.c[k] = ir_load(c->b, p->temps[temps[k]].type, PLAN_TEMP_SLOT(temps[k]), dims, subs, n->pos);
+
+    if (is_mean) {
+        /* mean = sum / count over the same domain, fused in the same pass */
+        plan_red cnt;
+        memset(&cnt, 0, sizeof cnt);
+        cnt.rop = ROP_SUM;
+        cnt.ncomp = 1;
+        cnt.acc[0] = CT_I64;
+        cnt.map[0] = ir_const_i(c->b, CT_I64, 1);
+        int ct = -1;   /* add_reduction sets it; GCC, inlining this, cannot tell */
+        TRY(add_reduction(c, pass, &cnt, 1, &ct));
+        ir *cl = ir_load(c->b, CT_I64, PLAN_TEMP_SLOT(ct), dims, subs, n->pos);
+        int ft = rd->acc[0];
+        r.c[0] = ck_op2(c, OP_DIV, ft, r.c[0], ir_cast(c->b, ft, cl));
+    }
+    for (int k = 0; k < r.n; k++)
+        if (!r.c[k]) return ck_nomem(c);
+    *out = r;
+    return 0;
+}
+
+/* A reduction, in phases: its operator, its scope and indices, its operand
+ * and key, the map and accumulator types, the domain it reduces and keeps
+ * free, the pass it joins, and the value reading its result. */
+int ck_lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val *out)
+{
+    if (c->in_op)
+        return ck_err_at(c, n->pos, RED_ERR_TYPE, "operator '%s' may not contain a reduction",
+                         c->in_op->name);
+    int is_mean = strcmp(opname, "mean") == 0, is_count = strcmp(opname, "count") == 0;
+    int rop = is_mean || is_count ? ROP_SUM : ck_op_from_name(opname);
+    const ast_stmt *uop = NULL;
+    if (rop < 0) {
+        TRY(find_user_op(c, n, opname, &uop));
+        rop = ROP_USER;
+    }
+
+    /* the reduction's own scope and its explicit indices */
+    scope rs = {.parent = s, .accepts = !n->has_over};
+    TRY(lower_over(c, s, n, &rs));
+
+    val body;
+    TRY(ck_lower(c, &rs, n->args[0], &body));
+    ir *key = NULL;
+    if (n->by) TRY(lower_key(c, &rs, n, &key));
+    TRY(check_over_tail(c, n, &rs));
+
+    /* the map expressions and accumulator types */
+    plan_red rd;
+    memset(&rd, 0, sizeof rd);
+    rd.rop = rop;
+    rd.pos = n->pos;
+    rd.ncomp = 1;
+    int nres = 1;
+    if (rop == ROP_USER) TRY(map_user(c, n, uop, &body, &rd, &nres));
+    else TRY(map_builtin(c, n, opname, is_mean, is_count, &body, &rd));
+    for (int k = 0; k < rd.ncomp; k++)
+        if (!rd.map[k]) return ck_nomem(c);
+
+    /* what is reduced, what stays free */
+    int red[RED_MAX_DIMS], nred = 0, fr[RED_MAX_DIMS], nfree = 0;
+    TRY(split_domain(c, n, &rs, &rd, key, red, &nred, fr, &nfree));
+
+    int pass = -1;
+    TRY(place_in_pass(c, s, n, &rd, key, nfree, fr, nred, red, &pass));
+    return read_result(c, n, pass, &rd, nres, nred, red, is_mean, out);
+}
