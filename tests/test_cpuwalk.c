@@ -2,7 +2,7 @@
  * test_cpuwalk.c -- the CPU executor's walks over short rows, against sums
  * computed here.  A regular pass whose loads all read their arrays at one
  * step a position (A[i,j] over a row-major A) runs its blocks across rows,
- * one index ramping past the end of its row (exec.c flat_walk); any other
+ * one index ramping past the end of its row (src/cpu/walk.c, cpu_flat_walk); any other
  * pass walks short rows element by element.  Both must give every output
  * its own elements, with rows that straddle blocks (1024 elements) and
  * chunks (65536), and the flat walk must not be taken where it would read

@@ -38,7 +38,7 @@ typedef struct cg_kernel {
     int ranged;         /* a reduced index has an explicit range            */
     int elem_checks;    /* subscripts acc_elem checks at every element      */
     /* The element code's loads from bound arrays, for the runtime's layout
-     * test (gpu.c): per dimension, 1 when the subscript is a free index,
+     * test (src/gpu/strategy.c): per dimension, 1 when the subscript is a free index,
      * 2 a reduced index, 0 anything else.  At most CG_MAX_LOADS. */
     int nloads;
     struct {

@@ -188,7 +188,7 @@ static int ranged_vec_pass(gen *g)
  * only where, in every such array, the reduced dimensions make one
  * contiguous run ending in stride 1, every other dimension has a stride of
  * a multiple of 16 bytes, and the domain's first element sits on 16 bytes
- * (gpu.c, vec_ok). */
+ * (src/gpu/strategy.c, gpu_vec_ok). */
 void cg_emit_acc_elem_v(gen *g)
 {
     const plan_pass *ps = g->ps;
