@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-static int mul_ok(int64_t a, int64_t b, int64_t *r) { return !__builtin_mul_overflow(a, b, r); }
+static int ext_mul_ok(int64_t a, int64_t b, int64_t *r) { return !__builtin_mul_overflow(a, b, r); }
 
 static int depends_on_vars(const ir *x)
 {
@@ -103,7 +103,7 @@ int core_resolve_pass(const plan *p, int pass, const core_buf *bufs, const core_
         dom->fvar[d] = var;
         dom->flo[d] = v->lo[var];
         dom->fext[d] = v->hi[var] - v->lo[var];
-        if (!mul_ok(dom->nout, dom->fext[d], &dom->nout))
+        if (!ext_mul_ok(dom->nout, dom->fext[d], &dom->nout))
             return util_diag_set(diag, RED_ERR_LIMIT, "result too large (more than 2^63 elements)");
     }
     dom->nr = ps->nred;
@@ -117,10 +117,10 @@ int core_resolve_pass(const plan *p, int pass, const core_buf *bufs, const core_
             dom->ranged = 1;
             continue;
         }
-        if (!mul_ok(dom->L, dom->rsz[d], &dom->L))
+        if (!ext_mul_ok(dom->L, dom->rsz[d], &dom->L))
             return util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large (more than 2^63 elements)");
     }
-    if (!mul_ok(dom->nout, dom->L, &dom->N))
+    if (!ext_mul_ok(dom->nout, dom->L, &dom->N))
         return util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large (more than 2^63 elements)");
     if (dom->N > CORE_MAX_DOMAIN)
         return util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large: %lld elements (at most 2^40)",
@@ -146,7 +146,7 @@ int core_temp_shape(const plan *p, int t, const core_vars *v, core_buf *out, siz
     for (int d = pt->ndim - 1; d >= 0; d--) {
         out->shape[d] = v->hi[pt->dims[d]];
         out->strides[d] = n;
-        if (!mul_ok(n, out->shape[d] > 0 ? out->shape[d] : 1, &n) || n > CORE_MAX_DOMAIN)
+        if (!ext_mul_ok(n, out->shape[d] > 0 ? out->shape[d] : 1, &n) || n > CORE_MAX_DOMAIN)
             return util_diag_set(diag, RED_ERR_LIMIT, "an intermediate result would be too large");
     }
     *bytes = (size_t)n * (size_t)plan_ct_size(pt->type);

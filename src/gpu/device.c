@@ -9,14 +9,6 @@
 
 #include "gpu_internal.h"
 
-int gpu_cu_fail(gpu_dev *g, CUresult r, const char *what, util_diag *diag)
-{
-    const char *name = NULL;
-    if (g && g->cu.GetErrorName) g->cu.GetErrorName(r, &name);
-    int code = r == CUDA_ERROR_OUT_OF_MEMORY ? RED_ERR_NOMEM : RED_ERR_DEVICE;
-    return util_diag_set(diag, code, "CUDA driver call %s failed: %s (%d)", what, name ? name : "unknown error", r);
-}
-
 int gpu_open(gpu_dev **out, util_diag *diag)
 {
     *out = NULL;

@@ -1,7 +1,8 @@
 /*
- * faults.c -- a GPU backend's failures as the caller sees them: a device fault record
- * turned into a message that points at the expression, and the test hook that makes NVRTC,
- * module loads, allocations and launches fail on demand (gpu_inject_fault, gpu.h).
+ * faults.c -- a GPU backend's failures as the caller sees them: a failed driver call as a
+ * status and message, a device fault record turned into a message that points at the
+ * expression, and the test hook that makes NVRTC, module loads, allocations and launches
+ * fail on demand (gpu_inject_fault, gpu.h).
  */
 #include <stddef.h>
 
@@ -85,4 +86,14 @@ int gpu_report_device_fault(run_ctx *r, const unsigned long long err[4], const c
     }
     return util_diag_at(r->diag, p->src, node->pos, RED_ERR_INDEX, "subscript %d of '%s' is %lld, outside 0..%lld",
                         dim, name, (long long)err[3], shape);
+}
+
+/* A driver call that failed, as a redjit status (out of memory is RED_ERR_NOMEM) with the
+ * driver's name for the error. */
+int gpu_cu_fail(gpu_dev *g, CUresult r, const char *what, util_diag *diag)
+{
+    const char *name = NULL;
+    if (g && g->cu.GetErrorName) g->cu.GetErrorName(r, &name);
+    int code = r == CUDA_ERROR_OUT_OF_MEMORY ? RED_ERR_NOMEM : RED_ERR_DEVICE;
+    return util_diag_set(diag, code, "CUDA driver call %s failed: %s (%d)", what, name ? name : "unknown error", r);
 }
