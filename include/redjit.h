@@ -244,10 +244,38 @@ typedef enum red_option {
                                prepared texts); the oldest are dropped beyond it.
                                Context only (RED_ERR_ARG on an expression).
                                0..65536                            default 64   */
-    RED_OPT_TIMINGS    = 7  /* 1: time the GPU phases of each run with CUDA
+    RED_OPT_TIMINGS    = 7, /* 1: time the GPU phases of each run with CUDA
                                events for red_last_timings (four event
                                records, about 5 us of host time a call);
                                0: those phases read 0            default 0    */
+    /* Limits, for a service that prepares texts it does not trust (see
+     * docs/reliability.md, "Running untrusted expressions").  Past one, the
+     * call returns RED_ERR_LIMIT and the message names the option, e.g.
+     * "expression text is 70000 bytes: the limit is 65536 (RED_OPT_MAX_TEXT)".
+     * The defaults are the library's own ceilings, or no limit. */
+    RED_OPT_MAX_TEXT   = 8, /* bytes of an expression's text, checked by
+                               red_prepare, red_eval, red_check_syntax.
+                               Context only.  1..2147483646  default 2147483646 */
+    RED_OPT_MAX_NODES  = 9, /* syntax-tree nodes of an expression (about one
+                               per name, literal, operator or call), checked
+                               by red_prepare, red_eval, red_check_syntax.
+                               Context only.  1..1048576     default 1048576 */
+    RED_OPT_MAX_PASSES = 10, /* passes of the plan for one binding signature
+                               (about one per reduction that another reads),
+                               checked when the expression runs, is explained
+                               or precompiled.  1..256       default 256    */
+    RED_OPT_MAX_SOURCE = 11, /* bytes of the CUDA source of one compile (one
+                               pass's kernels, helpers included: a small
+                               expression's is about 60 KB); NVRTC's time
+                               grows with it.  Checked by GPU runs and
+                               red_precompile.  0 = no limit,
+                               0..2147483647                 default 16777216 */
+    RED_OPT_MAX_COMPILES = 12 /* NVRTC compiles one prepared expression may
+                               cause, counted across all its runs and
+                               red_precompile calls (a red_eval call is one
+                               expression); kernels found in the memory or
+                               disk cache do not count.  0 = no limit,
+                               0..2147483647                 default 0    */
 } red_option;
 
 /* RED_RESULTS_DEVICE: results of a GPU run stay in device memory;
@@ -301,7 +329,8 @@ RED_API int red_check_syntax(red_ctx *ctx, const char *text, int *incomplete);
  * because they depend on the bindings.  *out is NULL on failure.
  * Returns RED_OK, or (message in red_errmsg(ctx))
  *   RED_ERR_SYNTAX  with the caret message;
- *   RED_ERR_LIMIT   nesting or size past a limit;
+ *   RED_ERR_LIMIT   nesting or size past a limit (RED_OPT_MAX_TEXT,
+ *                   RED_OPT_MAX_NODES, or the fixed nesting limits);
  *   RED_ERR_ARG     `ctx`, `text` or `out` NULL;
  *   RED_ERR_NOMEM. */
 RED_API int red_prepare(red_ctx *ctx, const char *text, red_expr **out);
@@ -309,9 +338,11 @@ RED_API int red_prepare(red_ctx *ctx, const char *text, red_expr **out);
 RED_API void red_finalize(red_expr *e);
 
 /* Change one of the options `e` took from its context when it was prepared
- * (same values; not RED_OPT_CACHE_MB, which belongs to the context).  The
- * next red_run uses it.  RED_OK, or RED_ERR_ARG for an unknown option or
- * value, or RED_OPT_CACHE_MB. */
+ * (same values; not RED_OPT_CACHE_MB, RED_OPT_MAX_TEXT or RED_OPT_MAX_NODES,
+ * which belong to the context).  The next red_run uses it.  Lowering
+ * RED_OPT_MAX_COMPILES below the compiles `e` has caused refuses its next
+ * compile.  RED_OK, or RED_ERR_ARG for an unknown option or value, or one of
+ * the context's. */
 RED_API int red_expr_set_option(red_expr *e, red_option opt, int value);
 
 /* Bind an array (any rank 0..8) to `name`.  The descriptor is copied; the
@@ -351,6 +382,8 @@ RED_API void red_clear_bindings(red_expr *e);
  *   RED_ERR_EMPTY        argmin/argmax over nothing;
  *   RED_ERR_KEYS         bad `by` keys (negative, unsorted for `ordered`);
  *   RED_ERR_LIMIT        a domain or result too large, too many parameters;
+ *                        past RED_OPT_MAX_PASSES, RED_OPT_MAX_SOURCE or
+ *                        RED_OPT_MAX_COMPILES (the message names it);
  *   RED_ERR_UNSUPPORTED  valid, but not supported by this backend;
  *   RED_ERR_DEVICE       RED_DEVICE_GPU, or an array in device memory, and
  *                        no usable GPU; a CUDA driver error;
@@ -489,7 +522,9 @@ RED_API int red_gpu_available(red_ctx *ctx);
  * and tests.  Returns RED_OK, or
  *   RED_ERR_NAME, RED_ERR_TYPE, RED_ERR_SHAPE, RED_ERR_SYNTAX, RED_ERR_LIMIT
  *                    as red_run's checks (LIMIT also: too many kernel
- *                    parameters);
+ *                    parameters, RED_OPT_MAX_PASSES, RED_OPT_MAX_SOURCE,
+ *                    RED_OPT_MAX_COMPILES: each pass compiled here counts
+ *                    as one of the expression's compiles);
  *   RED_ERR_COMPILE  NVRTC rejected a kernel (its log in the message);
  *   RED_ERR_DEVICE   NVRTC cannot be loaded;
  *   RED_ERR_ARG      `e` NULL;  RED_ERR_NOMEM. */

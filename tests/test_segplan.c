@@ -87,7 +87,7 @@ static int generate(const char *text, const arr *a, int na, int pass, char **src
     plan *p = NULL;
     cg_kernel k;
     int r = -1;
-    if (ast_parse(&ar, text, &prog, &d, NULL) || chk_build(prog, b, na, &ar, &p, &d) || pass >= p->npasses ||
+    if (ast_parse(&ar, text, &prog, &d, NULL) || chk_build(prog, b, na, NULL, &ar, &p, &d) || pass >= p->npasses ||
         cg_generate(p, pass, cg_tuning_get(), &ar, &k, &d)) {
         printf("FAIL: %s: %s\n", text, d.msg);
         nfail++;

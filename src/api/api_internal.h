@@ -21,6 +21,8 @@
 #define PROGRAM_CACHE_MAX 256     /* texts a context keeps parsed               */
 #define PLAN_CACHE_MAX 16         /* binding signatures a program keeps planned */
 #define CACHE_MB_DEFAULT 64       /* RED_OPT_CACHE_MB                           */
+#define API_NOPTS (RED_OPT_MAX_COMPILES + 1)   /* size of the option arrays    */
+#define MAX_SOURCE_DEFAULT (16 << 20)          /* RED_OPT_MAX_SOURCE: bytes    */
 
 /* A plan for one binding signature of a program.  Counted references: the
  * program's list holds one, and so does each expression that last ran it or
@@ -52,7 +54,7 @@ typedef struct cache_entry {
 
 struct red_ctx {
     pthread_mutex_t lock;
-    int opt[8];
+    int opt[API_NOPTS];
     red_log_fn log;
     void *log_user;
     char errmsg[UTIL_DIAG_MAX];
@@ -77,7 +79,7 @@ typedef struct binding {
 struct red_expr {
     red_ctx *ctx;
     program *pg;
-    int opt[8];             /* the context's options when it was prepared, then
+    int opt[API_NOPTS];     /* the context's options when it was prepared, then
                                red_expr_set_option's: a context's later changes
                                never reach it                                  */
     binding *binds;         /* binds_inl until more are needed              */
@@ -98,6 +100,7 @@ struct red_expr {
     /* GPU runs */
     gpu_dev *gpu;           /* the backend of the last run, NULL: the CPU   */
     gpu_run run;            /* its queued work, stream, result placement    */
+    int compiles;           /* NVRTC compiles it caused (RED_OPT_MAX_COMPILES) */
     void *stream;
     int results_on_device;  /* RED_RESULTS_* of the run: which temps.t[].data
                                are device pointers (temp_on_device)          */
@@ -121,7 +124,13 @@ int ctx_fail(red_ctx *ctx, int code, const char *fmt, ...) __attribute__((format
 /* Whether `value` is allowed for option `opt`. */
 int api_check_opt(red_option opt, int value);
 void ctx_trim(red_ctx *ctx);
+/* The parsed program for `text`, under the context's RED_OPT_MAX_TEXT and
+ * RED_OPT_MAX_NODES (a cached one too). */
 int ctx_program(red_ctx *ctx, const char *text, program **out, util_diag *diag);
+/* The parser's limits under the context's options (defaults when ctx is NULL). */
+ast_limits ctx_ast_limits(red_ctx *ctx);
+/* The GPU runtime's limits under an expression's options. */
+gpu_limits expr_gpu_limits(red_expr *e);
 gpu_dev *ctx_gpu(red_ctx *ctx);
 
 /* ---- expr.c ------------------------------------------------------------------------------ */

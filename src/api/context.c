@@ -171,7 +171,8 @@ static size_t program_bytes(program *pg)
     return n;
 }
 
-static int program_new(const char *text, uint64_t hash, program **out, util_diag *diag)
+static int program_new(const char *text, uint64_t hash, const ast_limits *lim, program **out,
+                       util_diag *diag)
 {
     program *pg = calloc(1, sizeof *pg);
     if (!pg) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
@@ -183,7 +184,7 @@ static int program_new(const char *text, uint64_t hash, program **out, util_diag
         program_unref(pg);
         return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
     }
-    int rc = ast_parse(&pg->arena, pg->text, &pg->ast, diag, NULL);
+    int rc = ast_parse_limited(&pg->arena, pg->text, lim, &pg->ast, diag, NULL);
     if (rc) {
         program_unref(pg);
         return rc;
@@ -226,6 +227,10 @@ RED_API int red_open(red_ctx **out)
     if (!ctx) return RED_ERR_NOMEM;
     pthread_mutex_init(&ctx->lock, NULL);
     ctx->opt[RED_OPT_CACHE_MB] = CACHE_MB_DEFAULT;
+    ctx->opt[RED_OPT_MAX_TEXT] = AST_MAX_TEXT;
+    ctx->opt[RED_OPT_MAX_NODES] = AST_MAX_NODES;
+    ctx->opt[RED_OPT_MAX_PASSES] = CHK_MAX_PASSES;
+    ctx->opt[RED_OPT_MAX_SOURCE] = MAX_SOURCE_DEFAULT;
     *out = ctx;
     return RED_OK;
 }
@@ -263,6 +268,11 @@ int api_check_opt(red_option opt, int value)
     case RED_OPT_RESULTS: return value >= RED_RESULTS_HOST && value <= RED_RESULTS_DEVICE_ARRAYS;
     case RED_OPT_CACHE_MB: return value >= 0 && value <= 65536;
     case RED_OPT_TIMINGS: return value == 0 || value == 1;
+    case RED_OPT_MAX_TEXT: return value >= 1 && value <= AST_MAX_TEXT;
+    case RED_OPT_MAX_NODES: return value >= 1 && value <= AST_MAX_NODES;
+    case RED_OPT_MAX_PASSES: return value >= 1 && value <= CHK_MAX_PASSES;
+    case RED_OPT_MAX_SOURCE:
+    case RED_OPT_MAX_COMPILES: return value >= 0;
     }
     return 0;
 }
@@ -338,19 +348,43 @@ static program *cache_find(red_ctx *ctx, const char *text, uint64_t h)
     return NULL;
 }
 
+ast_limits ctx_ast_limits(red_ctx *ctx)
+{
+    ast_limits lim = {AST_MAX_TEXT, AST_MAX_NODES};
+    if (ctx) {
+        lim.max_text = __atomic_load_n(&ctx->opt[RED_OPT_MAX_TEXT], __ATOMIC_RELAXED);
+        lim.max_nodes = __atomic_load_n(&ctx->opt[RED_OPT_MAX_NODES], __ATOMIC_RELAXED);
+    }
+    return lim;
+}
+
 /* The cached program for `text`, parsed on a miss (outside the lock; a
- * thread that parsed the same text meanwhile wins, and this parse is dropped). */
+ * thread that parsed the same text meanwhile wins, and this parse is dropped).
+ * A cached program may have been parsed under higher limits: its size is
+ * checked again (the text's first, before hashing it). */
 int ctx_program(red_ctx *ctx, const char *text, program **out, util_diag *diag)
 {
+    ast_limits lim = ctx_ast_limits(ctx);
+    size_t len = strlen(text);
+    if (len > (size_t)lim.max_text)
+        return util_diag_set(diag, RED_ERR_LIMIT, "expression text is %zu bytes: the limit is %ld (RED_OPT_MAX_TEXT)",
+                             len, lim.max_text);
     uint64_t h = text_hash(text);
     pthread_mutex_lock(&ctx->lock);
     program *pg = cache_find(ctx, text, h);
     pthread_mutex_unlock(&ctx->lock);
+    if (pg && pg->ast->nnodes > lim.max_nodes) {
+        long n = pg->ast->nnodes;
+        program_unref(pg);
+        return util_diag_set(diag, RED_ERR_LIMIT,
+                             "expression has %ld syntax-tree nodes: the limit is %ld (RED_OPT_MAX_NODES)", n,
+                             lim.max_nodes);
+    }
     if (pg) {
         *out = pg;
         return 0;
     }
-    int rc = program_new(text, h, &pg, diag);
+    int rc = program_new(text, h, &lim, &pg, diag);
     if (rc) return rc;
     program *old = NULL;
     pthread_mutex_lock(&ctx->lock);
@@ -446,7 +480,8 @@ RED_API int red_check_syntax(red_ctx *ctx, const char *text, int *incomplete)
     util_diag d = {0};
     ast_program *prog = NULL;
     int inc = 0;
-    int rc = ast_parse(&a, text, &prog, &d, &inc);
+    ast_limits lim = ctx_ast_limits(ctx);
+    int rc = ast_parse_limited(&a, text, &lim, &prog, &d, &inc);
     util_arena_free(&a);
     if (incomplete) *incomplete = rc ? inc : 0;
     if (rc && ctx) ctx_note_error(ctx, &d);

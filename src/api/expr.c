@@ -169,9 +169,11 @@ RED_API int red_expr_set_option(red_expr *e, red_option opt, int value)
 {
     if (!e) return RED_ERR_ARG;
     expr_start(e);
-    if (opt == RED_OPT_CACHE_MB)
-        return expr_failf(e, RED_ERR_ARG, "red_expr_set_option: RED_OPT_CACHE_MB belongs to the context "
-                          "(red_set_option)");
+    if (opt == RED_OPT_CACHE_MB || opt == RED_OPT_MAX_TEXT || opt == RED_OPT_MAX_NODES)
+        return expr_failf(e, RED_ERR_ARG, "red_expr_set_option: %s belongs to the context (red_set_option)",
+                          opt == RED_OPT_CACHE_MB ? "RED_OPT_CACHE_MB"
+                          : opt == RED_OPT_MAX_TEXT ? "RED_OPT_MAX_TEXT"
+                                                    : "RED_OPT_MAX_NODES");
     if (!api_check_opt(opt, 0))
         return expr_failf(e, RED_ERR_ARG, "red_expr_set_option: %d is not a RED_OPT_* option", (int)opt);
     if (!api_check_opt(opt, value))
@@ -181,6 +183,22 @@ RED_API int red_expr_set_option(red_expr *e, red_option opt, int value)
 }
 
 int expr_opt(red_expr *e, red_option opt) { return e->opt[opt]; }
+
+gpu_limits expr_gpu_limits(red_expr *e)
+{
+    gpu_limits lim = {expr_opt(e, RED_OPT_MAX_SOURCE), expr_opt(e, RED_OPT_MAX_COMPILES), &e->compiles};
+    return lim;
+}
+
+/* A cached plan was built under this expression's RED_OPT_MAX_PASSES or
+ * another's, perhaps higher: checked again at each use. */
+static int plan_passes_ok(red_expr *e, const plan *p)
+{
+    int max = expr_opt(e, RED_OPT_MAX_PASSES);
+    if (p->npasses <= max) return 0;
+    return expr_failf(e, RED_ERR_LIMIT, "the plan has %d passes: the limit is %d (RED_OPT_MAX_PASSES)", p->npasses,
+                      max);
+}
 
 RED_API const char *red_expr_errmsg(red_expr *e) { return e ? e->errmsg : "no expression"; }
 
@@ -390,7 +408,7 @@ int expr_plan(red_expr *e, plan **out)
     program *pg = e->pg;
     if (e->last_pe && !e->sig_dirty) {
         *out = e->last_pe->plan;
-        return 0;
+        return plan_passes_ok(e, *out);
     }
     /* canonical signature: bindings sorted by name */
     if (e->nbinds > 1) qsort(e->binds, (size_t)e->nbinds, sizeof *e->binds, cmp_binding);
@@ -412,7 +430,7 @@ int expr_plan(red_expr *e, plan **out)
             e->last_pe = pe;
             e->sig_dirty = 0;
             *out = pe->plan;
-            return 0;
+            return plan_passes_ok(e, pe->plan);
         }
     pthread_mutex_unlock(&pg->lock);
 
@@ -435,7 +453,8 @@ int expr_plan(red_expr *e, plan **out)
         cb[i].weak = b->weak;
     }
     plan *p = NULL;
-    int rc = chk_build(pg->ast, cb, e->nbinds, &pe->arena, &p, &e->diag);
+    chk_limits lim = {expr_opt(e, RED_OPT_MAX_PASSES)};
+    int rc = chk_build(pg->ast, cb, e->nbinds, &lim, &pe->arena, &p, &e->diag);
     free(cb);
     if (rc) {
         util_arena_free(&pe->arena);
@@ -623,6 +642,7 @@ RED_API int red_run(red_expr *e)
             e->run.stream = e->stream;
             e->run.device_results = expr_opt(e, RED_OPT_RESULTS);
             e->run.timings = expr_opt(e, RED_OPT_TIMINGS);
+            e->run.limits = expr_gpu_limits(e);
             e->run.cancel = &cancel;
             /* explicit ranges of free indices are evaluated on the host, from
              * host arrays and scalars (the pending run keeps no pointer to it) */
@@ -691,6 +711,7 @@ RED_API int red_precompile(red_expr *e, const char *arch)
     plan *p;
     int rc = expr_plan(e, &p);
     if (rc) return rc;
-    rc = gpu_compile_only(p, arch && *arch ? arch : "sm_90", &e->diag);
+    gpu_limits lim = expr_gpu_limits(e);
+    rc = gpu_compile_only(p, arch && *arch ? arch : "sm_90", &lim, &e->diag);
     return rc ? expr_fail(e, rc) : RED_OK;
 }

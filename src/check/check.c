@@ -51,9 +51,11 @@ int ck_grow_passes(ck *c, const char *what)
 {
     plan *p = c->p;
     int err;
-    p->passes = grow(c, p->passes, &c->cap_passes, p->npasses, sizeof *p->passes, MAX_PASSES, &err);
+    p->passes = grow(c, p->passes, &c->cap_passes, p->npasses, sizeof *p->passes, c->max_passes, &err);
     if (err == -2) return ck_nomem(c);
-    if (err) return util_diag_set(c->diag, RED_ERR_LIMIT, "%s (%d)", what, MAX_PASSES);
+    if (err)
+        return util_diag_set(c->diag, RED_ERR_LIMIT, "%s: the plan needs more than %d passes (RED_OPT_MAX_PASSES)",
+                             what, c->max_passes);
     return 0;
 }
 
@@ -367,12 +369,13 @@ static int check_op(ck *c, const ast_stmt *st)
     return ck_lower_user_combine(c, st, idv.n, types, comb);
 }
 
-int chk_build(const ast_program *prog, const chk_binding *binds, int nbinds, util_arena *arena,
-              plan **out, util_diag *diag)
+int chk_build(const ast_program *prog, const chk_binding *binds, int nbinds, const chk_limits *lim,
+              util_arena *arena, plan **out, util_diag *diag)
 {
     *out = NULL;
     ck c;
     memset(&c, 0, sizeof c);
+    c.max_passes = lim && lim->max_passes > 0 && lim->max_passes < MAX_PASSES ? lim->max_passes : MAX_PASSES;
     c.prog = prog;
     c.src = prog->src;
     c.binds = binds;
@@ -390,7 +393,7 @@ int chk_build(const ast_program *prog, const chk_binding *binds, int nbinds, uti
     p->uid = __atomic_add_fetch(&next_uid, 1, __ATOMIC_RELAXED);
     p->src = prog->src;
     c.cap_vars = 8;
-    c.cap_passes = 4;
+    c.cap_passes = c.max_passes < 4 ? c.max_passes : 4;
     c.cap_temps = 8;
     p->vars = util_arena_alloc(arena, (size_t)c.cap_vars * sizeof *p->vars);
     p->passes = util_arena_alloc(arena, (size_t)c.cap_passes * sizeof *p->passes);

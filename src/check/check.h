@@ -17,9 +17,17 @@ typedef struct chk_binding {
     int weak;           /* scalars bound by value adapt like literals      */
 } chk_binding;
 
-/* Build the plan for `prog` under the given bindings.  The plan and all its
- * IR live in `arena`.  Errors carry a caret message in `diag`. */
-int chk_build(const ast_program *prog, const chk_binding *binds, int nbinds, util_arena *arena,
-              plan **out, util_diag *diag);
+/* What one plan may hold, set by the caller (the API's RED_OPT_MAX_PASSES,
+ * which the message names).  CHK_MAX_PASSES is the ceiling of the plan's table. */
+#define CHK_MAX_PASSES 256
+typedef struct chk_limits {
+    int max_passes;     /* 1..CHK_MAX_PASSES; 0: the ceiling             */
+} chk_limits;
+
+/* Build the plan for `prog` under the given bindings and `lim` (NULL: the
+ * ceilings).  The plan and all its IR live in `arena`.  Errors carry a caret
+ * message in `diag`. */
+int chk_build(const ast_program *prog, const chk_binding *binds, int nbinds, const chk_limits *lim,
+              util_arena *arena, plan **out, util_diag *diag);
 
 #endif

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #define MAX_VARS 1024     /* limits of the plan's tables, which grow from */
-#define MAX_PASSES 256    /* a few entries by doubling (in the arena)     */
+#define MAX_PASSES CHK_MAX_PASSES /* a few entries by doubling (in the arena)     */
 #define MAX_TEMPS 1024
 #define MAX_LETS 256
 #define MAX_OPS 64
@@ -78,6 +78,7 @@ typedef struct ck {
     int32_t *irdepth;           /* IR depth by node id; 0: not measured yet */
     int cap_irdepth;
     int cap_vars, cap_passes, cap_temps;   /* of p->vars, p->passes, p->temps */
+    int max_passes;                        /* chk_limits's, at most MAX_PASSES */
 } ck;
 
 #define TRY(x)                   \

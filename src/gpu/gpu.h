@@ -29,6 +29,17 @@ typedef struct gpu_stats {
 int gpu_open(gpu_dev **out, util_diag *diag);
 void gpu_close(gpu_dev *g);
 
+/* Limits on the NVRTC work one expression may cause (the API's
+ * RED_OPT_MAX_SOURCE and RED_OPT_MAX_COMPILES, which the messages name):
+ * NVRTC's time grows with the source, and a service compiling texts it does
+ * not trust bounds both.  RED_ERR_LIMIT past either. */
+typedef struct gpu_limits {
+    long long max_source;   /* bytes of one compiled source; 0: no limit    */
+    int max_compiles;       /* NVRTC compiles counted in *compiles; 0: none */
+    int *compiles;          /* the caller's count (one expression's, across
+                               its runs); NULL: not counted                */
+} gpu_limits;
+
 /* How one run goes: on which stream, and where its results stay.  With a
  * stream and device results the run may return with its work still queued
  * (pending): gpu_finish then waits, checks the device's fault record and
@@ -37,6 +48,7 @@ typedef struct gpu_run {
     void *stream;           /* CUstream, or NULL: the default stream        */
     int device_results;     /* RED_RESULTS_*: where results stay            */
     int timings;            /* record the events (RED_OPT_TIMINGS)          */
+    gpu_limits limits;
     const core_cancel *cancel;   /* checked between kernels                  */
     core_bounds bounds;     /* evaluates explicit ranges of free indices    */
     /* filled by gpu_execute */
@@ -102,7 +114,7 @@ int gpu_copy(gpu_dev *g, void *dst, int dst_dev, const void *src, int src_dev, s
 
 /* Generate and compile (NVRTC only, no driver needed) every pass of `p` for
  * `arch` ("sm_90"); used by the test suite on machines without a GPU. */
-int gpu_compile_only(const plan *p, const char *arch, util_diag *diag);
+int gpu_compile_only(const plan *p, const char *arch, const gpu_limits *lim, util_diag *diag);
 
 /* Is this pointer device memory (cuPointerGetAttribute)?  0 when unknown. */
 int gpu_is_device_pointer(gpu_dev *g, const void *ptr);

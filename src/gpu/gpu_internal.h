@@ -205,6 +205,11 @@ int gpu_nvrtc_key(const char *arch, char *buf, size_t n, util_diag *diag);
 int gpu_nvrtc_compile(const char *src, const char *arch, void **cubin, size_t *size, double *ms,
                       util_diag *diag);
 void gpu_dump_kernel(const char *name, const char *src, const void *cubin, size_t n);
+/* gpu_limits (NULL: none): RED_ERR_LIMIT when pass `pi`'s source of `bytes`
+ * is over the limit; before an NVRTC compile, RED_ERR_LIMIT when the count is
+ * at the limit, else the compile is counted. */
+int gpu_limit_source(const gpu_limits *lim, int pi, size_t bytes, util_diag *diag);
+int gpu_limit_compile(const gpu_limits *lim, util_diag *diag);
 
 /* device.c */
 int gpu_pool_get(gpu_dev *g, size_t size, CUdeviceptr *out, util_diag *diag);

@@ -10,7 +10,7 @@
 #include "gpu_internal.h"
 #include "kcache.h"
 
-static int load_module(gpu_dev *g, const char *src, CUmodule *out, util_diag *diag)
+static int load_module(gpu_dev *g, const char *src, const gpu_limits *lim, CUmodule *out, util_diag *diag)
 {
     /* the key names NVRTC's version: load it first, even when the CUBIN
      * will come from the disk cache */
@@ -33,7 +33,8 @@ static int load_module(gpu_dev *g, const char *src, CUmodule *out, util_diag *di
     if (disk == KC_REFUSED) g->stats.disk_refused++;   /* kcache.h: the trust rule */
     if (disk != KC_HIT) {
         double ms = 0;
-        int rc = gpu_nvrtc_compile(src, g->arch, &cubin, &n, &ms, diag);
+        int rc = gpu_limit_compile(lim, diag);
+        if (!rc) rc = gpu_nvrtc_compile(src, g->arch, &cubin, &n, &ms, diag);
         if (rc) return rc;
         g->stats.compiles++;
         g->stats.compile_ms += ms;
@@ -163,8 +164,10 @@ int gpu_get_fn(run_ctx *r, pass_entry *e, int entry, int *slot)
         util_buf_init(&src);
         util_buf_puts(&src, util_buf_str(&e->k.src));
         cg_add_group(&src, grp, &e->k);
+        const gpu_limits *lim = &r->run->limits;
         int rc = src.failed ? util_diag_set(diag, RED_ERR_NOMEM, "out of memory")
-                            : load_module(g, util_buf_str(&src), &e->mods[grp], diag);
+                            : gpu_limit_source(lim, e->pi, src.len, diag);
+        if (!rc) rc = load_module(g, util_buf_str(&src), lim, &e->mods[grp], diag);
         util_buf_free(&src);
         if (rc) return rc;
     }

@@ -193,7 +193,26 @@ void gpu_dump_kernel(const char *name, const char *src, const void *cubin, size_
     }
 }
 
-int gpu_compile_only(const plan *p, const char *arch, util_diag *diag)
+int gpu_limit_source(const gpu_limits *lim, int pi, size_t bytes, util_diag *diag)
+{
+    if (!lim || lim->max_source <= 0 || bytes <= (unsigned long long)lim->max_source) return 0;
+    return util_diag_set(diag, RED_ERR_LIMIT,
+                         "generated CUDA source of pass %d is %zu bytes: the limit is %lld (RED_OPT_MAX_SOURCE)", pi,
+                         bytes, lim->max_source);
+}
+
+int gpu_limit_compile(const gpu_limits *lim, util_diag *diag)
+{
+    if (!lim || !lim->compiles) return 0;
+    if (lim->max_compiles > 0 && *lim->compiles >= lim->max_compiles)
+        return util_diag_set(diag, RED_ERR_LIMIT,
+                             "expression needs more than %d NVRTC compiles: the limit is %d (RED_OPT_MAX_COMPILES)",
+                             lim->max_compiles, lim->max_compiles);
+    ++*lim->compiles;
+    return 0;
+}
+
+int gpu_compile_only(const plan *p, const char *arch, const gpu_limits *lim, util_diag *diag)
 {
     util_arena a;
     util_arena_init(&a);
@@ -203,6 +222,8 @@ int gpu_compile_only(const plan *p, const char *arch, util_diag *diag)
         rc = cg_generate(p, pi, cg_tuning_get(), &a, &k, diag);
         cg_add_group(&k.src, CG_ALL_GROUPS, &k);
         if (!rc && k.src.failed) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+        if (!rc) rc = gpu_limit_source(lim, pi, k.src.len, diag);
+        if (!rc) rc = gpu_limit_compile(lim, diag);
         if (!rc) {
             void *cubin = NULL;
             size_t n = 0;

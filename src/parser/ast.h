@@ -104,7 +104,19 @@ typedef struct ast_program {
     const char *src;        /* the text, NUL-terminated, owned by the arena  */
     int nstmts;
     ast_stmt *stmts;
+    long nnodes;            /* syntax-tree nodes built (ast_limits.max_nodes) */
 } ast_program;
+
+/* What one text may build, set by the caller (the API's RED_OPT_MAX_TEXT and
+ * RED_OPT_MAX_NODES, whose names the messages give).  The defaults are the
+ * ceilings: positions are int32 offsets, and a million nodes is far beyond
+ * any expression a person writes. */
+#define AST_MAX_TEXT  (INT32_MAX - 1)
+#define AST_MAX_NODES (1L << 20)
+typedef struct ast_limits {
+    long max_text;          /* bytes of text, 1..AST_MAX_TEXT               */
+    long max_nodes;         /* syntax-tree nodes, 1..AST_MAX_NODES          */
+} ast_limits;
 
 /* Parse `src` into a program allocated in `arena`.  On error returns a
  * red_status (RED_ERR_SYNTAX, RED_ERR_LIMIT, RED_ERR_NOMEM) with a caret
@@ -114,6 +126,10 @@ typedef struct ast_program {
  * it to ask for a continuation line. */
 int ast_parse(util_arena *arena, const char *src, ast_program **out, util_diag *diag,
               int *incomplete);
+/* ast_parse under `lim` (NULL: the ceilings), whose limits past which the
+ * text is refused with RED_ERR_LIMIT. */
+int ast_parse_limited(util_arena *arena, const char *src, const ast_limits *lim, ast_program **out,
+                      util_diag *diag, int *incomplete);
 
 /* Print a node back as text (fully parenthesised), for explain and tests. */
 void ast_print(util_buf *b, const ast_node *n);

@@ -14,11 +14,9 @@
 
 #include "grammar.h"
 
-/* Limits on what one text may build.  Depth is bounded by AST_MAX_DEPTH and
- * brackets by the lexer; these bound the breadth, so that a few megabytes of
- * `x,x,x,...` cannot make the arena grow by gigabytes (a node is ~100 bytes). */
-#define PARSE_MAX_TEXT  (INT32_MAX - 1)    /* positions are int32 offsets */
-#define PARSE_MAX_NODES (1L << 20)
+/* Depth is bounded by AST_MAX_DEPTH and brackets by the lexer; the caller's
+ * ast_limits bound the breadth, so that a few megabytes of `x,x,x,...` cannot
+ * make the arena grow by gigabytes (a node is ~100 bytes). */
 #define PARSE_MAX_FIELD 65535              /* `t.N`: a tuple field number */
 
 /* ---- Errors ----------------------------------------------------------------- */
@@ -187,9 +185,10 @@ static parse_ex failed(parse_ctx *ctx)
  * node limit or out of memory. */
 static ast_node *new_node(parse_ctx *ctx, ast_kind kind, util_pos pos)
 {
-    if (++ctx->nnodes > PARSE_MAX_NODES) {
-        parse_error(ctx, pos, RED_ERR_LIMIT, "expression too large (more than %ld nodes)",
-                    PARSE_MAX_NODES);
+    if (++ctx->nnodes > ctx->max_nodes) {
+        parse_error(ctx, pos, RED_ERR_LIMIT,
+                    "expression has more than %ld syntax-tree nodes: the limit is %ld (RED_OPT_MAX_NODES)",
+                    ctx->max_nodes, ctx->max_nodes);
         return NULL;
     }
     ast_node *n = util_arena_alloc(ctx->arena, sizeof *n);
@@ -668,6 +667,14 @@ static int comma_before_index(const parse_ctx *ctx)
 int ast_parse(util_arena *arena, const char *src, ast_program **out, util_diag *diag,
               int *incomplete)
 {
+    return ast_parse_limited(arena, src, NULL, out, diag, incomplete);
+}
+
+int ast_parse_limited(util_arena *arena, const char *src, const ast_limits *lim, ast_program **out,
+                      util_diag *diag, int *incomplete)
+{
+    ast_limits ceil = {AST_MAX_TEXT, AST_MAX_NODES};
+    if (!lim) lim = &ceil;
     util_diag scratch;
     if (!diag) diag = &scratch;
     if (out) *out = NULL;
@@ -676,8 +683,10 @@ int ast_parse(util_arena *arena, const char *src, ast_program **out, util_diag *
         return util_diag_set(diag, RED_ERR_ARG, "ast_parse: NULL argument");
 
     size_t len = strlen(src);
-    if (len > PARSE_MAX_TEXT)
-        return util_diag_set(diag, RED_ERR_LIMIT, "expression text too long (%zu bytes)", len);
+    if (len > (size_t)lim->max_text)
+        return util_diag_set(diag, RED_ERR_LIMIT,
+                             "expression text is %zu bytes: the limit is %ld (RED_OPT_MAX_TEXT)", len,
+                             lim->max_text);
     ast_program *prog = util_arena_alloc(arena, sizeof *prog);
     char *text = util_arena_strndup(arena, src, len);
     if (!prog || !text)
@@ -689,6 +698,7 @@ int ast_parse(util_arena *arena, const char *src, ast_program **out, util_diag *
     ctx.arena = arena;
     ctx.src = text;
     ctx.diag = diag;
+    ctx.max_nodes = lim->max_nodes;
     lex_init(&ctx.lex, text, diag);
 
     void *lp = ast_lemonAlloc(malloc, &ctx);
@@ -723,6 +733,7 @@ int ast_parse(util_arena *arena, const char *src, ast_program **out, util_diag *
     }
     prog->nstmts = ctx.nstmts;
     prog->stmts = ctx.stmts;
+    prog->nnodes = ctx.nnodes;
     *out = prog;
     return RED_OK;
 }

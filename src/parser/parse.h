@@ -56,7 +56,7 @@ typedef struct parse_ctx {
     int nopen;              /* brackets open before tok, innermost last:     */
     char open[LEX_MAX_BRACKETS];   /* '(' or '[' (for the hints on errors)  */
     int32_t last_end;       /* end of the last token that was not a newline */
-    long nnodes;
+    long nnodes, max_nodes;   /* built so far; the caller's limit        */
     int nstmts, capstmts;
     ast_stmt *stmts;
     ast_node dummy;         /* handed out by builders after an error, so the
