@@ -266,7 +266,7 @@ typedef enum red_option {
                                or precompiled.  1..256       default 256    */
     RED_OPT_MAX_SOURCE = 11, /* bytes of the CUDA source of one compile (one
                                pass's kernels, helpers included: a small
-                               expression's is about 60 KB); NVRTC's time
+                               expression's is about 90 KB); NVRTC's time
                                grows with it.  Checked by GPU runs and
                                red_precompile.  0 = no limit,
                                0..2147483647                 default 16777216 */

@@ -121,7 +121,8 @@ void ctx_note_error(red_ctx *ctx, const util_diag *d);
 /* Fail a context call with `code` and the message (also when ctx is NULL: then
  * there is nowhere to keep it); returns `code`. */
 int ctx_fail(red_ctx *ctx, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Whether `value` is allowed for option `opt`. */
+/* Whether `opt` is a RED_OPT_* option; whether `value` is allowed for it. */
+int api_opt_known(red_option opt);
 int api_check_opt(red_option opt, int value);
 void ctx_trim(red_ctx *ctx);
 /* The parsed program for `text`, under the context's RED_OPT_MAX_TEXT and

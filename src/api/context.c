@@ -259,6 +259,11 @@ RED_API const char *red_errmsg(red_ctx *ctx)
     return tl_errmsg;
 }
 
+int api_opt_known(red_option opt)
+{
+    return opt >= RED_OPT_DEVICE && opt < API_NOPTS && opt != 4;   /* 4 is reserved */
+}
+
 int api_check_opt(red_option opt, int value)
 {
     switch (opt) {
@@ -280,7 +285,7 @@ int api_check_opt(red_option opt, int value)
 RED_API int red_set_option(red_ctx *ctx, red_option opt, int value)
 {
     if (!ctx) return RED_ERR_ARG;
-    if (!api_check_opt(opt, 0)) return ctx_fail(ctx, RED_ERR_ARG, "red_set_option: %d is not a RED_OPT_* option", (int)opt);
+    if (!api_opt_known(opt)) return ctx_fail(ctx, RED_ERR_ARG, "red_set_option: %d is not a RED_OPT_* option", (int)opt);
     if (!api_check_opt(opt, value))
         return ctx_fail(ctx, RED_ERR_ARG, "red_set_option: %d is not a value of option %d", value, (int)opt);
     pthread_mutex_lock(&ctx->lock);
@@ -293,7 +298,7 @@ RED_API int red_get_option(red_ctx *ctx, red_option opt, int *value)
 {
     if (!ctx) return RED_ERR_ARG;
     if (!value) return ctx_fail(ctx, RED_ERR_ARG, "red_get_option: `value` is NULL");
-    if (!api_check_opt(opt, 0)) return ctx_fail(ctx, RED_ERR_ARG, "red_get_option: %d is not a RED_OPT_* option", (int)opt);
+    if (!api_opt_known(opt)) return ctx_fail(ctx, RED_ERR_ARG, "red_get_option: %d is not a RED_OPT_* option", (int)opt);
     pthread_mutex_lock(&ctx->lock);
     *value = ctx->opt[opt];
     pthread_mutex_unlock(&ctx->lock);

@@ -174,7 +174,7 @@ RED_API int red_expr_set_option(red_expr *e, red_option opt, int value)
                           opt == RED_OPT_CACHE_MB ? "RED_OPT_CACHE_MB"
                           : opt == RED_OPT_MAX_TEXT ? "RED_OPT_MAX_TEXT"
                                                     : "RED_OPT_MAX_NODES");
-    if (!api_check_opt(opt, 0))
+    if (!api_opt_known(opt))
         return expr_failf(e, RED_ERR_ARG, "red_expr_set_option: %d is not a RED_OPT_* option", (int)opt);
     if (!api_check_opt(opt, value))
         return expr_failf(e, RED_ERR_ARG, "red_expr_set_option: %d is not a value of option %d", value, (int)opt);
