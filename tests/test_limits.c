@@ -4,7 +4,9 @@
  * untrusted expressions"): the defaults, the ranges, and for each limit set low, RED_ERR_LIMIT
  * with a message naming the limit and its option, also where the program or plan comes from a
  * cache filled under higher limits.  The source and compile limits go through
- * red_precompile(e, "sm_90"), which needs NVRTC but no GPU; they are skipped without it.
+ * red_precompile(e, "sm_90"), which needs NVRTC but no GPU, and through red_run on the GPU
+ * backend, which CTest runs on the stand-in driver (tests/fakecuda, with REDJIT_CACHE=0 so every
+ * kernel is compiled); each is skipped with a message where it cannot run.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -172,6 +174,44 @@ static int nvrtc_limits(red_ctx *ctx)
     return 1;
 }
 
+/* The same two limits inside a run on the GPU backend (where kernels are compiled on first
+ * use, one module per kernel group a run needs); 0 when skipped. */
+static int gpu_run_limits(void)
+{
+    red_ctx *ctx = NULL;
+    if (red_open(&ctx) != RED_OK || !red_gpu_available(ctx)) {
+        printf("skipped: the limits in a GPU run need a GPU or the stand-in driver, and NVRTC (%s)\n",
+               ctx ? red_errmsg(ctx) : "red_open failed");
+        red_close(ctx);
+        return 0;
+    }
+    red_set_option(ctx, RED_OPT_DEVICE, RED_DEVICE_GPU);
+    red_set_option(ctx, RED_OPT_MAX_SOURCE, 1000);
+    red_expr *e = prepared(ctx, "sum(x)");
+    CHECK(e && red_run(e) == RED_ERR_LIMIT && has(red_expr_errmsg(e), "(RED_OPT_MAX_SOURCE)") &&
+              red_result_count(e) == 0,
+          "a GPU run whose source is over 1000 bytes: %s", e ? red_expr_errmsg(e) : "");
+    red_finalize(e);
+    red_set_option(ctx, RED_OPT_MAX_SOURCE, 16 << 20);
+
+    /* two passes: each compiles on the first run; the second pass's compile is over a limit of 1 */
+    red_set_option(ctx, RED_OPT_MAX_COMPILES, 1);
+    e = prepared(ctx, "sum(x * sum(x))");
+    CHECK(e && red_run(e) == RED_ERR_LIMIT && has(red_expr_errmsg(e), "(RED_OPT_MAX_COMPILES)") &&
+              red_result_count(e) == 0,
+          "a GPU run needing 2 compiles under a limit of 1: %s", e ? red_expr_errmsg(e) : "");
+    red_finalize(e);
+    red_set_option(ctx, RED_OPT_MAX_COMPILES, 2);
+    e = prepared(ctx, "sum(x * sum(x))");
+    int rc = e ? red_run(e) : RED_ERR_ARG;
+    CHECK(rc == RED_OK, "the same run under a limit of 2: %s", e ? red_expr_errmsg(e) : "");
+    /* warm: the kernels are loaded, so a second run compiles nothing and passes the limit */
+    CHECK(e && red_run(e) == RED_OK, "a warm run compiles nothing: %s", e ? red_expr_errmsg(e) : "");
+    red_finalize(e);
+    red_close(ctx);
+    return 1;
+}
+
 int main(void)
 {
     red_ctx *ctx = NULL;
@@ -186,6 +226,7 @@ int main(void)
     passes_limit(ctx);
     nvrtc_limits(ctx);
     red_close(ctx);
+    gpu_run_limits();
     printf("test_limits: %d passed, %d failed\n", npass, nfail);
     return nfail ? 1 : 0;
 }
