@@ -28,6 +28,21 @@ static int eval_bounds(const plan *p, const plan_var *pv, const core_bounds *b, 
     return rc;
 }
 
+/* The largest extent an explicitly ranged free index may reach: 2^24, or the element count
+ * of the largest bound array when that is larger. */
+static int64_t padding_cap(const plan *p, const core_buf *bufs)
+{
+    int64_t cap = (int64_t)1 << 24;
+    for (int i = 0; i < p->nbufs; i++) {
+        int64_t n = 1;
+        for (int d = 0; d < bufs[i].ndim && n >= 0; d++)
+            if (__builtin_mul_overflow(n, bufs[i].shape[d], &n)) n = -1;
+        if (n < 0) return INT64_MAX;   /* an array past 2^63 elements: no smaller cap applies */
+        if (n > cap) cap = n;
+    }
+    return cap;
+}
+
 /* A free variable's range, the first pass that has it. */
 static int resolve_free(const plan *p, int var, const core_buf *bufs, const core_bounds *b, core_vars *v,
                         util_diag *diag)
@@ -50,6 +65,16 @@ static int resolve_free(const plan *p, int var, const core_buf *bufs, const core
         return util_diag_at(diag, p->src, pv->pos, RED_ERR_INDEX,
                             "index '%s' starts at %lld: a nested result cannot have negative indices",
                             pv->name, (long long)v->lo[var]);
+    /* A nested result is stored from index 0 up (the positions below lo are padding that
+     * nothing reads), so its size follows hi, not hi - lo.  hi is held to what the
+     * bindings justify, so that a short text cannot make a run allocate gigabytes. */
+    int64_t cap = padding_cap(p, bufs);
+    if (v->hi[var] > cap)
+        return util_diag_at(diag, p->src, pv->pos, RED_ERR_LIMIT,
+                            "index '%s' runs to %lld: a nested result is stored from index 0, and "
+                            "%lld elements is more than the %lld allowed (2^24, or the size of the "
+                            "largest bound array)",
+                            pv->name, (long long)v->hi[var], (long long)v->hi[var], (long long)cap);
     return 0;
 }
 
