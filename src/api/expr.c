@@ -650,7 +650,8 @@ RED_API int red_run(red_expr *e)
             e->run.bounds = (core_bounds){cpu_eval_bound, &barg};
             rc = gpu_execute(gpu, p, bufs, on_device, scalars, expr_opt(e, RED_OPT_STRATEGY), &e->run, &e->temps,
                              &e->diag);
-            e->run.bounds = (core_bounds){0};
+            e->run.bounds = (core_bounds){0};   /* both point into this frame */
+            e->run.cancel = NULL;
             e->results_on_device = rc ? RED_RESULTS_HOST : e->run.device_results;
             e->timings.compile_ms = e->run.compile_ms;
         } else {

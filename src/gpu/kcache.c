@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,7 +261,10 @@ static DIR *list_dir(int dfd)
 static void evict(int dfd)
 {
     const char *m = getenv("REDJIT_CACHE_MAX_MB");
-    long long limit = (m && atoll(m) > 0 ? atoll(m) : 512) * 1024 * 1024;
+    long long mb = m ? atoll(m) : 0;
+    if (mb <= 0) mb = 512;
+    if (mb > (LLONG_MAX >> 20)) mb = LLONG_MAX >> 20;   /* a huge setting is "no limit", not an overflow */
+    long long limit = mb << 20;
     DIR *d = list_dir(dfd);
     if (!d) return;
     entry *e = NULL;
