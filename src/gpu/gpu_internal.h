@@ -17,6 +17,9 @@
 
 typedef struct module_entry {
     uint64_t key;
+    char *src;                     /* the source it was built from: a hit compares it, so
+                                      two sources whose keys collide never share a module */
+    size_t len;
     CUmodule mod;
     struct module_entry *next;
 } module_entry;

@@ -17,9 +17,10 @@ static int load_module(gpu_dev *g, const char *src, const gpu_limits *lim, CUmod
     char keysrc[512];
     int krc = gpu_nvrtc_key(g->arch, keysrc, sizeof keysrc, diag);
     if (krc) return krc;
-    uint64_t key = kc_hash(src, strlen(src), kc_hash(keysrc, strlen(keysrc), 0));
+    size_t len = strlen(src);
+    uint64_t key = kc_hash(src, len, kc_hash(keysrc, strlen(keysrc), 0));
     for (module_entry *m = g->mods; m; m = m->next)
-        if (m->key == key) {
+        if (m->key == key && m->len == len && memcmp(m->src, src, len) == 0) {
             g->stats.mem_hits++;
             *out = m->mod;
             return 0;
@@ -48,10 +49,15 @@ static int load_module(gpu_dev *g, const char *src, const gpu_limits *lim, CUmod
     free(cubin);
     if (r) return gpu_cu_fail(g, r, "cuModuleLoadData", diag);
     module_entry *m = calloc(1, sizeof *m);
-    if (!m) {
+    char *copy = m ? malloc(len + 1) : NULL;
+    if (!copy) {
+        free(m);
         g->cu.ModuleUnload(mod);
         return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
     }
+    memcpy(copy, src, len + 1);
+    m->src = copy;
+    m->len = len;
     m->key = key;
     m->mod = mod;
     m->next = g->mods;
@@ -66,6 +72,7 @@ void gpu_modules_free(gpu_dev *g)
     for (module_entry *m = g->mods; m;) {
         module_entry *n = m->next;
         g->cu.ModuleUnload(m->mod);
+        free(m->src);
         free(m);
         m = n;
     }
