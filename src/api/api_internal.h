@@ -93,8 +93,6 @@ struct red_expr {
     unsigned char *detached;   /* detached_inl unless there are more results */
     unsigned char detached_inl[16];
     util_buf explain;
-    util_diag diag;         /* the current call's error, cleared as it starts */
-    char errmsg[UTIL_DIAG_MAX];   /* red_expr_errmsg: the last failing call's   */
     red_expr *prev, *next;  /* in ctx->exprs (prepared ones only) */
     int on_list;
     /* GPU runs */
@@ -110,6 +108,10 @@ struct red_expr {
     plan_entry *run_pe;     /* the plan of the current results (a queued GPU run reads it) */
     int sig_dirty;
     red_timings timings;
+    /* last, so that expr_init zeroes the fields above and only the first byte of
+     * each message (4 KiB that red_eval would clear on every call) */
+    util_diag diag;         /* the current call's error, cleared as it starts */
+    char errmsg[UTIL_DIAG_MAX];   /* red_expr_errmsg: the last failing call's   */
 };
 
 /* ---- context.c --------------------------------------------------------------------------- */

@@ -7,6 +7,7 @@
  * working on distinct red_exprs never share mutable state beyond the context's two caches
  * (programs, and each program's plans), which are locked.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +70,10 @@ void expr_clear_results(red_expr *e)
 
 void expr_init(red_expr *e, red_ctx *ctx, program *pg)
 {
-    memset(e, 0, sizeof *e);
+    memset(e, 0, offsetof(red_expr, diag));
+    e->diag.code = 0;
+    e->diag.msg[0] = 0;
+    e->errmsg[0] = 0;
     e->ctx = ctx;
     e->pg = pg;
     e->binds = e->binds_inl;
