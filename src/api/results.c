@@ -45,8 +45,14 @@ RED_API int red_result(red_expr *e, int i, red_array *out, const char **name)
     return RED_OK;
 }
 
-static int scalar_result(red_expr *e, int i, plan_value *v, int *ct)
+/* Result i as one value of its compute type, for red_result_f64 and red_result_i64, whose
+ * `out` must not be NULL. */
+static int scalar_result(red_expr *e, int i, const void *out, plan_value *v, int *ct)
 {
+    if (e && !out) {
+        expr_start(e);
+        return expr_failf(e, RED_ERR_ARG, "result %d: `out` is NULL", i);
+    }
     red_array a;
     int rc = red_result(e, i, &a, NULL);
     if (rc) return rc;
@@ -71,11 +77,7 @@ RED_API int red_result_f64(red_expr *e, int i, double *out)
 {
     plan_value v = {0};
     int ct = 0;
-    if (e && !out) {
-        expr_start(e);
-        return expr_failf(e, RED_ERR_ARG, "result %d: `out` is NULL", i);
-    }
-    int rc = scalar_result(e, i, &v, &ct);
+    int rc = scalar_result(e, i, out, &v, &ct);
     if (rc) return rc;
     if (CT_IS_FLOAT(ct)) *out = v.f;
     else if (ct == CT_U32 || ct == CT_U64) *out = (double)v.u;
@@ -87,11 +89,7 @@ RED_API int red_result_i64(red_expr *e, int i, int64_t *out)
 {
     plan_value v = {0};
     int ct = 0;
-    if (e && !out) {
-        expr_start(e);
-        return expr_failf(e, RED_ERR_ARG, "result %d: `out` is NULL", i);
-    }
-    int rc = scalar_result(e, i, &v, &ct);
+    int rc = scalar_result(e, i, out, &v, &ct);
     if (rc) return rc;
     if (CT_IS_FLOAT(ct)) {
         int64_t r;
