@@ -16,8 +16,8 @@
  * executor"). */
 int cpu_column_layout(const pass_ctx *pc)
 {
-    if (pc->ranged || pc->nr != 1 || pc->nf < 1 || pc->L < 2 || pc->fext[pc->nf - 1] < 16) return 0;
-    int fv = pc->fvar[pc->nf - 1], rv = pc->rvar[0], nloads = 0;
+    if (pc->dom.ranged || pc->dom.nr != 1 || pc->dom.nf < 1 || pc->dom.L < 2 || pc->dom.fext[pc->dom.nf - 1] < 16) return 0;
+    int fv = pc->dom.fvar[pc->dom.nf - 1], rv = pc->dom.rvar[0], nloads = 0;
     for (int q = 0; q < pc->nreds; q++) {
         const plan_red *rd = &pc->reds[q];
         int ct = rd->acc[0];
@@ -178,9 +178,9 @@ typedef struct col_cut {
 
 static void col_plan(const pass_ctx *pc, int one_chunk, col_cut *cc)
 {
-    int64_t F = pc->fext[pc->nf - 1];
-    int64_t nrow = pc->nout / F, rchunk = one_chunk ? pc->L : COL_RCHUNK;
-    int64_t nrch = (pc->L + rchunk - 1) / rchunk;
+    int64_t F = pc->dom.fext[pc->dom.nf - 1];
+    int64_t nrow = pc->dom.nout / F, rchunk = one_chunk ? pc->dom.L : COL_RCHUNK;
+    int64_t nrch = (pc->dom.L + rchunk - 1) / rchunk;
     int64_t tw = COL_TILE, gsz;
     if (nrch > 1) {
         /* the chunks share the work out: a group is a whole row of tiles */
@@ -238,15 +238,15 @@ static int col_task(const pass_ctx *pc, const col_cut *cc, tstate *ts, uint64_t 
     int64_t grp = task / nrch, ch = task % nrch;
     int64_t row = grp / cc->groups_per_row, first = grp % cc->groups_per_row * gsz;
     int64_t last = first + gsz < cc->tiles_per_row ? first + gsz : cc->tiles_per_row;   /* tiles [first, last) */
-    int64_t t0 = ch * rchunk, t1 = t0 + rchunk < pc->L ? t0 + rchunk : pc->L;
+    int64_t t0 = ch * rchunk, t1 = t0 + rchunk < pc->dom.L ? t0 + rchunk : pc->dom.L;
     int64_t oo = row;
-    for (int d = pc->nf - 2; d >= 0; d--) {
-        vm_var *v = &ts->st.vars[pc->fvar[d]];
+    for (int d = pc->dom.nf - 2; d >= 0; d--) {
+        vm_var *v = &ts->st.vars[pc->dom.fvar[d]];
         v->mode = VAR_CONST;
-        v->base = pc->flo[d] + (pc->fext[d] ? oo % pc->fext[d] : 0);
-        oo = pc->fext[d] ? oo / pc->fext[d] : 0;
+        v->base = pc->dom.flo[d] + (pc->dom.fext[d] ? oo % pc->dom.fext[d] : 0);
+        oo = pc->dom.fext[d] ? oo / pc->dom.fext[d] : 0;
     }
-    vm_var *vf = &ts->st.vars[pc->fvar[pc->nf - 1]], *vr = &ts->st.vars[pc->rvar[0]];
+    vm_var *vf = &ts->st.vars[pc->dom.fvar[pc->dom.nf - 1]], *vr = &ts->st.vars[pc->dom.rvar[0]];
     vf->mode = VAR_RAMP;
     vr->mode = VAR_CONST;
     int64_t c0 = first * tw, c1 = last * tw < F ? last * tw : F;   /* the group's columns */
@@ -260,8 +260,8 @@ static int col_task(const pass_ctx *pc, const col_cut *cc, tstate *ts, uint64_t 
     for (int64_t t = t0; t < t1 && !r; t += 2) {
         for (int64_t f0 = c0; f0 < c1 && !r; f0 += tw) {
             int n = (int)(c1 - f0 < tw ? c1 - f0 : tw);
-            vf->base = pc->flo[pc->nf - 1] + f0;
-            vr->base = pc->rlo[0] + t;
+            vf->base = pc->dom.flo[pc->dom.nf - 1] + f0;
+            vr->base = pc->dom.rlo[0] + t;
             r = vm_run(&ts->st, n);
             /* positions t and t + 1 of the tile, in order; together
              * where position t's values are read in place (the next
@@ -270,7 +270,7 @@ static int col_task(const pass_ctx *pc, const col_cut *cc, tstate *ts, uint64_t 
             const void *x0 = r ? NULL : vm_reg(&ts->st, ts->st.prog->out[pc->root_of[0]]);
             both = both && x0 != vm_own(&ts->st, ts->st.prog->out[pc->root_of[0]]);
             if (both) {
-                vr->base = pc->rlo[0] + t + 1;
+                vr->base = pc->dom.rlo[0] + t + 1;
                 r = vm_run(&ts->st, n);
                 if (!r && col_fold2(pc->reds[0].rop, pc->reds[0].acc[0], x0,
                                     vm_reg(&ts->st, ts->st.prog->out[pc->root_of[0]]), n, acc + (f0 - c0)))
@@ -284,7 +284,7 @@ static int col_task(const pass_ctx *pc, const col_cut *cc, tstate *ts, uint64_t 
             }
             for (int u = 0; u < 2 && !r && t + u < t1; u++) {
                 if (u) {
-                    vr->base = pc->rlo[0] + t + 1;
+                    vr->base = pc->dom.rlo[0] + t + 1;
                     r = vm_run(&ts->st, n);
                 }
                 for (int q = 0; !r && q < pc->nreds; q++)

@@ -109,25 +109,12 @@ int cpu_eval_bound(void *arg, const plan *p, ir *x, int64_t *out, util_diag *dia
 static int pass_domain(pass_ctx *pc, int pi, core_bounds *bounds, core_vars *vars, util_arena *a,
                        util_diag *diag)
 {
-    core_domain dom;
-    int rc = core_resolve_pass(pc->p, pi, pc->bufs, bounds, CORE_EVAL_UNIFORM_RANGES, vars, &dom, diag);
+    int rc = core_resolve_pass(pc->p, pi, pc->bufs, bounds, CORE_EVAL_UNIFORM_RANGES, vars, &pc->dom, diag);
     if (rc) return rc;
-    pc->nf = dom.nf;
-    pc->nout = dom.nout;
-    pc->nr = dom.nr;
-    pc->ranged = dom.ranged;
-    memcpy(pc->fvar, dom.fvar, sizeof pc->fvar);
-    memcpy(pc->flo, dom.flo, sizeof pc->flo);
-    memcpy(pc->fext, dom.fext, sizeof pc->fext);
-    memcpy(pc->rvar, dom.rvar, sizeof pc->rvar);
-    memcpy(pc->rlo, dom.rlo, sizeof pc->rlo);
-    memcpy(pc->rsz, dom.rsz, sizeof pc->rsz);
-    pc->L = dom.L;
-    pc->N = dom.N;
-    if (pc->ranged) rc = cpu_eval_ranges(pc, a, diag);
+    if (pc->dom.ranged) rc = cpu_eval_ranges(pc, a, diag);
     if (!pc->ps->nreds) {
-        pc->L = 1;
-        pc->N = pc->nout;
+        pc->dom.L = 1;
+        pc->dom.N = pc->dom.nout;
     }
     return rc;
 }
@@ -190,9 +177,9 @@ static int pass_walk(pass_ctx *pc, util_diag *diag)
     } else if (ps->key) {
         /* the key pass walks its reduced domain as one output */
         int64_t nk = pc->nkeys;
-        pc->nout = 1;
+        pc->dom.nout = 1;
         rc = cpu_run_keyed(pc, diag);
-        pc->nout = nk;
+        pc->dom.nout = nk;
     } else if (cpu_column_layout(pc)) {
         rc = cpu_run_columns(pc, diag);
         if (rc == RED_ERR_INDEX) rc = cpu_run_reduction(pc, diag);
@@ -216,7 +203,7 @@ static int check_args_found(const pass_ctx *pc, const core_results *out, util_di
             if (((const int64_t *)t->data)[i] < 0) {
                 int is_free_lo = 0;
                 /* positions below a free index's start are padding */
-                for (int d = 0; d < pc->nf; d++) is_free_lo |= pc->flo[d] > 0;
+                for (int d = 0; d < pc->dom.nf; d++) is_free_lo |= pc->dom.flo[d] > 0;
                 if (is_free_lo) continue;
                 return util_diag_at(diag, pc->p->src, rd->pos, RED_ERR_EMPTY,
                                     "%s of an empty set: there is no index to return", plan_rop_name(rd->rop));
@@ -240,7 +227,7 @@ static int run_pass(pass_ctx *pc, int pi, core_bounds *bounds, core_vars *vars, 
         rc = cpu_scan_keys(pc, diag);
         if (rc) return rc;
         core_set_key_count(p, pi, vars, pc->nkeys);
-        pc->nout = pc->nkeys;
+        pc->dom.nout = pc->nkeys;
     }
     if (!rc) rc = pass_temps(pc, vars, out, diag);
     if (!rc) rc = pass_walk(pc, diag);

@@ -36,14 +36,12 @@ typedef struct pass_ctx {
     const core_buf *bufs;
     const plan_value *scalars;
     core_buf *temps;
-    int nf, fvar[RED_MAX_DIMS];
-    int64_t flo[RED_MAX_DIMS], fext[RED_MAX_DIMS];
-    int nr, rvar[RED_MAX_DIMS];
-    int ranged;                     /* per-output reduced ranges          */
-    int64_t rlo[RED_MAX_DIMS], rsz[RED_MAX_DIMS];
+    core_domain dom;                /* outputs and reduced box (core_resolve_pass);
+                                       the walk changes nout, L and N where a
+                                       pass is walked as one output (keys) or
+                                       ranged (N: the sum of the ranges)   */
     int64_t *olo, *osz;             /* ranged: [o * nr + d]               */
     int64_t *offs;                  /* ranged: prefix of counts, nout + 1 */
-    int64_t nout, L, N;
     int flat, flat_ramp;            /* blocks run flat (cpu_flat_walk), the
                                        index at walk position flat_ramp
                                        ramping                            */
@@ -66,19 +64,19 @@ static inline int mul_ok(int64_t a, int64_t b, int64_t *r) { return !__builtin_m
 
 static inline int64_t out_count(const pass_ctx *pc, int64_t o)
 {
-    return pc->ranged ? pc->offs[o + 1] - pc->offs[o] : pc->L;
+    return pc->dom.ranged ? pc->offs[o + 1] - pc->offs[o] : pc->dom.L;
 }
 
 static inline int64_t out_start(const pass_ctx *pc, int64_t o)
 {
-    return pc->ranged ? pc->offs[o] : o * pc->L;
+    return pc->dom.ranged ? pc->offs[o] : o * pc->dom.L;
 }
 
 /* the output holding linear position `pos` (ranged: binary search) */
 static inline int64_t locate(const pass_ctx *pc, int64_t pos)
 {
-    if (!pc->ranged) return pc->L ? pos / pc->L : 0;
-    int64_t lo = 0, hi = pc->nout; /* offs[lo] <= pos < offs[hi] */
+    if (!pc->dom.ranged) return pc->dom.L ? pos / pc->dom.L : 0;
+    int64_t lo = 0, hi = pc->dom.nout; /* offs[lo] <= pos < offs[hi] */
     while (hi - lo > 1) {
         int64_t mid = lo + (hi - lo) / 2;
         if (pc->offs[mid] <= pos) lo = mid;
@@ -89,22 +87,22 @@ static inline int64_t locate(const pass_ctx *pc, int64_t pos)
 
 static inline const int64_t *red_lo(const pass_ctx *pc, int64_t o)
 {
-    return pc->ranged ? pc->olo + o * pc->nr : pc->rlo;
+    return pc->dom.ranged ? pc->olo + o * pc->dom.nr : pc->dom.rlo;
 }
 static inline const int64_t *red_sz(const pass_ctx *pc, int64_t o)
 {
-    return pc->ranged ? pc->osz + o * pc->nr : pc->rsz;
+    return pc->dom.ranged ? pc->osz + o * pc->dom.nr : pc->dom.rsz;
 }
 
 /* Offset of output o in the output temporary (strided by free var values). */
 static inline int64_t out_offset(const pass_ctx *pc, const core_buf *t, int64_t o)
 {
-    if (pc->nf == 1) return (pc->flo[0] + o) * t->strides[0];   /* no division: one a row of short rows */
+    if (pc->dom.nf == 1) return (pc->dom.flo[0] + o) * t->strides[0];   /* no division: one a row of short rows */
     int64_t off = 0;
-    for (int d = pc->nf - 1; d >= 0; d--) {
-        int64_t idx = pc->fext[d] ? o % pc->fext[d] : 0;
-        o = pc->fext[d] ? o / pc->fext[d] : 0;
-        off += (pc->flo[d] + idx) * t->strides[d];
+    for (int d = pc->dom.nf - 1; d >= 0; d--) {
+        int64_t idx = pc->dom.fext[d] ? o % pc->dom.fext[d] : 0;
+        o = pc->dom.fext[d] ? o / pc->dom.fext[d] : 0;
+        off += (pc->dom.flo[d] + idx) * t->strides[d];
     }
     return off;
 }
@@ -196,7 +194,7 @@ void cpu_acc_combine(const plan_red *rd, ustate *u, cacc *a, const cacc *b);
 static inline int64_t arg_index(const pass_ctx *pc, int64_t o, int64_t t0)
 {
     /* one reduced index: its value; several: row-major position in the box */
-    return pc->nr == 1 ? red_lo(pc, o)[0] + t0 : t0;
+    return pc->dom.nr == 1 ? red_lo(pc, o)[0] + t0 : t0;
 }
 
 /* A parallel pass reports the fault of its first chunk or partition that

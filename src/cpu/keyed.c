@@ -152,7 +152,7 @@ static int run_keyed_sorted(pass_ctx *pc, int P, util_diag *diag)
             kfirst[part] = -1;
             if (lrc || core_cancelled(pc->cancel)) continue;
             for (int q = 0; q < pc->nreds; q++) *(kslot *)kslot_at(&A, 0, part, q) = empty[q];
-            int64_t cs = pc->N * part / P, ce = pc->N * (part + 1) / P;
+            int64_t cs = pc->dom.N * part / P, ce = pc->dom.N * (part + 1) / P;
             int r = fold_keyed_range(pc, &ts, cs, ce, &S, part, &A, &kfirst[part]);
             if (r) keep_first_fault(part, r, &ts.st.fault, &fault_part, &fault);
         }
@@ -195,7 +195,7 @@ int cpu_run_keyed(pass_ctx *pc, util_diag *diag)
      * accumulators, combined in partition order: the count depends on the
      * data sizes only, never on threads. */
     int64_t nk = pc->nkeys;
-    int64_t per = nk > 0 ? pc->N / (4 * nk) : 1;
+    int64_t per = nk > 0 ? pc->dom.N / (4 * nk) : 1;
     int P = (int)(per < 1 ? 1 : per > 64 ? 64 : per);
     kaccs ka = {.compact = 1, .nk = nk, .nreds = pc->nreds};
     for (int q = 0; q < pc->nreds; q++)
@@ -205,7 +205,7 @@ int cpu_run_keyed(pass_ctx *pc, util_diag *diag)
         /* sorted keys cost no slots per partition: as many partitions as
          * 64 Ki values each allow, up to 64, however many keys there are
          * (with 4 values a key, the general rule above leaves one) */
-        int64_t pn = pc->N / 65536;
+        int64_t pn = pc->dom.N / 65536;
         return run_keyed_sorted(pc, (int)(pn < 1 ? 1 : pn > 64 ? 64 : pn), diag);
     }
     if ((double)P * (double)nk * pc->nreds * ka.slot > 2e9) P = 1;
@@ -234,7 +234,7 @@ int cpu_run_keyed(pass_ctx *pc, util_diag *diag)
                 acc_init(&pc->reds[q], &id);
                 for (int64_t k = 0; k < nk; k++) kslot_put(&ka, part, k, q, &id);
             }
-            int64_t cs = pc->N * part / P, ce = pc->N * (part + 1) / P;
+            int64_t cs = pc->dom.N * part / P, ce = pc->dom.N * (part + 1) / P;
             int r = fold_keyed_range(pc, &ts, cs, ce, &ka, part, NULL, NULL);
             if (r) keep_first_fault(part, r, &ts.st.fault, &fault_part, &fault);
         }
@@ -290,7 +290,7 @@ int cpu_run_keyed(pass_ctx *pc, util_diag *diag)
 int cpu_scan_keys(pass_ctx *pc, util_diag *diag)
 {
     const plan *p = pc->p;
-    int64_t nchunks = (pc->N / CHUNK + (pc->N % CHUNK != 0));
+    int64_t nchunks = (pc->dom.N / CHUNK + (pc->dom.N % CHUNK != 0));
     int64_t kmax = -1, kmin = INT64_MAX;
     int sorted = 1, rc = 0;
     int64_t *first = calloc((size_t)nchunks + 1, sizeof *first), *last = calloc((size_t)nchunks + 1, sizeof *last);
@@ -305,7 +305,7 @@ int cpu_scan_keys(pass_ctx *pc, util_diag *diag)
 #pragma omp for schedule(static)
             for (int64_t c = 0; c < nchunks; c++) {
                 if (lrc) continue;
-                int64_t cs = c * CHUNK, ce = cs + CHUNK < pc->N ? cs + CHUNK : pc->N;
+                int64_t cs = c * CHUNK, ce = cs + CHUNK < pc->dom.N ? cs + CHUNK : pc->dom.N;
                 int64_t prev = INT64_MIN;
                 for (int64_t pos = cs; pos < ce;) {
                     int nruns;
@@ -340,7 +340,7 @@ int cpu_scan_keys(pass_ctx *pc, util_diag *diag)
     free(last);
     if (rc) return util_diag_set(diag, rc, "out of memory");
     if (fault.code) return cpu_report_fault(p, pc->bufs, pc->temps, &fault, diag);
-    if (pc->N > 0 && kmin < 0)
+    if (pc->dom.N > 0 && kmin < 0)
         return util_diag_at(diag, p->src, pc->ps->key_pos, RED_ERR_KEYS,
                             "keys must be non-negative, but this key is %lld for some element",
                             (long long)kmin);
@@ -353,7 +353,7 @@ int cpu_scan_keys(pass_ctx *pc, util_diag *diag)
         return util_diag_at(diag, p->src, pc->ps->key_pos, RED_ERR_LIMIT,
                             "key %lld is too large: the result would have that many elements",
                             (long long)kmax);
-    pc->nkeys = pc->N > 0 ? kmax + 1 : 0;
+    pc->nkeys = pc->dom.N > 0 ? kmax + 1 : 0;
     pc->keys_sorted = sorted;
     return 0;
 }

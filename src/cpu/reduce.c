@@ -160,15 +160,15 @@ int cpu_run_reduction(pass_ctx *pc, util_diag *diag)
     const plan *p = pc->p;
     /* an output with an empty domain is the identity; the walk writes every
      * other (a regular pass: all of them, unless L is 0) */
-    for (int q = 0; (pc->ranged || pc->L == 0) && q < pc->nreds; q++) {
+    for (int q = 0; (pc->dom.ranged || pc->dom.L == 0) && q < pc->nreds; q++) {
         cacc a;
         acc_init(&pc->reds[q], &a);
         const core_buf *t = &pc->temps[pc->reds[q].temp[0]];
-        for (int64_t o = 0; o < pc->nout; o++)
+        for (int64_t o = 0; o < pc->dom.nout; o++)
             if (out_count(pc, o) == 0) acc_write(pc, &pc->reds[q], &a, out_offset(pc, t, o));
     }
     cpu_flat_walk(pc);
-    int64_t nchunks = (pc->N / CHUNK + (pc->N % CHUNK != 0));
+    int64_t nchunks = (pc->dom.N / CHUNK + (pc->dom.N % CHUNK != 0));
     partial *parts = calloc((size_t)(2 * nchunks + 1), sizeof *parts);
     cacc *pacc = calloc((size_t)(2 * nchunks + 1) * (pc->nreds + 1), sizeof *pacc);
     int rc = 0;
@@ -191,7 +191,7 @@ int cpu_run_reduction(pass_ctx *pc, util_diag *diag)
 #pragma omp for schedule(dynamic, 1)
             for (int64_t c = 0; c < nchunks; c++) {
                 if (lrc || core_cancelled(pc->cancel)) continue;
-                int64_t cs = c * CHUNK, ce = cs + CHUNK < pc->N ? cs + CHUNK : pc->N;
+                int64_t cs = c * CHUNK, ce = cs + CHUNK < pc->dom.N ? cs + CHUNK : pc->dom.N;
                 int r = run_chunk(pc, &ts, cs, ce, &parts[2 * c], &parts[2 * c + 1]);
                 if (r) keep_first_fault(c, r, &ts.st.fault, &fault_chunk, &fault);
             }

@@ -14,14 +14,14 @@
 static void set_indices(const pass_ctx *pc, vm_state *st, int64_t o, int64_t t, const int64_t *lo,
                         const int64_t *sz)
 {
-    for (int d = pc->nf - 1; d >= 0; d--) {
-        vm_var *v = &st->vars[pc->fvar[d]];
+    for (int d = pc->dom.nf - 1; d >= 0; d--) {
+        vm_var *v = &st->vars[pc->dom.fvar[d]];
         v->mode = VAR_CONST;
-        v->base = pc->flo[d] + (pc->fext[d] ? o % pc->fext[d] : 0);
-        o = pc->fext[d] ? o / pc->fext[d] : 0;
+        v->base = pc->dom.flo[d] + (pc->dom.fext[d] ? o % pc->dom.fext[d] : 0);
+        o = pc->dom.fext[d] ? o / pc->dom.fext[d] : 0;
     }
-    for (int d = pc->nr - 1; d >= 0; d--) {
-        vm_var *v = &st->vars[pc->rvar[d]];
+    for (int d = pc->dom.nr - 1; d >= 0; d--) {
+        vm_var *v = &st->vars[pc->dom.rvar[d]];
         v->mode = VAR_CONST;
         v->base = lo[d] + (sz[d] ? t % sz[d] : 0);
         t = sz[d] ? t / sz[d] : 0;
@@ -46,7 +46,7 @@ int cpu_fill_block(const pass_ctx *pc, vm_state *st, walker *w, int64_t pos, int
          * loads do not read (cpu_flat_walk). */
         set_indices(pc, st, o, t, lo, sz);
         int r = pc->flat_ramp;
-        st->vars[r < pc->nf ? pc->fvar[r] : pc->rvar[r - pc->nf]].mode = VAR_RAMP;
+        st->vars[r < pc->dom.nf ? pc->dom.fvar[r] : pc->dom.rvar[r - pc->dom.nf]].mode = VAR_RAMP;
         int n = 0, k = 0;
         for (;;) {
             int64_t left = out_count(pc, o) - t;
@@ -67,14 +67,14 @@ int cpu_fill_block(const pass_ctx *pc, vm_state *st, walker *w, int64_t pos, int
 
     /* the innermost index and what remains of its current row */
     int64_t rem = 0;
-    if (pc->nr > 0 && sz[pc->nr - 1] > 0) rem = sz[pc->nr - 1] - t % sz[pc->nr - 1];
-    else if (pc->nr == 0 && pc->ps->nreds == 0 && pc->nf > 0) rem = pc->fext[pc->nf - 1] - o % pc->fext[pc->nf - 1];
+    if (pc->dom.nr > 0 && sz[pc->dom.nr - 1] > 0) rem = sz[pc->dom.nr - 1] - t % sz[pc->dom.nr - 1];
+    else if (pc->dom.nr == 0 && pc->ps->nreds == 0 && pc->dom.nf > 0) rem = pc->dom.fext[pc->dom.nf - 1] - o % pc->dom.fext[pc->dom.nf - 1];
 
     if (rem >= RAMP_MIN || rem >= room) {
         int n = (int)(rem < room ? rem : room);
         set_indices(pc, st, o, t, lo, sz);
-        if (pc->nr > 0) st->vars[pc->rvar[pc->nr - 1]].mode = VAR_RAMP;
-        else if (pc->nf > 0) st->vars[pc->fvar[pc->nf - 1]].mode = VAR_RAMP;
+        if (pc->dom.nr > 0) st->vars[pc->dom.rvar[pc->dom.nr - 1]].mode = VAR_RAMP;
+        else if (pc->dom.nf > 0) st->vars[pc->dom.fvar[pc->dom.nf - 1]].mode = VAR_RAMP;
         runs[0] = (run){o, t, 0, n};
         *nruns = 1;
         return n;
@@ -83,22 +83,22 @@ int cpu_fill_block(const pass_ctx *pc, vm_state *st, walker *w, int64_t pos, int
     /* element by element */
     int64_t fi[RED_MAX_DIMS], ri[RED_MAX_DIMS];
     int64_t oo = o;
-    for (int d = pc->nf - 1; d >= 0; d--) {
-        fi[d] = pc->fext[d] ? oo % pc->fext[d] : 0;
-        oo = pc->fext[d] ? oo / pc->fext[d] : 0;
+    for (int d = pc->dom.nf - 1; d >= 0; d--) {
+        fi[d] = pc->dom.fext[d] ? oo % pc->dom.fext[d] : 0;
+        oo = pc->dom.fext[d] ? oo / pc->dom.fext[d] : 0;
     }
     int64_t tt = t;
-    for (int d = pc->nr - 1; d >= 0; d--) {
+    for (int d = pc->dom.nr - 1; d >= 0; d--) {
         ri[d] = sz[d] ? tt % sz[d] : 0;
         tt = sz[d] ? tt / sz[d] : 0;
     }
-    for (int d = 0; d < pc->nf; d++) {
-        st->vars[pc->fvar[d]].mode = VAR_VEC;
-        st->vars[pc->fvar[d]].vec = w->vec[d];
+    for (int d = 0; d < pc->dom.nf; d++) {
+        st->vars[pc->dom.fvar[d]].mode = VAR_VEC;
+        st->vars[pc->dom.fvar[d]].vec = w->vec[d];
     }
-    for (int d = 0; d < pc->nr; d++) {
-        st->vars[pc->rvar[d]].mode = VAR_VEC;
-        st->vars[pc->rvar[d]].vec = w->vec[RED_MAX_DIMS + d];
+    for (int d = 0; d < pc->dom.nr; d++) {
+        st->vars[pc->dom.rvar[d]].mode = VAR_VEC;
+        st->vars[pc->dom.rvar[d]].vec = w->vec[RED_MAX_DIMS + d];
     }
     int nr = 0;
     runs[0] = (run){o, t, 0, 0};
@@ -113,16 +113,16 @@ int cpu_fill_block(const pass_ctx *pc, vm_state *st, walker *w, int64_t pos, int
         /* what is left of the innermost reduced row, at once: short rows
          * (CSR ranges) spent much of their time here element by element */
         int64_t m = 1;
-        if (pc->nr > 0) {
-            int in = pc->nr - 1;
+        if (pc->dom.nr > 0) {
+            int in = pc->dom.nr - 1;
             m = sz[in] - ri[in];
             if (m > cnt - t) m = cnt - t;
             if (m > room - n) m = room - n;
         }
-        for (int d = 0; d < pc->nf + pc->nr; d++) {
-            int inner = d == pc->nf + pc->nr - 1 && pc->nr > 0;   /* rises along the row */
-            int64_t v = d < pc->nf ? pc->flo[d] + fi[d] : lo[d - pc->nf] + ri[d - pc->nf];
-            int64_t *vec = d < pc->nf ? w->vec[d] + n : w->vec[RED_MAX_DIMS + d - pc->nf] + n;
+        for (int d = 0; d < pc->dom.nf + pc->dom.nr; d++) {
+            int inner = d == pc->dom.nf + pc->dom.nr - 1 && pc->dom.nr > 0;   /* rises along the row */
+            int64_t v = d < pc->dom.nf ? pc->dom.flo[d] + fi[d] : lo[d - pc->dom.nf] + ri[d - pc->dom.nf];
+            int64_t *vec = d < pc->dom.nf ? w->vec[d] + n : w->vec[RED_MAX_DIMS + d - pc->dom.nf] + n;
             for (int64_t i = 0; i < m; i++) vec[i] = inner ? v + i : v;
             if (n == 0) first[d] = next[d] = v;
             ramp[d] &= v == next[d] && (inner || m == 1);
@@ -133,7 +133,7 @@ int cpu_fill_block(const pass_ctx *pc, vm_state *st, walker *w, int64_t pos, int
         n += (int)m;
         t += m;
         /* advance the reduced odometer, then the output */
-        int d = pc->nr - 1;
+        int d = pc->dom.nr - 1;
         if (d >= 0 && (ri[d] += m) == sz[d]) {
             ri[d--] = 0;
             while (d >= 0 && ++ri[d] == sz[d]) ri[d--] = 0;
@@ -142,23 +142,23 @@ int cpu_fill_block(const pass_ctx *pc, vm_state *st, walker *w, int64_t pos, int
         /* next output with a non-empty domain */
         do {
             o++;
-            for (int e = pc->nf - 1; e >= 0 && ++fi[e] == pc->fext[e]; e--) fi[e] = 0;
-        } while (o < pc->nout && pc->ps->nreds && out_count(pc, o) == 0);
-        if (o >= pc->nout || n >= room) break;
+            for (int e = pc->dom.nf - 1; e >= 0 && ++fi[e] == pc->dom.fext[e]; e--) fi[e] = 0;
+        } while (o < pc->dom.nout && pc->ps->nreds && out_count(pc, o) == 0);
+        if (o >= pc->dom.nout || n >= room) break;
         t = 0;
         cnt = pc->ps->nreds ? out_count(pc, o) : 1;
         lo = red_lo(pc, o);
         sz = red_sz(pc, o);
-        for (int e = 0; e < pc->nr; e++) ri[e] = 0;
+        for (int e = 0; e < pc->dom.nr; e++) ri[e] = 0;
         runs[++nr] = (run){o, 0, n, 0};
     }
     *nruns = nr + 1;
     /* a variable that rises by one along the whole block (short CSR ranges
      * that follow each other) or stays put reads as a ramp or a constant:
      * contiguous loads instead of gathers */
-    for (int d = 0; d < pc->nf + pc->nr; d++)
+    for (int d = 0; d < pc->dom.nf + pc->dom.nr; d++)
         if (ramp[d] || same[d]) {
-            vm_var *v = &st->vars[d < pc->nf ? pc->fvar[d] : pc->rvar[d - pc->nf]];
+            vm_var *v = &st->vars[d < pc->dom.nf ? pc->dom.fvar[d] : pc->dom.rvar[d - pc->dom.nf]];
             v->mode = ramp[d] ? VAR_RAMP : VAR_CONST;
             v->base = first[d];
         }
@@ -184,23 +184,23 @@ int cpu_fill_block(const pass_ctx *pc, vm_state *st, walker *w, int64_t pos, int
 void cpu_flat_walk(pass_ctx *pc)
 {
     pc->flat = 0;
-    int m = pc->nf + pc->nr;
-    if (pc->nr == 0 || pc->N < 2 || (pc->ranged && pc->nr != 1)) return;
+    int m = pc->dom.nf + pc->dom.nr;
+    if (pc->dom.nr == 0 || pc->dom.N < 2 || (pc->dom.ranged && pc->dom.nr != 1)) return;
     int id[2 * RED_MAX_DIMS];
     int64_t lo[2 * RED_MAX_DIMS], ext[2 * RED_MAX_DIMS], step[2 * RED_MAX_DIMS];
     int last = -1;
     for (int w = 0; w < m; w++) {
-        id[w] = w < pc->nf ? pc->fvar[w] : pc->rvar[w - pc->nf];
-        lo[w] = w < pc->nf ? pc->flo[w] : pc->rlo[w - pc->nf];
-        ext[w] = w < pc->nf ? pc->fext[w] : pc->rsz[w - pc->nf];
+        id[w] = w < pc->dom.nf ? pc->dom.fvar[w] : pc->dom.rvar[w - pc->dom.nf];
+        lo[w] = w < pc->dom.nf ? pc->dom.flo[w] : pc->dom.rlo[w - pc->dom.nf];
+        ext[w] = w < pc->dom.nf ? pc->dom.fext[w] : pc->dom.rsz[w - pc->dom.nf];
         if (ext[w] > 1) last = w;
     }
-    if (pc->ranged) {
+    if (pc->dom.ranged) {
         /* the reduced index over all ranges, end to end; rows of VM_B
          * and up fill their blocks on their own */
         int64_t next = 0, longest = 0;
         int seen = 0;
-        for (int64_t o = 0; o < pc->nout; o++) {
+        for (int64_t o = 0; o < pc->dom.nout; o++) {
             int64_t sz = pc->osz[o];
             if (sz == 0) continue;
             if (seen && pc->olo[o] != next) return;
@@ -210,7 +210,7 @@ void cpu_flat_walk(pass_ctx *pc)
             longest = sz > longest ? sz : longest;
         }
         if (longest >= VM_B) return;
-        ext[m - 1] = pc->N;
+        ext[m - 1] = pc->dom.N;
         last = m - 1;
     } else {
         if (last < 0 || ext[m - 1] >= VM_B) return;
@@ -250,7 +250,7 @@ void cpu_flat_walk(pass_ctx *pc)
         }
         for (int w = 0; w < m; w++) {
             int64_t want = 0;
-            if (pc->ranged ? w < pc->nf && c[w] != 0
+            if (pc->dom.ranged ? w < pc->dom.nf && c[w] != 0
                            : ext[w] > 1 && (__builtin_mul_overflow(c[last], step[w], &want) || c[w] != want))
                 return;
         }
@@ -269,11 +269,11 @@ int cpu_tstate_init(tstate *ts, const pass_ctx *pc)
     ts->st.temps = pc->temps;
     ts->st.scalars = pc->scalars;
     ts->st.scalar_info = pc->p->scalars;
-    int nv = pc->nf + pc->nr;
+    int nv = pc->dom.nf + pc->dom.nr;
     ts->w.mem = malloc((size_t)(nv > 0 ? nv : 1) * VM_B * sizeof(int64_t));
     if (!ts->w.mem) return RED_ERR_NOMEM;
-    for (int d = 0; d < pc->nf; d++) ts->w.vec[d] = ts->w.mem + (size_t)d * VM_B;
-    for (int d = 0; d < pc->nr; d++) ts->w.vec[RED_MAX_DIMS + d] = ts->w.mem + (size_t)(pc->nf + d) * VM_B;
+    for (int d = 0; d < pc->dom.nf; d++) ts->w.vec[d] = ts->w.mem + (size_t)d * VM_B;
+    for (int d = 0; d < pc->dom.nr; d++) ts->w.vec[RED_MAX_DIMS + d] = ts->w.mem + (size_t)(pc->dom.nf + d) * VM_B;
     ts->runs = malloc((VM_B + 1) * sizeof *ts->runs);
     ts->cur = calloc((size_t)pc->nreds + 1, sizeof *ts->cur);
     ts->us = calloc((size_t)pc->nreds + 1, sizeof *ts->us);
@@ -307,14 +307,14 @@ void cpu_tstate_free(tstate *ts, const pass_ctx *pc)
 
 /* ---- map passes ------------------------------------------------------------------------ */
 
-/* A map pass's walk: the blocks of [0, pc->N), CHUNK positions a task, in
+/* A map pass's walk: the blocks of [0, pc->dom.N), CHUNK positions a task, in
  * parallel; take(pc, st, pos, n, arg) gets each block once the VM has run
  * it (its values in st's registers).  Returns 0, or an error reported in
  * diag: out of memory, or the fault of the first chunk that had one. */
 typedef void take_fn(const pass_ctx *pc, const vm_state *st, int64_t pos, int n, void *arg);
 static int map_blocks(const pass_ctx *pc, take_fn *take, void *arg, util_diag *diag)
 {
-    int64_t nchunks = (pc->N / CHUNK + (pc->N % CHUNK != 0));
+    int64_t nchunks = (pc->dom.N / CHUNK + (pc->dom.N % CHUNK != 0));
     int rc = 0;
     int64_t fault_chunk = INT64_MAX;
     vm_fault fault = {0};
@@ -332,7 +332,7 @@ static int map_blocks(const pass_ctx *pc, take_fn *take, void *arg, util_diag *d
 #pragma omp for schedule(dynamic, 1)
             for (int64_t c = 0; c < nchunks; c++) {
                 if (lrc || core_cancelled(pc->cancel)) continue;
-                int64_t cs = c * CHUNK, ce = cs + CHUNK < pc->N ? cs + CHUNK : pc->N;
+                int64_t cs = c * CHUNK, ce = cs + CHUNK < pc->dom.N ? cs + CHUNK : pc->dom.N;
                 for (int64_t pos = cs; pos < ce;) {
                     int nruns;
                     int n = cpu_fill_block(pc, &ts.st, &ts.w, pos, ce, ts.runs, &nruns);
@@ -380,20 +380,20 @@ static void take_ranges(const pass_ctx *sweep, const vm_state *st, int64_t pos, 
     (void)sweep;
     const struct take_ranges_arg *ta = arg;
     pass_ctx *pc = ta->pc;
-    for (int d = 0; d < pc->nr; d++) {
+    for (int d = 0; d < pc->dom.nr; d++) {
         for (int j = 0; j < n; j++) {
             int64_t lo, hi;
             if (ta->roots[2 * d]) {
                 lo = ((const int64_t *)vm_reg(st, ta->prog->out[ta->where[2 * d]]))[j];
                 hi = ((const int64_t *)vm_reg(st, ta->prog->out[ta->where[2 * d + 1]]))[j];
             } else {
-                lo = pc->rlo[d];
-                hi = pc->rlo[d] + pc->rsz[d];
+                lo = pc->dom.rlo[d];
+                hi = pc->dom.rlo[d] + pc->dom.rsz[d];
             }
-            pc->olo[(pos + j) * pc->nr + d] = lo;
+            pc->olo[(pos + j) * pc->dom.nr + d] = lo;
             int64_t ext = 0;
             if (hi > lo && __builtin_sub_overflow(hi, lo, &ext)) ext = INT64_MAX;
-            pc->osz[(pos + j) * pc->nr + d] = ext;
+            pc->osz[(pos + j) * pc->dom.nr + d] = ext;
         }
     }
 }
@@ -403,9 +403,9 @@ int cpu_eval_ranges(pass_ctx *pc, util_arena *a, util_diag *diag)
 {
     const plan *p = pc->p;
     ir *roots[2 * RED_MAX_DIMS];
-    for (int d = 0; d < pc->nr; d++) {
-        roots[2 * d] = p->vars[pc->rvar[d]].lo;
-        roots[2 * d + 1] = p->vars[pc->rvar[d]].hi;
+    for (int d = 0; d < pc->dom.nr; d++) {
+        roots[2 * d] = p->vars[pc->dom.rvar[d]].lo;
+        roots[2 * d + 1] = p->vars[pc->dom.rvar[d]].hi;
         if (!roots[2 * d]) {
             roots[2 * d] = roots[2 * d + 1] = NULL;
         }
@@ -414,7 +414,7 @@ int cpu_eval_ranges(pass_ctx *pc, util_arena *a, util_diag *diag)
     int nroots = 0;
     ir *live[2 * RED_MAX_DIMS];
     int where[2 * RED_MAX_DIMS];
-    for (int k = 0; k < 2 * pc->nr; k++)
+    for (int k = 0; k < 2 * pc->dom.nr; k++)
         if (roots[k]) {
             where[k] = nroots;
             live[nroots++] = roots[k];
@@ -426,15 +426,15 @@ int cpu_eval_ranges(pass_ctx *pc, util_arena *a, util_diag *diag)
     plan_pass fake = *pc->ps;
     fake.nreds = 0;
     sweep.ps = &fake;
-    sweep.nr = 0;
-    sweep.ranged = 0;
-    sweep.L = 1;
-    sweep.N = pc->nout;
+    sweep.dom.nr = 0;
+    sweep.dom.ranged = 0;
+    sweep.dom.L = 1;
+    sweep.dom.N = pc->dom.nout;
     sweep.prog = prog;
     sweep.nreds = 0;
-    pc->olo = core_big_alloc((size_t)pc->nout * pc->nr * sizeof(int64_t) + 8);
-    pc->osz = core_big_alloc((size_t)pc->nout * pc->nr * sizeof(int64_t) + 8);
-    pc->offs = core_big_alloc((size_t)(pc->nout + 1) * sizeof(int64_t));
+    pc->olo = core_big_alloc((size_t)pc->dom.nout * pc->dom.nr * sizeof(int64_t) + 8);
+    pc->osz = core_big_alloc((size_t)pc->dom.nout * pc->dom.nr * sizeof(int64_t) + 8);
+    pc->offs = core_big_alloc((size_t)(pc->dom.nout + 1) * sizeof(int64_t));
     if (!pc->olo || !pc->osz || !pc->offs) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
     /* in parallel (map_blocks): on one thread, short CSR ranges took as
      * long as the reduction after them */
@@ -444,8 +444,8 @@ int cpu_eval_ranges(pass_ctx *pc, util_arena *a, util_diag *diag)
     if (core_cancelled(pc->cancel)) return util_diag_set(diag, RED_ERR_INTERRUPTED, "interrupted");
     /* the counts' prefix, pc's fields read once: the stores into offs could
      * alias them, a load each per output (cachegrind) */
-    const int64_t nout = pc->nout, *osz = pc->osz;
-    const int nr = pc->nr;
+    const int64_t nout = pc->dom.nout, *osz = pc->osz;
+    const int nr = pc->dom.nr;
     int64_t *offs = pc->offs;
     offs[0] = 0;
     for (int64_t o = 0; o < nout; o++) {
@@ -456,10 +456,10 @@ int cpu_eval_ranges(pass_ctx *pc, util_arena *a, util_diag *diag)
         if (__builtin_add_overflow(offs[o], c, &offs[o + 1]))
             return util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large");
     }
-    pc->N = pc->offs[pc->nout];
-    if (pc->N > CORE_MAX_DOMAIN)
+    pc->dom.N = pc->offs[pc->dom.nout];
+    if (pc->dom.N > CORE_MAX_DOMAIN)
         return util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large: %lld elements (at most 2^40)",
-                             (long long)pc->N);
+                             (long long)pc->dom.N);
     return 0;
 }
 
