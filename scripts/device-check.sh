@@ -5,7 +5,8 @@
 # (see ../shared/device/README.md).  Usage: scripts/device-check.sh [tests] [sanitize] [python] [bench]
 # BUILD_DIR (default build-gpu) may be outside the carried tree, so that a warm machine keeps the
 # build between calls; GPU_TESTS (a ctest -R regex) runs part of the gpu label, to fit the suite
-# into calls of at most 10 minutes.
+# into calls of at most 10 minutes; GPU_JOBS (default 8) is ctest's -j (the case shards compile
+# their kernels with NVRTC in parallel).
 set -uo pipefail
 OUT=${OUT:-/tmp/redjit-out}
 mkdir -p "$OUT"
@@ -25,7 +26,7 @@ echo "build ok"
 rc=0
 export REDJIT_CACHE_DIR="$B/kcache"
 if [[ " $what " == *" tests "* ]]; then
-  (cd "$B" && ctest -L gpu ${GPU_TESTS:+-R "$GPU_TESTS"} --output-on-failure --timeout 900 \
+  (cd "$B" && ctest -L gpu -j "${GPU_JOBS:-8}" ${GPU_TESTS:+-R "$GPU_TESTS"} --output-on-failure --timeout 900 \
      > "$OUT/ctest-gpu.log" 2>&1) || rc=1
   grep -E "passed|failed|skipped|FAIL|Test +#" "$OUT/ctest-gpu.log" | tail -40
 fi

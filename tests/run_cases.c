@@ -5,13 +5,16 @@
  * values.  Error cases check the status code, the `line:col` and the caret.
  *
  *   run_cases [--device cpu|gpu] [--strategy NAME|all] [--threads N]
- *             [--filter SUBSTR] [--verbose] MANIFEST...
+ *             [--filter SUBSTR] [--shard K/N] [--verbose] MANIFEST...
  *   run_cases --compile-only ARCH [--threads N] [--filter SUBSTR] MANIFEST...
  *
  * --compile-only runs nothing: it compiles the GPU kernels of every valid case
  * with NVRTC for ARCH ("sm_90"), each distinct source once, without a GPU.
  *
  * (REDJIT_TEST_FILTER in the environment stands for a missing --filter.)
+ * --shard K/N runs only the cases whose index in the manifest is K modulo N,
+ * so that N processes share the suite (the GPU run is bound by NVRTC, which
+ * runs on one core per process).
  *
  * Ends with "N passed, M failed[, K skipped]"; exit 1 on any failure, 77 when
  * --device gpu is asked for and no GPU is usable (CTest SKIP_RETURN_CODE).
@@ -93,7 +96,8 @@ static struct {
     const char *filter;
     int verbose;
     const char *compile_arch;   /* --compile-only: NVRTC every case's kernels */
-} opt = {RED_DEVICE_CPU, {RED_STRATEGY_AUTO}, 1, 2, NULL, 0, NULL};
+    int shard, nshards;         /* --shard K/N */
+} opt = {RED_DEVICE_CPU, {RED_STRATEGY_AUTO}, 1, 2, NULL, 0, NULL, 0, 1};
 
 static long npassed, nfailed, nskipped;
 
@@ -1395,7 +1399,8 @@ static int compile_all(const char *file, const char *arch)
 static void usage(void)
 {
     fprintf(stderr, "usage: run_cases [--device cpu|gpu] [--strategy NAME|all] [--threads N]\n"
-                    "                 [--filter SUBSTR] [--verbose] [--compile-only ARCH] MANIFEST...\n");
+                    "                 [--filter SUBSTR] [--shard K/N] [--verbose]\n"
+                    "                 [--compile-only ARCH] MANIFEST...\n");
     exit(2);
 }
 
@@ -1423,6 +1428,11 @@ int main(int argc, char **argv)
             k++;
         } else if (strcmp(a, "--filter") == 0 && v) {
             opt.filter = v;
+            k++;
+        } else if (strcmp(a, "--shard") == 0 && v) {
+            if (sscanf(v, "%d/%d", &opt.shard, &opt.nshards) != 2 || opt.nshards < 1 ||
+                opt.shard < 0 || opt.shard >= opt.nshards)
+                usage();
             k++;
         } else if (strcmp(a, "--compile-only") == 0 && v) {
             opt.compile_arch = v;
@@ -1464,6 +1474,7 @@ int main(int argc, char **argv)
         for (int k = 0; k < m.ncases; k++) {
             tcase *c = &m.cases[k];
             if (opt.filter && !strstr(c->name, opt.filter)) continue;
+            if (k % opt.nshards != opt.shard) continue;
             load_inputs(&m, c);
             uint64_t before = inputs_sum(c);
             for (int s = 0; s < opt.nstrat; s++) {
