@@ -462,6 +462,8 @@ int chk_build(const ast_program *prog, const chk_binding *binds, int nbinds, con
         TRY(lower_result(&c, last_let, last_let->exprs[0], last_let->name));
     }
 
+    TRY(ck_merge_passes(&c));
+
     /* every index needs an extent */
     for (int v = 0; v < p->nvars; v++) {
         plan_var *pv = &p->vars[v];

@@ -155,6 +155,18 @@ typedef struct varset {
     int v[256];
 } varset;
 void ck_collect_vars(const plan *p, const ir *x, varset *vs);   /* reduce.c */
+/* `x` with index variables from[k] renamed to[k] (NULL: out of memory). */
+ir *ck_subst(ck *c, ir *x, int n, const int *from, const int *to);
+/* Do index variables a and b run over the same extent (the same range, or the
+ * same constraints in the same order)? */
+int ck_same_domain_var(const plan *p, int a, int b);
+/* The last pass producing a temporary that `x` reads (-1: none). */
+int ck_last_producer(const plan *p, const ir *x);
+int ck_pass_matches(ck *c, const plan_pass *ps, int nfree, const int *fr, int nred, const int *rd,
+                    ir *key);
+/* Add reduction `rd` (its maps over the pass's indices) to `pass`, or find an
+ * equal one there; temps_out[] gets its first ncomp_out temporaries. */
+int ck_add_reduction(ck *c, int pass, const plan_red *rd, int ncomp_out, int *temps_out);
 
 /* ---- lowering each kind of node ------------------------------------------------ */
 
@@ -170,5 +182,11 @@ int ck_lower_call(ck *c, scope *s, const ast_node *n, val *out);
 int ck_lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val *out);
 int ck_op_from_name(const char *name);
 int ck_lower_user_combine(ck *c, const ast_stmt *op, int ncomp, const int *types, ir **out);
+/* fuse.c: a reduction that reads another one over its own domain, rewritten
+ * into an online reduction in that one's pass (*done = 1, its value in *out) */
+int ck_online_rewrite(ck *c, const ast_node *n, const plan_red *rd, ir *key, int nfree, const int *fr,
+                      int nred, const int *red, val *out, int *done);
+/* fuse.c: reduction passes over equal domains merged, once lowering is done */
+int ck_merge_passes(ck *c);
 
 #endif

@@ -125,7 +125,7 @@ typedef struct plan_red {
     /* user-defined operator */
     const char *uname;
     int ordered;
-    ir *combine[PLAN_MAX_COMP]; /* over IR_PARAM 0..ncomp-1 (a), ncomp.. (b) */
+    ir *combine[PLAN_MAX_COMP]; /* over IR_PARAM 2k (a's field k), 2k+1 (b's) */
     plan_value identity[PLAN_MAX_COMP];
 } plan_red;
 

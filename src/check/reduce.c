@@ -27,7 +27,7 @@ void ck_collect_vars(const plan *p, const ir *x, varset *vs)
 }
 
 /* Rebuild `x` with index variables renamed by `map` (from -> to). */
-static ir *subst(ck *c, ir *x, int n, const int *from, const int *to)
+ir *ck_subst(ck *c, ir *x, int n, const int *from, const int *to)
 {
     if (!x) return NULL;
     if (x->kind == IR_INDEX) {
@@ -39,7 +39,7 @@ static ir *subst(ck *c, ir *x, int n, const int *from, const int *to)
     ir *args[RED_MAX_DIMS + 3];
     int changed = 0;
     for (int i = 0; i < x->nargs; i++) {
-        args[i] = subst(c, x->args[i], n, from, to);
+        args[i] = ck_subst(c, x->args[i], n, from, to);
         if (!args[i]) return NULL;
         changed |= args[i] != x->args[i];
     }
@@ -51,7 +51,7 @@ static ir *subst(ck *c, ir *x, int n, const int *from, const int *to)
 
 /* ---- reductions ----------------------------------------------------------------- */
 
-static int same_domain_var(const plan *p, int a, int b)
+int ck_same_domain_var(const plan *p, int a, int b)
 {
     if (a == b) return 1;
     const plan_var *x = &p->vars[a], *y = &p->vars[b];
@@ -66,7 +66,7 @@ static int same_domain_var(const plan *p, int a, int b)
 }
 
 /* The last pass producing a temporary that `x` reads (-1: none). */
-static int last_producer(const plan *p, const ir *x)
+int ck_last_producer(const plan *p, const ir *x)
 {
     if (!x) return -1;
     int r = -1;
@@ -81,15 +81,30 @@ static int last_producer(const plan *p, const ir *x)
         }
     }
     for (int i = 0; i < x->nargs; i++) {
-        int a = last_producer(p, x->args[i]);
+        int a = ck_last_producer(p, x->args[i]);
         if (a > r) r = a;
     }
     if (x->kind == IR_INDEX) {
-        int a = last_producer(p, p->vars[x->slot].lo), b = last_producer(p, p->vars[x->slot].hi);
+        int a = ck_last_producer(p, p->vars[x->slot].lo), b = ck_last_producer(p, p->vars[x->slot].hi);
         if (a > r) r = a;
         if (b > r) r = b;
     }
     return r;
+}
+
+/* Does reduction pass `ps` walk the domain of a reduction with free indices
+ * fr[] (the same variables), reduced indices rd[] (the same extents) and `key`? */
+int ck_pass_matches(ck *c, const plan_pass *ps, int nfree, const int *fr, int nred, const int *rd,
+                    ir *key)
+{
+    const plan *p = c->p;
+    if (!ps->nreds || ps->nfree != nfree || ps->nred != nred) return 0;
+    for (int k = 0; k < nfree; k++)
+        if (ps->free[k] != fr[k]) return 0;
+    for (int k = 0; k < nred; k++)
+        if (!ck_same_domain_var(p, ps->red[k], rd[k])) return 0;
+    if (!!ps->key != !!key) return 0;
+    return !key || ck_subst(c, key, nred, rd, ps->red) == ps->key;
 }
 
 /* Find a pass with the same domain that runs after everything the new
@@ -99,17 +114,7 @@ static int find_pass(ck *c, int nfree, const int *fr, int nred, const int *rd, i
 {
     plan *p = c->p;
     for (int i = after + 1; i < p->npasses; i++) {
-        plan_pass *ps = &p->passes[i];
-        if (!ps->nreds || ps->nfree != nfree || ps->nred != nred) continue;
-        int ok = 1;
-        for (int k = 0; k < nfree && ok; k++) ok = ps->free[k] == fr[k];
-        for (int k = 0; k < nred && ok; k++) ok = same_domain_var(p, ps->red[k], rd[k]);
-        if (!ok) continue;
-        if (!!ps->key != !!key) continue;
-        if (key) {
-            ir *k2 = subst(c, key, nred, rd, ps->red);
-            if (k2 != ps->key) continue;
-        }
+        if (!ck_pass_matches(c, &p->passes[i], nfree, fr, nred, rd, key)) continue;
         *pass_out = i;
         return 0;
     }
@@ -156,7 +161,7 @@ static int const_value(const ir *x, plan_value *v)
     return 1;
 }
 
-static int add_reduction(ck *c, int pass, const plan_red *rd, int ncomp_out, int *temps_out)
+int ck_add_reduction(ck *c, int pass, const plan_red *rd, int ncomp_out, int *temps_out)
 {
     plan *p = c->p;
     plan_pass *ps = &p->passes[pass];
@@ -432,13 +437,13 @@ static int place_in_pass(ck *c, scope *s, const ast_node *n, const plan_red *rd,
                          int nfree, const int *fr, int nred, const int *red, int *pass_out)
 {
     plan *p = c->p;
-    int after = last_producer(p, key);
+    int after = ck_last_producer(p, key);
     for (int k = 0; k < rd->ncomp; k++) {
-        int a = last_producer(p, rd->map[k]);
+        int a = ck_last_producer(p, rd->map[k]);
         if (a > after) after = a;
     }
     for (int k = 0; k < nred; k++) {
-        int a = last_producer(p, p->vars[red[k]].lo), b = last_producer(p, p->vars[red[k]].hi);
+        int a = ck_last_producer(p, p->vars[red[k]].lo), b = ck_last_producer(p, p->vars[red[k]].hi);
         if (a > after) after = a;
         if (b > after) after = b;
     }
@@ -476,9 +481,9 @@ static int read_result(ck *c, const ast_node *n, int pass, plan_red *rd, int nre
     plan *p = c->p;
     plan_pass *ps = &p->passes[pass];
     /* rename this reduction's indices to the pass's */
-    for (int k = 0; k < rd->ncomp; k++) rd->map[k] = subst(c, rd->map[k], nred, red, ps->red);
+    for (int k = 0; k < rd->ncomp; k++) rd->map[k] = ck_subst(c, rd->map[k], nred, red, ps->red);
     int temps[PLAN_MAX_COMP];
-    TRY(add_reduction(c, pass, rd, nres, temps));
+    TRY(ck_add_reduction(c, pass, rd, nres, temps));
 
     int dims = ps->key ? 1 : ps->nfree;
     ir *subs[RED_MAX_DIMS];
@@ -496,7 +501,7 @@ static int read_result(ck *c, const ast_node *n, int pass, plan_red *rd, int nre
         cnt.acc[0] = CT_I64;
         cnt.map[0] = ir_const_i(c->b, CT_I64, 1);
         int ct = -1;   /* add_reduction sets it; GCC, inlining this, cannot tell */
-        TRY(add_reduction(c, pass, &cnt, 1, &ct));
+        TRY(ck_add_reduction(c, pass, &cnt, 1, &ct));
         ir *cl = ir_load(c->b, CT_I64, PLAN_TEMP_SLOT(ct), dims, subs, n->pos);
         int ft = rd->acc[0];
         r.c[0] = ck_op2(c, OP_DIV, ft, r.c[0], ir_cast(c->b, ft, cl));
@@ -549,6 +554,9 @@ int ck_lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val 
     int red[RED_MAX_DIMS], nred = 0, fr[RED_MAX_DIMS], nfree = 0;
     TRY(split_domain(c, n, &rs, &rd, key, red, &nred, fr, &nfree));
 
+    int done = 0;
+    if (!is_mean) TRY(ck_online_rewrite(c, n, &rd, key, nfree, fr, nred, red, out, &done));
+    if (done) return 0;
     int pass = -1;
     TRY(place_in_pass(c, s, n, &rd, key, nfree, fr, nred, red, &pass));
     return read_result(c, n, pass, &rd, nres, nred, red, is_mean, out);
