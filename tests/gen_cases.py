@@ -517,7 +517,7 @@ def make_inputs(rec, rng, ns):
                     k = max(1, int(round(frac * flat.size))) if flat.size else 0
                     pos = rng.choice(flat.size, size=min(k, flat.size), replace=False)
                     flat[pos] = bad
-            for key, bad in (("nanat", np.nan), ("infat", np.inf)):
+            for key, bad in (("nanat", np.nan), ("infat", np.inf), ("ninfat", -np.inf)):
                 if key in opts:
                     for p in opts[key].split(","):
                         flat[int(p)] = bad
