@@ -186,6 +186,8 @@ int ck_lower_user_combine(ck *c, const ast_stmt *op, int ncomp, const int *types
  * into an online reduction in that one's pass (*done = 1, its value in *out) */
 int ck_online_rewrite(ck *c, const ast_node *n, const plan_red *rd, ir *key, int nfree, const int *fr,
                       int nred, const int *red, val *out, int *done);
+/* fuse.c: the name of the (max, sum of exp) pair whose first field is a max */
+extern const char ck_max_pair_name[];
 /* fuse.c: reduction passes over equal domains merged, once lowering is done */
 int ck_merge_passes(ck *c);
 

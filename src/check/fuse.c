@@ -77,24 +77,30 @@ static ir *sel(ck *c, ir *k, ir *a, ir *b)
 
 /* ---- sum(exp(X - max(X))): the running maximum and the rescaled sum ---------- */
 
-/* The combine of (M, s) pairs: the larger maximum wins and the other side's
- * sum is scaled by exp(smaller - larger), one exp per step.  A side with
- * s == 0 adds nothing (so that two empty sides, both -inf, do not make NaN
- * of 0 * exp(-inf + inf)); a NaN element or two infinite maxima that meet
- * give NaN, as exp(X - m) does in the expression. */
+/* The pair that replaces a max reduction keeps its first field the max: a
+ * later max(X) over the same domain finds it here (ck_add_reduction). */
+const char ck_max_pair_name[] = "max and online sum of exp";
+
+/* The combine of (M, s) pairs, s standing for the sum of exp(x - M) over the
+ * elements seen: M is the maximum (the language's max, NaN propagating, so
+ * that M is the max reduction's value itself) and the side with the smaller
+ * maximum is scaled by exp(smaller - larger), one exp per step.  Equal
+ * maxima scale by 1, so that while M is -inf, s counts the -inf elements:
+ * exp(x - m) is NaN for them only if no larger element comes (see the read
+ * in exp_sum).  A NaN element makes s NaN, as it does in the expression. */
 static void exp_sum_combine(ck *c, int mt, int st, plan_red *pr)
 {
     /* component k of the left operand is parameter 2k, of the right 2k + 1 */
     ir *a0 = ir_param(c->b, mt, 0), *a1 = ir_param(c->b, st, 2);
     ir *b0 = ir_param(c->b, mt, 1), *b1 = ir_param(c->b, st, 3);
     ir *gt = ck_op2(c, OP_GT, CT_BOOL, b0, a0);
-    ir *d = sel(c, gt, ck_op2(c, OP_SUB, mt, a0, b0), ck_op2(c, OP_SUB, mt, b0, a0));
-    ir *f = ir_cast(c->b, st, ck_op1(c, OP_EXP, mt, d));
-    ir *zero = ir_const_f(c->b, st, 0.0);
+    /* smaller - larger, as -|b - a| (subtraction is exactly antisymmetric) */
+    ir *d = ck_op1(c, OP_NEG, mt, ck_op1(c, OP_ABS, mt, ck_op2(c, OP_SUB, mt, b0, a0)));
+    ir *f = sel(c, ck_op2(c, OP_EQ, CT_BOOL, a0, b0), ir_const_f(c->b, st, 1.0),
+                ir_cast(c->b, st, ck_op1(c, OP_EXP, mt, d)));
     ir *s_gt = ck_op2(c, OP_ADD, st, ck_op2(c, OP_MUL, st, a1, f), b1);
-    ir *b_part = sel(c, ck_op2(c, OP_EQ, CT_BOOL, b1, zero), zero, ck_op2(c, OP_MUL, st, b1, f));
-    ir *s_le = ck_op2(c, OP_ADD, st, a1, b_part);
-    pr->combine[0] = sel(c, gt, b0, a0);
+    ir *s_le = ck_op2(c, OP_ADD, st, a1, ck_op2(c, OP_MUL, st, b1, f));
+    pr->combine[0] = ck_op2(c, OP_MAX, mt, a0, b0);
     pr->combine[1] = sel(c, gt, s_gt, s_le);
 }
 
@@ -116,8 +122,9 @@ static int exp_sum(ck *c, const ast_node *n, const plan_red *rd, int nfree, cons
     plan_red pr;
     memset(&pr, 0, sizeof pr);
     pr.rop = ROP_USER;
-    pr.uname = "online sum of exp (max-rescaled)";
-    pr.pos = rd->pos;
+    pr.uname = ck_max_pair_name;
+    pr.neutral = 1;
+    pr.pos = mx->pos;
     pr.ncomp = 2;
     pr.acc[0] = mt;
     pr.acc[1] = st;
@@ -127,11 +134,28 @@ static int exp_sum(ck *c, const ast_node *n, const plan_red *rd, int nfree, cons
     pr.identity[1].f = 0.0;
     exp_sum_combine(c, mt, st, &pr);
     int temps[2];
-    TRY(ck_add_reduction(c, pass, &pr, 2, temps));
-    /* a maximum of +inf: exp(inf - inf) is NaN in the expression */
+    if (mx->acc[0] == mt) {
+        /* the max itself becomes the pair's first field: one comparison
+         * chain per element instead of two */
+        int s_temp = ck_new_temp(c, st, ps->nfree, ps->free);
+        if (s_temp == -2) return ck_nomem(c);
+        if (s_temp < 0) return util_diag_set(c->diag, RED_ERR_LIMIT, "too many intermediate results");
+        pr.temp[0] = temps[0] = mx->temp[0];
+        pr.temp[1] = temps[1] = s_temp;
+        *mx = pr;
+    } else {
+        pr.uname = "online sum of exp (max-rescaled)";
+        pr.pos = rd->pos;
+        TRY(ck_add_reduction(c, pass, &pr, 2, temps));
+    }
+    /* NaN as the expression gives it: a maximum of +inf (exp(inf - inf)), or
+     * of -inf over elements that are all -inf (s counts them; none: empty, 0) */
     ir *m = load_at(c, temps[0], nfree, fr, n->pos), *s = load_at(c, temps[1], nfree, fr, n->pos);
-    ir *inf = ck_op2(c, OP_EQ, CT_BOOL, m, ir_const_f(c->b, mt, INFINITY));
-    *out = ck_mk(sel(c, inf, ir_const_f(c->b, st, NAN), s), 0);
+    ir *pinf = ck_op2(c, OP_EQ, CT_BOOL, m, ir_const_f(c->b, mt, INFINITY));
+    ir *ninf = ck_op2(c, OP_LAND, CT_BOOL, ck_op2(c, OP_EQ, CT_BOOL, m, ir_const_f(c->b, mt, -INFINITY)),
+                      ck_op2(c, OP_NE, CT_BOOL, s, ir_const_f(c->b, st, 0.0)));
+    ir *bad = ck_op2(c, OP_LOR, CT_BOOL, pinf, ninf);
+    *out = ck_mk(sel(c, bad, ir_const_f(c->b, st, NAN), s), 0);
     if (!out->c[0]) return ck_nomem(c);
     *done = 1;
     return 0;
@@ -202,6 +226,7 @@ static int centred_squares(ck *c, const ast_node *n, const plan_red *rd, int nfr
     memset(&pr, 0, sizeof pr);
     pr.rop = ROP_USER;
     pr.uname = "Welford (count, mean, centred sum of squares)";
+    pr.neutral = 1;
     pr.pos = rd->pos;
     pr.ncomp = 3;
     pr.acc[0] = CT_I64;

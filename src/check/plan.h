@@ -125,6 +125,9 @@ typedef struct plan_red {
     /* user-defined operator */
     const char *uname;
     int ordered;
+    int neutral;        /* made by the planner: the identity is neutral for
+                           combine, so accumulators start from it (a user's
+                           identity may only be a fill value for empty results) */
     ir *combine[PLAN_MAX_COMP]; /* over IR_PARAM 2k (a's field k), 2k+1 (b's) */
     plan_value identity[PLAN_MAX_COMP];
 } plan_red;

@@ -167,6 +167,11 @@ int ck_add_reduction(ck *c, int pass, const plan_red *rd, int ncomp_out, int *te
     plan_pass *ps = &p->passes[pass];
     for (int i = 0; i < ps->nreds; i++) {
         plan_red *o = &ps->reds[i];
+        if (rd->rop == ROP_MAX && o->uname == ck_max_pair_name && o->map[0] == rd->map[0] &&
+            o->acc[0] == rd->acc[0]) {
+            temps_out[0] = o->temp[0];   /* the max, as the first field of fuse.c's pair */
+            return 0;
+        }
         if (o->rop != rd->rop || o->ncomp != rd->ncomp || o->uname != rd->uname) continue;
         int same = 1;
         for (int k = 0; k < rd->ncomp && same; k++) same = o->map[k] == rd->map[k] && o->acc[k] == rd->acc[k];

@@ -9,7 +9,13 @@
 #include <stdio.h>
 
 int cg_is_arg(int rop) { return rop == ROP_ARGMIN || rop == ROP_ARGMAX; }
-static int has_flag(int rop) { return rop == ROP_USER || cg_is_arg(rop); }
+/* Accumulators that need a "has a value" flag: argmin/argmax, and user
+ * operators whose identity is only a fill value (not one the planner made
+ * and knows to be neutral: those start from it). */
+static int has_flag(const plan_red *rd)
+{
+    return (rd->rop == ROP_USER && !rd->neutral) || cg_is_arg(rd->rop);
+}
 
 void cg_emit_acc_struct(gen *g)
 {
@@ -30,7 +36,7 @@ void cg_emit_acc_struct(gen *g)
                 util_buf_printf(o, "    long long x%d;\n", q);
                 size += 8;
             }
-            if (w == 1 && has_flag(rd->rop)) {
+            if (w == 1 && has_flag(rd)) {
                 util_buf_printf(o, "    bool h%d;\n", q);
                 size += 1;
             }
@@ -101,7 +107,7 @@ static void emit_acc_shfl(gen *g, const char *name, const char *fn, const char *
         const plan_red *rd = &ps->reds[q];
         for (int c = 0; c < rd->ncomp; c++) util_buf_printf(o, "    r.r%d_%d = %s(a.r%d_%d, %s);\n", q, c, fn, q, c, arg);
         if (cg_is_arg(rd->rop)) util_buf_printf(o, "    r.x%d = %s(a.x%d, %s);\n", q, fn, q, arg);
-        if (has_flag(rd->rop)) util_buf_printf(o, "    r.h%d = %s(a.h%d, %s);\n", q, fn, q, arg);
+        if (has_flag(rd)) util_buf_printf(o, "    r.h%d = %s(a.h%d, %s);\n", q, fn, q, arg);
     }
     util_buf_puts(o, "    return r;\n}\n");
 }
@@ -121,7 +127,7 @@ void cg_emit_acc_funcs(gen *g)
             util_buf_puts(o, ";\n");
         }
         if (cg_is_arg(rd->rop)) util_buf_printf(o, "    a.x%d = -1;\n", q);
-        if (has_flag(rd->rop)) util_buf_printf(o, "    a.h%d = false;\n", q);
+        if (has_flag(rd)) util_buf_printf(o, "    a.h%d = false;\n", q);
     }
     util_buf_puts(o, "}\n");
 
@@ -135,6 +141,11 @@ void cg_emit_acc_funcs(gen *g)
             util_buf_printf(o, "    if (b.h%d && (!a.h%d || rj_%s_better(b.r%d_0, a.r%d_0) || (!rj_%s_better(a.r%d_0, b.r%d_0) "
                                "&& b.x%d < a.x%d))) { a.r%d_0 = b.r%d_0; a.x%d = b.x%d; a.h%d = true; }\n",
                             q, q, bt, q, q, bt, q, q, q, q, q, q, q, q, q);
+        } else if (rd->rop == ROP_USER && rd->neutral) {
+            util_buf_printf(o, "    uop%d(", q);
+            for (int c = 0; c < rd->ncomp; c++) util_buf_printf(o, "%sa.r%d_%d", c ? ", " : "", q, c);
+            for (int c = 0; c < rd->ncomp; c++) util_buf_printf(o, ", b.r%d_%d", q, c);
+            util_buf_puts(o, ");\n");
         } else if (rd->rop == ROP_USER) {
             util_buf_printf(o, "    if (b.h%d) { if (!a.h%d) { ", q, q);
             for (int c = 0; c < rd->ncomp; c++) util_buf_printf(o, "a.r%d_%d = b.r%d_%d; ", q, c, q, c);
@@ -197,13 +208,17 @@ void cg_emit_fold(gen *g)
             if (ps->nred == 1) util_buf_printf(o, "a.x%d = tk ? i%d : a.x%d; a.h%d = true; }\n", q, ps->red[0], q, q);
             else util_buf_printf(o, "a.x%d = tk ? t : a.x%d; a.h%d = true; }\n", q, q, q);
         } else if (rd->rop == ROP_USER) {
-            util_buf_printf(o, "    if (!a.h%d) { ", q);
-            for (int c = 0; c < rd->ncomp; c++) {
-                util_buf_printf(o, "a.r%d_%d = ", q, c);
-                cg_ref(g, rd->map[c]);
-                util_buf_puts(o, "; ");
+            if (rd->neutral) {
+                util_buf_printf(o, "    uop%d(", q);
+            } else {
+                util_buf_printf(o, "    if (!a.h%d) { ", q);
+                for (int c = 0; c < rd->ncomp; c++) {
+                    util_buf_printf(o, "a.r%d_%d = ", q, c);
+                    cg_ref(g, rd->map[c]);
+                    util_buf_puts(o, "; ");
+                }
+                util_buf_printf(o, "a.h%d = true; } else uop%d(", q, q);
             }
-            util_buf_printf(o, "a.h%d = true; } else uop%d(", q, q);
             for (int c = 0; c < rd->ncomp; c++) util_buf_printf(o, "%sa.r%d_%d", c ? ", " : "", q, c);
             for (int c = 0; c < rd->ncomp; c++) {
                 util_buf_puts(o, ", ");

@@ -320,12 +320,19 @@ static void fold_user(const plan_red *rd, ustate *u, void *const *vals, int n, c
     }
     plan_value x[PLAN_MAX_COMP];
     for (int c = 0; c < k; c++) x[c] = core_read_ct(w[c], rd->acc[c], 0);
-    if (!a->has) {
+    if (!a->has && !rd->neutral) {
         memcpy(a->v, x, sizeof(plan_value) * k);
         a->has = 1;
-    } else {
-        user_combine1(rd, u, a->v, x);
+        return;
     }
+    if (!a->has) {
+        /* a neutral identity is where folds start (as on the GPU): for the
+         * planner's online sum of exp, identity + (-inf, 1) is NaN, as
+         * exp(-inf - -inf) is in the expression */
+        memcpy(a->v, rd->identity, sizeof(plan_value) * k);
+        a->has = 1;
+    }
+    user_combine1(rd, u, a->v, x);
 }
 
 /* ---- accumulators ------------------------------------------------------------------- */
