@@ -518,10 +518,14 @@ static int plan_passes(red_expr *e)
     return n;
 }
 
-/* A composition's fields in its automatic strategy's record. */
-static void print_comp_fields(red_expr *e, const cold_run *cr)
+/* A composition's fields in its automatic strategy's record: its first input's shape, the plan's
+ * passes and the cold first run. */
+static void print_comp_fields(red_expr *e, const bench_case *c, const cold_run *cr)
 {
-    printf(", \"passes\": %d", plan_passes(e));
+    const bind_spec *b = &c->b[0];
+    printf(", \"shape\": [");
+    for (int d = 0; d < b->ndim; d++) printf("%s%lld", d ? ", " : "", (long long)b->shape[d]);
+    printf("], \"passes\": %d", plan_passes(e));
     if (cr->rc) json_str("cold_error", red_errstr(cr->rc));
     else
         printf(", \"cold_ms\": %.3f, \"cold_compiles\": %lld, \"cold_compile_ms\": %.3f", cr->ms, cr->compiles,
@@ -551,7 +555,7 @@ static void run_case(red_ctx *ctx, bench_case *c)
         if (!rc) {
             printf(", \"us\": %.3f, \"min_us\": %.3f, \"reps\": %d", t.med_us, t.min_us, t.reps);
             if (s == 0 && !rcs) printf(", \"sync_us\": %.3f", sync_us);
-            if (s == 0 && c->comp) print_comp_fields(e, &cr);
+            if (s == 0 && c->comp) print_comp_fields(e, c, &cr);
             rc = print_values(e, c);
         }
         if (rc) {
