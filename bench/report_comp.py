@@ -205,13 +205,17 @@ def cold_section(comp_recs, rows, order, jit, warm, titles):
         if peers or "cold_ms" in auto:
             body.append(_cold_row(COMP_TITLES.get(key[0], key[0]), _shape(auto, key[1]), auto.get("cold_ms"),
                                   auto.get("us"), peers))
-    new = {r.get("of"): r.get("ms") for r in jit if r.get("case") == "jit_new" and "ms" in r}
+    new = [r for r in jit if r.get("case") == "jit_new" and "ms" in r]
     for key in order:
         peers = {p: r for p, r in rows[key]["peers"].items() if p in JIT_PEERS and "cold_ms" in r}
         if peers:
-            n = int(key[1])
+            n, auto = int(key[1]), rows[key]["redjit"].get("auto", {})
+            # jit_new compiled each expression once, for the first case that has it
+            first = next((r["ms"] for r in new if r.get("of") == key[0]), None)
+            if first is None:
+                first = next((r["ms"] for r in new if auto.get("expr") and r.get("expr") == auto.get("expr")), None)
             body.append(_cold_row(titles.get(key[0], key[0]), f"2^{n.bit_length() - 1}" if n & (n - 1) == 0 else str(n),
-                                  new.get(key[0]), rows[key]["redjit"].get("auto", {}).get("us"), peers))
+                                  first, auto.get("us"), peers))
     if not body:
         return []
     head = (["case", "n / shape", "redjit first run ms"] + [f"{label(p)} first call ms" for p in JIT_PEERS] +
