@@ -1,24 +1,39 @@
 #!/usr/bin/env python3
-"""peers.py -- the CuPy and PyTorch side of the GPU benchmark (bench/run.sh).
+"""peers.py -- the CuPy, PyTorch, torch.compile and JAX side of the GPU benchmark (bench/run.sh).
 
 Builds the inputs of bench_data.h on the GPU with CuPy's uint32 arithmetic (bit-identical to the C
-programs' generator; PyTorch sees the same memory through DLPack), runs each case in the idiomatic
-form of each library, times it with CUDA events around the call (median of --reps runs after
---warmup, fewer for slow runs) and prints one JSON object per line, as cub_bench and redjit_bench.
+programs' generator; PyTorch and JAX see the same memory through DLPack), runs each case in the
+idiomatic form of each library, times it with CUDA events around the call (JAX: wall clock to
+block_until_ready, XLA's streams being its own; median of --reps runs after --warmup, fewer for
+slow runs) and prints one JSON object per line, as cub_bench and redjit_bench.  The composition
+cases (comp_*) are in peers_comp.py.  torch.compile (default mode, dynamic=False) and jax.jit run
+the single reductions of peers_comp.JIT_SINGLE and the compositions; each case's function is
+compiled anew after the compiler's caches are reset, and its first call (trace, compile, run,
+synchronise) is the record's cold_ms.  A peer that cannot be imported or compiled is left out,
+with the reason in a config record and on stderr.
 
   peers.py [--log2n 28] [--curve 10,20,24,26,28,30] [--log2s 26] [--rows 16384 --cols 16384]
-           [--short-rows 33554432 --short-cols 8] [--reps 50] [--warmup 5] [--budget-ms 2000]
-           [--calls 20000] [--cases id,id,...] [--systems cupy,torch]
+           [--short-rows 33554432 --short-cols 8] [--cube 1024,512,512] [--reps 50] [--warmup 5]
+           [--budget-ms 2000] [--calls 20000] [--cases id,id,...]
+           [--systems cupy,torch,torch_compile,jax] [--jit-budget-s 150]
   peers.py --numpy-check ...   NumPy on the host, wall clock: checks the generator, layouts and
-                               checksums against redjit_bench --cpu-check without a GPU.
+                               checksums against redjit_bench --cpu-check without a GPU; with
+                               --systems torch,torch_compile,jax also those on the CPU.
 """
 import argparse
+import atexit
 import json
 import math
+import os
+import shutil
 import sys
+import tempfile
 import time
+import warnings
 
 import numpy as np
+
+from peers_comp import COMP_VARIANTS, JIT_SINGLE, comp_impls, comp_inputs, jit_single_impls
 
 SEED_X, SEED_B, SEED_F64, SEED_I32, SEED_LEN = 1, 2, 3, 4, 5
 LAYOUTS = ["one", "rand", "len3", "rows1024"]
@@ -95,6 +110,7 @@ def checksums(h):
 
 class NumpySys:
     name = "numpy"
+    jit = False
 
     def __init__(self):
         self.xp = np
@@ -119,6 +135,7 @@ class NumpySys:
 
 class CupySys:
     name = "cupy"
+    jit = False
 
     def __init__(self, cp):
         self.cp = cp
@@ -147,16 +164,25 @@ class CupySys:
 
 class TorchSys:
     name = "torch"
+    jit = False
 
-    def __init__(self, torch):
+    def __init__(self, torch, cuda=True):
         self.torch = torch
-        self.e0 = torch.cuda.Event(enable_timing=True)
-        self.e1 = torch.cuda.Event(enable_timing=True)
+        self.cuda = cuda            # False: tensors on the host (--numpy-check), wall clock
+        if cuda:
+            self.e0 = torch.cuda.Event(enable_timing=True)
+            self.e1 = torch.cuda.Event(enable_timing=True)
+        warnings.filterwarnings("ignore", message=r"index_reduce\(\) is in beta")
 
     def sync(self):
-        self.torch.cuda.synchronize()
+        if self.cuda:
+            self.torch.cuda.synchronize()
 
     def time_once(self, fn, args):
+        if not self.cuda:
+            t0 = time.perf_counter()
+            r = fn(*args)
+            return r, (time.perf_counter() - t0) * 1e6
         self.e0.record()
         r = fn(*args)
         self.e1.record()
@@ -171,6 +197,104 @@ class TorchSys:
 
     def scalar(self, r):
         return r.item()
+
+    def warm_input(self):
+        return self.torch.linspace(-1, 1, 1000, device="cuda" if self.cuda else "cpu")
+
+
+class JitSkip(Exception):
+    """A JIT peer's case left out (its compile budget spent)."""
+
+
+class JitMixin:
+    """A JIT peer: each case's function is compiled anew after the compiler's caches are reset,
+    and its first call (trace, compile, run, synchronise) is timed apart, the cold time."""
+    jit = True
+    compile_s = 0.0             # the cases' first calls so far
+
+    def first_call(self, fn, args, budget_s):
+        if self.compile_s > budget_s:
+            raise JitSkip(f"skipped: {self.name}'s compile budget ({budget_s:g} s, --jit-budget-s) is spent")
+        self.reset()
+        cf = self.compile(fn)
+        t0 = time.perf_counter()
+        r = cf(*args)
+        self.block(r)
+        dt = time.perf_counter() - t0
+        self.compile_s += dt
+        return cf, dt * 1e3
+
+
+class TorchCompileSys(JitMixin, TorchSys):
+    name = "torch_compile"
+
+    def __init__(self, torch, cuda=True):
+        super().__init__(torch, cuda)
+        torch._dynamo.config.suppress_errors = False    # a failed compile must not run eager
+
+    def reset(self):
+        self.torch._dynamo.reset()
+
+    def compile(self, fn):
+        return self.torch.compile(fn, dynamic=False)
+
+    def block(self, r):
+        self.sync()
+
+    def warm_fn(self):
+        return lambda w: (w > 0.75).any()
+
+
+class JaxSys(JitMixin):
+    name = "jax"
+
+    def __init__(self, jax):
+        self.jax = jax
+        self.jnp = jax.numpy
+
+    def sync(self):
+        pass
+
+    def time_once(self, fn, args):
+        t0 = time.perf_counter()
+        r = fn(*args)
+        self.jax.block_until_ready(r)
+        return r, (time.perf_counter() - t0) * 1e6
+
+    def host(self, a):
+        return np.asarray(a)
+
+    def copy(self, a):
+        return self.jnp.array(a, copy=True)
+
+    def scalar(self, r):
+        return r.item()
+
+    def reset(self):
+        self.jax.clear_caches()
+
+    def compile(self, fn):
+        return self.jax.jit(fn)
+
+    def block(self, r):
+        self.jax.block_until_ready(r)
+
+    def warm_input(self):
+        return self.jnp.linspace(-1, 1, 1000, dtype=self.jnp.float32)
+
+    def warm_fn(self):
+        jnp = self.jnp
+        return lambda w: jnp.any(w > 0.75)
+
+
+def jit_warm_up(sysobj):
+    """The compiler's one-time costs (imports, worker processes, the device's first kernels) paid
+    on a function no case uses, so that each case's first call shows its own compile; raises
+    when the compiler does not work."""
+    w = sysobj.warm_input()
+    _, ms = sysobj.first_call(sysobj.warm_fn(), (w,), math.inf)
+    sysobj.compile_s = 0.0
+    emit({"case": "peer_jit_warmup", "system": sysobj.name, "ms": round(ms, 3)})
 
 
 # ---- the cases --------------------------------------------------------------------------------
@@ -270,6 +394,8 @@ def values(sysobj, r, kind):
         return {"value": int(v) if kind == "index" or isinstance(v, (int, np.integer)) else float(v)}
     if kind == "pair":
         return {"value": float(sysobj.scalar(r[0])), "value2": float(sysobj.scalar(r[1]))}
+    if kind == "outs":      # every result's checksums, as redjit_bench's comp_* records
+        return {"outs": [checksums(sysobj.host(o)) for o in (r if isinstance(r, tuple) else (r,))]}
     return checksums(sysobj.host(r))
 
 
@@ -277,38 +403,66 @@ def emit(rec):
     print(json.dumps(rec), flush=True)
 
 
-def run_system(sysobj, mod, extra, data, opt):
-    impls = case_impls(sysobj.name, mod, extra)
+def time_case(sysobj, rec, fn, kind, sets, opt):
+    """Times fn over the argument sets (a JIT peer's first call, which compiles, timed apart as
+    cold_ms) and emits the record.  A failure becomes the record's "error", or for a JIT peer its
+    "skipped" (the table shows "-"), with the reason on stderr."""
+    try:
+        if sysobj.jit:
+            fn, cold = sysobj.first_call(fn, sets[0], opt.jit_budget_s)
+            rec["cold_ms"] = round(cold, 3)
+        r, us, mn, reps = measure(sysobj, fn, sets, opt)
+        rec.update({"us": round(us, 3), "min_us": round(mn, 3), "reps": reps})
+        rec.update(values(sysobj, r, kind))
+    except Exception as ex:  # a peer that cannot run a case: say so, go on
+        msg = (str(ex) if isinstance(ex, JitSkip) else f"{type(ex).__name__}: {ex}")[:400]
+        rec["skipped" if sysobj.jit else "error"] = msg
+        if sysobj.jit:
+            print(f"peers.py: {sysobj.name} {rec['case']} n={rec['n']}: {msg}", file=sys.stderr)
+        try:
+            sysobj.sync()
+        except Exception:
+            pass
+    emit(rec)
+
+
+def system_impls(sysobj, mods):
+    """{impl key: (function, kind)} of the single reductions this system runs."""
+    if sysobj.jit:
+        return jit_single_impls(sysobj.name, mods)
+    return case_impls(sysobj.name, mods[sysobj.name], {"scatter_add": getattr(mods.get("cupyx"), "scatter_add", None)})
+
+
+def run_system(sysobj, mods, data, opt):
+    impls = system_impls(sysobj, mods)
     conv = data["conv"]          # numpy/cupy array -> this system's array
 
     def wanted(cid):
         return opt.cases is None or cid in opt.cases
 
-    def case(cid, n, impl_key, arrays, extra_args=(), nbytes=None):
-        if not wanted(cid):
+    def case(cid, n, impl_key, arrays, extra_args=(), nbytes=None, impl=None, variant=None):
+        if not wanted(cid) or (sysobj.jit and impl is None and cid not in JIT_SINGLE):
             return
-        impl = impls.get(impl_key)
+        impl = impl or impls.get(impl_key)
         if impl is None:
             return
         fn, kind = impl
+        if sysobj.jit and extra_args:   # constants of the compiled function (segment counts)
+            fn = (lambda f, e: lambda *a: f(*a, *e))(fn, tuple(extra_args))
+            extra_args = ()
         base = [conv(a) for a in arrays]
         nbytes = nbytes if nbytes is not None else float(sum(a.nbytes for a in arrays))
-        k = rotation(nbytes) if sysobj.name != "numpy" else 1
+        k = rotation(nbytes) if data["gpu"] else 1
         sets = [tuple(base) + tuple(extra_args)]
         for _ in range(1, k):
             sets.append(tuple(sysobj.copy(a) for a in base) + tuple(extra_args))
         rec = {"case": cid, "n": int(n), "system": sysobj.name, "bytes": nbytes, "rot": k}
-        v = VARIANTS.get(sysobj.name, {}).get(impl_key)
+        if kind == "outs":
+            rec["shape"] = [int(d) for d in arrays[0].shape]
+        v = variant or VARIANTS.get(sysobj.name, {}).get(impl_key) or COMP_VARIANTS.get(sysobj.name, {}).get(impl_key)
         if v:
             rec["variant"] = v
-        try:
-            r, us, mn, reps = measure(sysobj, fn, sets, opt)
-            rec.update({"us": round(us, 3), "min_us": round(mn, 3), "reps": reps})
-            rec.update(values(sysobj, r, kind))
-        except Exception as ex:  # a peer that cannot run a case: say so, go on
-            rec["error"] = f"{type(ex).__name__}: {ex}"[:400]
-            sysobj.sync() if sysobj.name != "numpy" else None
-        emit(rec)
+        time_case(sysobj, rec, fn, kind, sets, opt)
         del sets, base
 
     x = data["x"]
@@ -343,7 +497,13 @@ def run_system(sysobj, mod, extra, data, opt):
     if R * C <= N:
         case("maxabs2d_f32", R * C, "maxabs_f32", [x[:R * C].reshape(R, C), data["b"][:R * C].reshape(R, C)])
 
-    if wanted("overhead") and sysobj.name != "numpy":
+    comps = comp_impls(sysobj.name, mods)
+    for cid, n, arrays, extra_args, nbytes in comp_inputs(data, opt):
+        if cid in comps:
+            case(cid, n, None, arrays, extra_args, nbytes, impl=(comps[cid], "outs"),
+                 variant=getattr(comps[cid], "form", None) or COMP_VARIANTS.get(sysobj.name, {}).get(cid))
+
+    if wanted("overhead") and data["gpu"] and not sysobj.jit and sysobj.name != "numpy":
         xs = conv(x[:1024])
         calls = opt.calls
         for _ in range(100):
@@ -356,7 +516,7 @@ def run_system(sysobj, mod, extra, data, opt):
               "calls": calls, "us": round(us, 3), "value": float(v)})
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--log2n", type=int, default=28)
     ap.add_argument("--curve", default="10,20,24,26,28,30")
@@ -365,49 +525,91 @@ def main():
     ap.add_argument("--cols", type=int, default=16384)
     ap.add_argument("--short-rows", type=int, default=1 << 25)
     ap.add_argument("--short-cols", type=int, default=8)
+    ap.add_argument("--cube", default="1024,512,512", help="D0,D1,D2 of the 3-D composition")
     ap.add_argument("--reps", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--budget-ms", type=float, default=2000)
     ap.add_argument("--calls", type=int, default=20000)
     ap.add_argument("--cases", default=None)
-    ap.add_argument("--systems", default="cupy,torch")
+    ap.add_argument("--systems", default=None, help="default cupy,torch,torch_compile,jax (--numpy-check: none)")
+    ap.add_argument("--jit-budget-s", type=float, default=150,
+                    help="a JIT peer's first calls past this many seconds in all: its other cases are skipped")
     ap.add_argument("--numpy-check", action="store_true")
     opt = ap.parse_args()
     opt.curve = [int(c) for c in opt.curve.split(",") if c]
     opt.cases = set(opt.cases.split(",")) if opt.cases else None
-    systems = opt.systems.split(",")
+    opt.cube = [int(c) for c in opt.cube.split(",")]
+    if len(opt.cube) != 3 or min(opt.cube) < 1:
+        ap.error("--cube takes three positive extents, D0,D1,D2")
+    return opt
 
-    cp = torch = None
-    cfg = {"case": "config", "system": "peers", "numpy": np.__version__}
-    if opt.numpy_check:
-        xp = np
-    else:
-        try:                                # CuPy also builds the inputs when it is there
-            import cupy as cp
-            cfg["cupy"] = cp.__version__
+
+def fresh_jit_caches():
+    """Cache folders of our own for Inductor and Triton, empty and removed at exit, and no FX graph
+    or AOTAutograd cache: every first call compiles from nothing.  Before torch is imported."""
+    d = tempfile.mkdtemp(prefix="peers-jit-")
+    atexit.register(shutil.rmtree, d, True)
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(d, "inductor")
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(d, "triton")
+    os.environ["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
+    os.environ["TORCHINDUCTOR_AUTOGRAD_CACHE"] = "0"
+
+
+def unavailable(cfg, name, ex):
+    cfg[name + "_error"] = f"{type(ex).__name__}: {ex}"[:300]
+    print(f"peers.py: {name} left out: {cfg[name + '_error']}", file=sys.stderr)
+
+
+def import_peers(systems, cfg, cpu):
+    """{name: module} of the peers asked for that import (and, unless cpu, have a GPU); CuPy is
+    imported in any case off the CPU, as it builds the inputs.  What fails is noted in cfg."""
+    mods = {"numpy": np}
+    if not cpu:
+        try:
+            import cupy
+            mods["cupy"], cfg["cupy"] = cupy, cupy.__version__
+            import cupyx
+            mods["cupyx"] = cupyx
         except Exception as ex:
-            cfg["cupy_error"] = str(ex)[:200]
-            cp = None
-        if "torch" in systems:
+            if "cupy" not in mods:
+                unavailable(cfg, "cupy", ex)
+    if "torch" in systems or "torch_compile" in systems:
+        if "torch_compile" in systems:
+            fresh_jit_caches()
+        try:
+            import torch
+            if not cpu and not torch.cuda.is_available():
+                raise RuntimeError("torch.cuda.is_available() is False")
+            mods["torch"], cfg["torch"] = torch, torch.__version__
+        except Exception as ex:
+            unavailable(cfg, "torch", ex)
+    if "torch_compile" in systems and "torch" in mods:
+        try:
+            import triton
+            cfg["triton"] = triton.__version__
+        except Exception as ex:      # torch.compile's warm-up says whether it can do without
+            cfg["triton_error"] = f"{type(ex).__name__}: {ex}"[:300]
+    if "jax" in systems:
+        os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"    # CuPy shares the device
+        try:
+            import jax
+            if not cpu and jax.default_backend() == "cpu":
+                raise RuntimeError("JAX has no GPU backend (jax.default_backend() is 'cpu')")
             try:
-                import torch
-                if not torch.cuda.is_available():
-                    raise RuntimeError("torch.cuda.is_available() is False")
-                cfg["torch"] = torch.__version__
-            except Exception as ex:
-                cfg["torch_error"] = str(ex)[:200]
-                torch = None
-        if cp is None and torch is None:
-            emit(dict(cfg, note="neither CuPy nor PyTorch with CUDA: nothing to measure"))
-            print("peers.py: neither CuPy nor PyTorch with CUDA is usable", file=sys.stderr)
-            return 0
-        xp = cp if cp is not None else np
-    emit(cfg)
+                jax.config.update("jax_enable_compilation_cache", False)
+            except Exception:
+                pass
+            mods["jax"], cfg["jax"], cfg["jax_backend"] = jax, jax.__version__, jax.default_backend()
+        except Exception as ex:
+            unavailable(cfg, "jax", ex)
+    return mods
 
-    # inputs: every f32 case reads a prefix of x (as in the C programs)
-    t0 = time.perf_counter()
+
+def build_inputs(xp, opt):
+    """The arrays of bench_data.h (every f32 case reads a prefix of x, as in the C programs)."""
     N, NS = 1 << opt.log2n, 1 << opt.log2s
-    NX = max([N, NS, opt.rows * opt.cols, opt.short_rows * opt.short_cols] + [1 << c for c in opt.curve])
+    NX = max([N, NS, opt.rows * opt.cols, opt.short_rows * opt.short_cols, math.prod(opt.cube)] +
+             [1 << c for c in opt.curve])
     data = {"x": gen(xp, "f32", NX, SEED_X), "b": gen(xp, "f32", N, SEED_B),
             "xd": gen(xp, "f64", N, SEED_F64), "xi": gen(xp, "i32", N, SEED_I32),
             "ptr": {}, "seg": {}, "lens": {}}
@@ -418,31 +620,91 @@ def main():
         data["ptr"][lay] = xp.asarray(p)
         data["seg"][lay] = xp.asarray(seg)
         data["lens"][lay] = xp.asarray(lens)
+    return data
+
+
+def jax_conv(jax):
+    """numpy/cupy array -> a JAX array: CuPy's memory through DLPack, else a copy."""
+    def conv(a):
+        if isinstance(a, np.ndarray):
+            return jax.numpy.asarray(a)
+        try:
+            return jax.dlpack.from_dlpack(a)
+        except Exception as ex:
+            if not conv.warned:
+                print(f"peers.py: jax.dlpack.from_dlpack failed ({ex}); copying through the host", file=sys.stderr)
+                conv.warned = True
+            return jax.device_put(a.get())
+    conv.warned = False
+    return conv
+
+
+def torch_conv(torch, cp, cpu):
+    if cp is not None:
+        return lambda a: torch.from_dlpack(a)    # the same device memory
+    if cpu:
+        return lambda a: torch.from_numpy(np.ascontiguousarray(a))
+    return lambda a: torch.from_numpy(np.ascontiguousarray(a)).cuda()
+
+
+def peer_systems(systems, mods, cpu):
+    """(system object, conv) of each peer to run, in table order; a JIT peer only once its
+    warm-up compile works (else its reason is emitted in a config record)."""
+    out = []
+    if "cupy" in systems and "cupy" in mods and not cpu:
+        out.append((CupySys(mods["cupy"]), lambda a: a))
+    torch, cp = mods.get("torch"), mods.get("cupy")
+    if torch is not None and "torch" in systems:
+        out.append((TorchSys(torch, cuda=not cpu), torch_conv(torch, cp, cpu)))
+    if torch is not None and "torch_compile" in systems:
+        out.append((TorchCompileSys(torch, cuda=not cpu), torch_conv(torch, cp, cpu)))
+    if "jax" in mods and "jax" in systems:
+        out.append((JaxSys(mods["jax"]), jax_conv(mods["jax"])))
+    return out
+
+
+def main():
+    opt = parse_args()
+    if opt.numpy_check:     # NumPy, and on the CPU the peers named with --systems
+        systems = [s for s in (opt.systems or "").split(",") if s in ("torch", "torch_compile", "jax")]
+    else:
+        systems = (opt.systems or "cupy,torch,torch_compile,jax").split(",")
+    cfg = {"case": "config", "system": "peers", "numpy": np.__version__}
+    mods = import_peers(systems, cfg, opt.numpy_check)
+    cp = mods.get("cupy")
+    peers = peer_systems(systems, mods, opt.numpy_check)
+    if not opt.numpy_check and not peers:
+        emit(dict(cfg, note=f"none of {','.join(systems)} is usable with CUDA: nothing to measure"))
+        print(f"peers.py: none of {','.join(systems)} is usable with CUDA: nothing to measure", file=sys.stderr)
+        return 0
+    emit(cfg)
+
+    t0 = time.perf_counter()
+    xp = cp if cp is not None and not opt.numpy_check else np
+    data = build_inputs(xp, opt)
+    data["gpu"] = not opt.numpy_check
     if xp is not np:
         cp.cuda.Device().synchronize()
     print(f"peers.py: inputs ready in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
 
     if opt.numpy_check:
         data["conv"] = lambda a: a
-        run_system(NumpySys(), np, {}, data, opt)
-        return 0
-    if cp is not None and "cupy" in systems:
-        extra = {}
-        try:
-            import cupyx
-            extra["scatter_add"] = cupyx.scatter_add
-        except Exception:
-            pass
-        data["conv"] = lambda a: a
-        run_system(CupySys(cp), cp, extra, data, opt)
-        cp.get_default_memory_pool().free_all_blocks()
-    if torch is not None:
-        if cp is not None:
-            conv = lambda a: torch.from_dlpack(a)    # the same device memory
-        else:
-            conv = lambda a: torch.from_numpy(np.ascontiguousarray(a)).cuda()
+        run_system(NumpySys(), mods, data, opt)
+    for sysobj, conv in peers:
+        if sysobj.jit:
+            try:
+                jit_warm_up(sysobj)
+            except Exception as ex:
+                c = {"case": "config", "system": "peers"}
+                unavailable(c, sysobj.name, ex)
+                emit(c)
+                continue
         data["conv"] = conv
-        run_system(TorchSys(torch), torch, {}, data, opt)
+        run_system(sysobj, mods, data, opt)
+        if cp is not None:
+            cp.get_default_memory_pool().free_all_blocks()
+        if "torch" in mods and not opt.numpy_check:
+            mods["torch"].cuda.empty_cache()
     return 0
 
 

@@ -7,6 +7,7 @@
  *   redjit_bench [--log2n 28] [--curve 10,20,24,26,28,30] [--log2s 26] [--rows 16384 --cols 16384]
  *                [--short-rows 33554432 --short-cols 8] [--reps 50] [--warmup 5] [--budget-ms 2000]
  *                [--calls 100000] [--cases id,id,...] [--strategies auto,tree,...] [--no-jit] [--held]
+ *                [--cube 1024,512,512] [--comp-strategies auto]
  *
  * Timing: the expression runs on a stream of ours with RED_RESULTS_DEVICE, so red_run returns
  * once its work is queued; events recorded on that stream before and after the call measure the
@@ -18,6 +19,11 @@
  * and the closing event are queued behind it, so that the span is the GPU's work alone, not the
  * host's time to get the first kernel going (cub_bench --held does the same); the records say
  * "held": 1.
+ *
+ * The composition cases (ids comp_*: several reductions, or reductions and a map, over one input)
+ * run under --comp-strategies only (default auto), and their records carry every result's
+ * checksums ("outs"), the plan's pass count and the first run of the expression in a fresh
+ * context ("cold_ms").  --cube gives the shape of the 3-D case.
  *
  * The CUDA driver is loaded with dlopen through the library's src/gpu/cu_api.h, so this
  * builds without CUDA headers; without a GPU it prints a notice and exits 0.
@@ -85,8 +91,10 @@ static struct {
     int curve[16], ncurve;
     const char *cases, *strategies;
     int jit, held;
+    const char *comp_strategies;
+    long long cube[3];
 } opt = {28, 26, 50, 5, 16384, 16384, 1LL << 25, 8, 100000, 2000, {10, 20, 24, 26, 28, 30}, 6, NULL,
-         "auto,tree,sequential,persistent,segmented", 1, 0};
+         "auto,tree,sequential,persistent,segmented", 1, 0, "auto", {1024, 512, 512}};
 
 static int in_list(const char *list, const char *name)
 {
@@ -147,13 +155,14 @@ static CUdeviceptr upload(const void *h, size_t bytes)
 
 /* ---- cases -------------------------------------------------------------------------------- */
 
-enum { K_SCALAR, K_PAIR, K_INDEX, K_ARRAY };
+/* K_OUTS: any number of results, scalars or arrays, each reported by its checksums */
+enum { K_SCALAR, K_PAIR, K_INDEX, K_ARRAY, K_OUTS };
 
 typedef struct bind_spec {
     const char *name;
     red_dtype dtype;
     int ndim;
-    int64_t shape[2];
+    int64_t shape[3];
     CUdeviceptr base;
     CUdeviceptr *copies;   /* rotation copies (copies[0] = base) */
 } bind_spec;
@@ -164,6 +173,7 @@ typedef struct bench_case {
     int64_t n;        /* elements reduced (the table's n) */
     double bytes;     /* bytes that must be read */
     int kind;
+    int comp;         /* a composition case: --comp-strategies, a cold first run, "outs" */
     int nb;
     bind_spec b[2];
 } bench_case;
@@ -183,16 +193,24 @@ static bench_case *add_case(const char *id, const char *text, int64_t n, int kin
     return c;
 }
 
-static void add_bind(bench_case *c, const char *name, red_dtype dt, CUdeviceptr base, int64_t d0, int64_t d1)
+/* An input of shape d0, d0 x d1 or d0 x d1 x d2 (a 0 ends the shape). */
+static void add_bind3(bench_case *c, const char *name, red_dtype dt, CUdeviceptr base, int64_t d0, int64_t d1,
+                      int64_t d2)
 {
     bind_spec *b = &c->b[c->nb++];
     b->name = name;
     b->dtype = dt;
     b->base = base;
-    b->ndim = d1 ? 2 : 1;
+    b->ndim = !d1 ? 1 : !d2 ? 2 : 3;
     b->shape[0] = d0;
     b->shape[1] = d1;
-    c->bytes += (double)d0 * (double)(d1 ? d1 : 1) * (double)red_dtype_size(dt);
+    b->shape[2] = d2;
+    c->bytes += (double)d0 * (double)(d1 ? d1 : 1) * (double)(d1 && d2 ? d2 : 1) * (double)red_dtype_size(dt);
+}
+
+static void add_bind(bench_case *c, const char *name, red_dtype dt, CUdeviceptr base, int64_t d0, int64_t d1)
+{
+    add_bind3(c, name, dt, base, d0, d1, 0);
 }
 
 static void bind_one(red_expr *e, const bind_spec *b, CUdeviceptr ptr)
@@ -219,7 +237,9 @@ static void make_copies(bench_case *c, int k)
 {
     for (int i = 0; i < c->nb && k > 1; i++) {
         bind_spec *b = &c->b[i];
-        size_t bytes = (size_t)(b->shape[0] * (b->ndim > 1 ? b->shape[1] : 1)) * red_dtype_size(b->dtype);
+        int64_t elems = 1;
+        for (int d = 0; d < b->ndim; d++) elems *= b->shape[d];
+        size_t bytes = (size_t)elems * red_dtype_size(b->dtype);
         b->copies = calloc((size_t)k, sizeof *b->copies);
         if (!b->copies) die("out of memory");
         b->copies[0] = b->base;
@@ -243,8 +263,55 @@ static void free_copies(bench_case *c, int k)
 
 /* ---- results and their JSON ----------------------------------------------------------------- */
 
-/* The value fields of a record: scalar value(s), or for an array result its checksums
- * value = sum out[k], check = sum ((k % 16) - 7.5) out[k], mag = sum |out[k]|. */
+/* Checksums of result i, copied to the host as f64: sum out[k], sum ((k % 16) - 7.5) out[k] and
+ * sum |out[k]| in v[0..2], its element count in *m (a scalar is one element). */
+static int result_sums(red_expr *e, int i, double v[3], int64_t *m)
+{
+    red_array r;
+    int rc = red_result(e, i, &r, NULL);
+    if (rc) return rc;
+    *m = red_array_size(&r);
+    double *h = malloc((size_t)(*m ? *m : 1) * sizeof *h);
+    if (!h) die("out of memory");
+    red_array ha;
+    red_array_init(&ha, h, RED_F64, r.ndim, r.shape, NULL);
+    if ((rc = red_result_copy(e, i, &ha))) {
+        free(h);
+        return rc;
+    }
+    v[0] = v[1] = v[2] = 0;
+    for (int64_t k = 0; k < *m; k++) {
+        v[0] += h[k];
+        v[1] += ((double)(k % 16) - 7.5) * h[k];
+        v[2] += fabs(h[k]);
+    }
+    free(h);
+    return 0;
+}
+
+/* "outs": the checksums of every result, in order. */
+static int print_outs(red_expr *e)
+{
+    int n = red_result_count(e);
+    printf(", \"outs\": [");
+    for (int i = 0; i < n; i++) {
+        double v[3];
+        int64_t m;
+        int rc = result_sums(e, i, v, &m);
+        if (rc) {
+            printf("]");
+            return rc;
+        }
+        printf("%s{\"value\": %.17g, \"check\": %.17g, \"mag\": %.17g, \"nout\": %lld}", i ? ", " : "", v[0], v[1],
+               v[2], (long long)m);
+    }
+    printf("]");
+    return 0;
+}
+
+/* The value fields of a record: scalar value(s), for an array result its checksums
+ * value = sum out[k], check = sum ((k % 16) - 7.5) out[k], mag = sum |out[k]|, or (K_OUTS) the
+ * checksums of every result. */
 static int print_values(red_expr *e, const bench_case *c)
 {
     int rc = 0;
@@ -269,26 +336,13 @@ static int print_values(red_expr *e, const bench_case *c)
         int64_t v;
         if ((rc = red_result_i64(e, 0, &v))) return rc;
         printf(", \"value\": %lld", (long long)v);
+    } else if (c->kind == K_OUTS) {
+        return print_outs(e);
     } else {
-        red_array r;
-        if ((rc = red_result(e, 0, &r, NULL))) return rc;
-        int64_t m = red_array_size(&r);
-        double *h = malloc((size_t)(m ? m : 1) * sizeof *h);
-        if (!h) die("out of memory");
-        red_array ha;
-        red_array_init(&ha, h, RED_F64, r.ndim, r.shape, NULL);
-        if ((rc = red_result_copy(e, 0, &ha))) {
-            free(h);
-            return rc;
-        }
-        double s = 0, w = 0, a = 0;
-        for (int64_t k = 0; k < m; k++) {
-            s += h[k];
-            w += ((double)(k % 16) - 7.5) * h[k];
-            a += fabs(h[k]);
-        }
-        free(h);
-        printf(", \"value\": %.17g, \"check\": %.17g, \"mag\": %.17g, \"nout\": %lld", s, w, a, (long long)m);
+        double v[3];
+        int64_t m;
+        if ((rc = result_sums(e, 0, v, &m))) return rc;
+        printf(", \"value\": %.17g, \"check\": %.17g, \"mag\": %.17g, \"nout\": %lld", v[0], v[1], v[2], (long long)m);
     }
     return 0;
 }
@@ -417,14 +471,77 @@ static int time_sync(red_ctx *ctx, const bench_case *c, int k, int reps, double 
     return rc;
 }
 
+/* A composition's first result in a fresh context, with the disk cache emptied first: prepare,
+ * bind, run and the result on the host, every kernel compiled (the driver and NVRTC are loaded
+ * already, as for the peers' first compiles after their warm-up). */
+typedef struct cold_run {
+    int rc;
+    double ms, compile_ms;
+    long long compiles;
+} cold_run;
+
+static cold_run first_run_cold(const bench_case *c)
+{
+    cold_run cr = {0};
+    red_ctx *ctx;
+    if ((cr.rc = red_open(&ctx))) return cr;
+    red_set_option(ctx, RED_OPT_DEVICE, cpu_mode ? RED_DEVICE_CPU : RED_DEVICE_GPU);
+    red_cache_clear(ctx);
+    red_expr *e = NULL;
+    double t0 = now_ms();
+    cr.rc = red_prepare(ctx, c->text, &e);
+    if (!cr.rc) {
+        bind_case(e, c, 0);
+        cr.rc = red_run(e);
+    }
+    if (!cr.rc) {
+        red_array r;
+        cr.rc = red_result(e, 0, &r, NULL);
+    }
+    cr.ms = now_ms() - t0;
+    red_cache_info ci;
+    red_cache_stats(ctx, &ci);
+    cr.compiles = ci.compiles;
+    cr.compile_ms = ci.compile_ms;
+    red_finalize(e);
+    red_close(ctx);
+    return cr;
+}
+
+/* The number of passes of e's plan for its bindings ("plan: N passes" in red_explain), or -1. */
+static int plan_passes(red_expr *e)
+{
+    const char *text = NULL, *p;
+    int n = -1;
+    if (red_explain_ex(e, RED_EXPLAIN_PLAN, &text) || !text) return -1;
+    if ((p = strstr(text, "\nplan: ")) && sscanf(p + 7, "%d", &n) != 1) n = -1;
+    return n;
+}
+
+/* A composition's fields in its automatic strategy's record: its first input's shape, the plan's
+ * passes and the cold first run. */
+static void print_comp_fields(red_expr *e, const bench_case *c, const cold_run *cr)
+{
+    const bind_spec *b = &c->b[0];
+    printf(", \"shape\": [");
+    for (int d = 0; d < b->ndim; d++) printf("%s%lld", d ? ", " : "", (long long)b->shape[d]);
+    printf("], \"passes\": %d", plan_passes(e));
+    if (cr->rc) json_str("cold_error", red_errstr(cr->rc));
+    else
+        printf(", \"cold_ms\": %.3f, \"cold_compiles\": %lld, \"cold_compile_ms\": %.3f", cr->ms, cr->compiles,
+               cr->compile_ms);
+}
+
 static void run_case(red_ctx *ctx, bench_case *c)
 {
     int k = rotation_of(c);
     make_copies(c, k);
+    cold_run cr = {0};
+    if (c->comp) cr = first_run_cold(c);
     double sync_us = -1;
     int rcs = time_sync(ctx, c, k, opt.reps < 20 ? opt.reps : 20, &sync_us);
     for (int s = 0; s < 5; s++) {
-        if (!in_list(opt.strategies, strategy_names[s])) continue;
+        if (!in_list(c->comp ? opt.comp_strategies : opt.strategies, strategy_names[s])) continue;
         red_expr *e;
         int rc = red_prepare(ctx, c->text, &e);
         if (rc) die("prepare %s: %s", c->text, red_errmsg(ctx));
@@ -438,6 +555,7 @@ static void run_case(red_ctx *ctx, bench_case *c)
         if (!rc) {
             printf(", \"us\": %.3f, \"min_us\": %.3f, \"reps\": %d", t.med_us, t.min_us, t.reps);
             if (s == 0 && !rcs) printf(", \"sync_us\": %.3f", sync_us);
+            if (s == 0 && c->comp) print_comp_fields(e, c, &cr);
             rc = print_values(e, c);
         }
         if (rc) {
@@ -473,6 +591,7 @@ static void jit_new_expressions(red_ctx *ctx)
     int nms = 0;
     for (int i = 0; i < ncases; i++) {
         bench_case *c = &cases[i];
+        if (c->comp) continue;   /* their records carry their own first run (cold_ms) */
         int seen = 0;   /* one per expression text and input types */
         for (int j = 0; j < i && !seen; j++) {
             int same = !strcmp(cases[j].text, c->text) && cases[j].nb == c->nb;
@@ -646,10 +765,45 @@ static void parse_curve(const char *s)
     }
 }
 
-int main(int argc, char **argv)
+static void parse_cube(const char *s)
 {
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    if (argc == 3 && !strcmp(argv[1], "--jit-child")) return jit_child(argv[2]);
+    if (sscanf(s, "%lld,%lld,%lld", &opt.cube[0], &opt.cube[1], &opt.cube[2]) != 3 || opt.cube[0] < 1 ||
+        opt.cube[1] < 1 || opt.cube[2] < 1)
+        die("--cube takes three positive extents, D0,D1,D2");
+}
+
+/* The composition cases: reductions that share their input, and a map over reductions' results,
+ * each one redjit expression over a prefix of x (the segment statistics over the sorted keys of
+ * layout "rand", lengths 10..50). */
+static bench_case *add_comp(const char *id, const char *text, int64_t n)
+{
+    bench_case *c = add_case(id, text, n, K_OUTS);
+    c->comp = 1;
+    return c;
+}
+
+static void add_compositions(CUdeviceptr x, CUdeviceptr seg, int64_t ns)
+{
+    int64_t R = opt.rows, C = opt.cols, N = (int64_t)1 << opt.log2n;
+    bench_case *c = add_comp("comp_rowstats", "sum(A[i,j]) over j, sum(A[i,j]*A[i,j]) over j", R * C);
+    add_bind(c, "A", RED_F32, x, R, C);
+    c = add_comp("comp_lse", "m = max(A[i,j]) over j; log(sum(exp(A[i,j] - m)) over j) + m", R * C);
+    add_bind(c, "A", RED_F32, x, R, C);
+    c = add_comp("comp_softmax", "m = max(A[i,j]) over j; s = sum(exp(A[i,j] - m)) over j; P[i,j] = exp(A[i,j] - m) / s",
+                 R * C);
+    add_bind(c, "A", RED_F32, x, R, C);
+    c = add_comp("comp_cssq", "sum((x - mean(x)) * (x - mean(x)))", N);
+    add_bind(c, "x", RED_F32, x, N, 0);
+    c = add_comp("comp_segstats", "sum(v[i]) by seg[i], max(v[i]) by seg[i], count(true) by seg[i]", ns);
+    add_bind(c, "v", RED_F32, x, ns, 0);
+    add_bind(c, "seg", RED_I32, seg, ns, 0);
+    int64_t D = opt.cube[0] * opt.cube[1] * opt.cube[2];
+    c = add_comp("comp_3d", "sum(A[i,j,k]) over j,k, sum(A[i,j,k]*A[i,j,k]) over j,k", D);
+    add_bind3(c, "A", RED_F32, x, opt.cube[0], opt.cube[1], opt.cube[2]);
+}
+
+static void parse_options(int argc, char **argv)
+{
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(k, "--held")) {
@@ -676,9 +830,18 @@ int main(int argc, char **argv)
         else if (!strcmp(k, "--calls")) opt.calls = atoll(v);
         else if (!strcmp(k, "--cases")) opt.cases = v;
         else if (!strcmp(k, "--strategies")) opt.strategies = v;
+        else if (!strcmp(k, "--comp-strategies")) opt.comp_strategies = v;
+        else if (!strcmp(k, "--cube")) parse_cube(v);
         else die("unknown option %s (see the comment at the top of bench/redjit_bench.c)", k);
     }
     if (opt.reps < 1 || opt.warmup < 0 || opt.calls < 1) die("bad --reps, --warmup or --calls");
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc == 3 && !strcmp(argv[1], "--jit-child")) return jit_child(argv[2]);
+    parse_options(argc, argv);
 
     /* the JIT figures need an empty disk cache: a directory of our own, removed at the end */
     char cachedir[] = "/tmp/redjit-bench-cache.XXXXXX";
@@ -716,6 +879,7 @@ int main(int argc, char **argv)
     if (NS > NX) NX = NS;
     if (opt.rows * opt.cols > NX) NX = opt.rows * opt.cols;
     if (opt.srows * opt.scols > NX) NX = opt.srows * opt.scols;
+    if (opt.cube[0] * opt.cube[1] * opt.cube[2] > NX) NX = opt.cube[0] * opt.cube[1] * opt.cube[2];
     double t0 = now_ms();
     CUdeviceptr x = make_array(G_F32, NX, BD_SEED_X);
     CUdeviceptr bf = make_array(G_F32, N, BD_SEED_B);
@@ -792,6 +956,7 @@ int main(int argc, char **argv)
         add_bind(c, "A", RED_F32, x, opt.rows, opt.cols);
         add_bind(c, "B", RED_F32, bf, opt.rows, opt.cols);
     }
+    add_compositions(x, key_d[BD_LAYOUT_RAND], NS);
 
     printf("{\"case\": \"config\", \"system\": \"redjit\", \"version\": \"%s\", \"reps\": %d, \"warmup\": %d, "
            "\"budget_ms\": %.0f}\n", red_version_string(), opt.reps, opt.warmup, opt.budget_ms);

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # run.sh -- the GPU benchmark in one command, on the GPU machine, from anywhere in the checkout:
 #
-#   bench/run.sh [--quick] [--cases id,id,...]
+#   bench/run.sh [--quick] [--cases id,id,...] [compositions]
 #
 # Builds redjit and bench/redjit_bench (CMake, Release, build-bench/) and bench/cub_bench.cu (nvcc,
-# in parallel), runs cub_bench, redjit_bench and peers.py one after the other on the same inputs
-# (bench_data.h), then bench/report.py: the table on stdout, bench/RESULTS.md and bench/bandwidth.png.
+# in parallel), runs cub_bench, redjit_bench and peers.py (CuPy, PyTorch and torch.compile in one
+# process, JAX in another) one after the other on the same inputs (bench_data.h), then
+# bench/report.py: the table on stdout, bench/RESULTS.md and bench/bandwidth.png.
+# `compositions` (or BENCH_ONLY=compositions): only the composition cases (comp_*), redjit against
+# the Python peers, without CUB, the held runs and the per-call figures; the table goes to
+# $OUT/bench/RESULTS-compositions.md unless BENCH_RESULTS names a file.
 # The JSON lines, logs and copies of RESULTS.md and the image go to $OUT/bench (or build-bench/out).
 # --quick: small sizes and few runs, a smoke test (under two minutes with the build), not a
 # measurement.  BENCH_RESULTS (default bench/RESULTS.md) and BENCH_PNG (bench/bandwidth.png) name
@@ -19,20 +23,33 @@ start=$SECONDS
 budget=${BENCH_BUDGET_S:-560}     # the whole run, build included: stay inside a 10-minute call
 quick=0
 cases=()
+only=${BENCH_ONLY:-}
 args=("$@")
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
     --cases) cases=(--cases "$2"); shift ;;
-    *) echo "usage: bench/run.sh [--quick] [--cases id,id,...]" >&2; exit 2 ;;
+    compositions) only=compositions ;;
+    *) echo "usage: bench/run.sh [--quick] [--cases id,id,...] [compositions]" >&2; exit 2 ;;
   esac
   shift
 done
+case "$only" in
+  ''|compositions) ;;
+  *) echo "bench/run.sh: BENCH_ONLY may be 'compositions' or empty, not '$only'" >&2; exit 2 ;;
+esac
+comp_ids=comp_rowstats,comp_lse,comp_softmax,comp_cssq,comp_segstats,comp_3d
 
 build="build-bench"
-results=${BENCH_RESULTS:-bench/RESULTS.md}
-png=${BENCH_PNG:-bench/bandwidth.png}
 out=${OUT:-$PWD/$build/out}/bench
+if [ "$only" = compositions ]; then   # never over the full run's table and image
+  results=${BENCH_RESULTS:-$out/RESULTS-compositions.md}
+  png=${BENCH_PNG:-$out/bandwidth-compositions.png}
+  [ ${#cases[@]} -eq 0 ] && cases=(--cases "$comp_ids")
+else
+  results=${BENCH_RESULTS:-bench/RESULTS.md}
+  png=${BENCH_PNG:-bench/bandwidth.png}
+fi
 mkdir -p "$out" "$build"
 py=${PYTHON:-$(command -v python3)}
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
@@ -42,13 +59,20 @@ arch=${CUB_ARCH:-sm_90}
 if [ $quick = 1 ]; then
   sizes=(--log2n 24 --curve 10,16,20,24 --log2s 22 --rows 4096 --cols 4096 --short-rows 2097152 --short-cols 8
          --reps 10 --warmup 2 --budget-ms 300)
+  cube=(--cube 256,256,256)
   calls_c=10000; calls_py=5000
-  t_cub=90; t_redjit=120; t_peers=120
+  t_cub=90; t_redjit=120; t_peers=200; t_jax=120; jit_budget=60
 else
   sizes=(--log2n 28 --curve 10,16,20,22,24,26,28,30 --log2s 26 --rows 16384 --cols 16384
          --short-rows 33554432 --short-cols 8 --reps 50 --warmup 5 --budget-ms 2000)
+  cube=(--cube 1024,512,512)
   calls_c=100000; calls_py=20000
-  t_cub=150; t_redjit=300; t_peers=240
+  t_cub=150; t_redjit=330; t_peers=330; t_jax=150; jit_budget=120
+fi
+if [ "$only" = compositions ]; then   # the curve serves sum(x) alone: no 2^30 input to build
+  for i in "${!sizes[@]}"; do
+    [ "${sizes[i]}" = --curve ] && sizes[i+1]=${sizes[1]}    # sizes[1]: --log2n's value
+  done
 fi
 
 # a step's time limit: its own, or what is left of the budget (keeping 20 s for the report)
@@ -64,9 +88,11 @@ cat "$out/gpu.txt"
 
 # ---- build: nvcc in the background, CMake meanwhile ----
 cub=$build/cub_bench
-if [ -x "$cub" ] && [ "$cub" -nt bench/cub_bench.cu ] && [ "$cub" -nt bench/bench_data.h ]; then
+nvcc_pid=
+if [ -n "$only" ]; then
+  echo "compositions only: no cub_bench (CUB has no form of them)"
+elif [ -x "$cub" ] && [ "$cub" -nt bench/cub_bench.cu ] && [ "$cub" -nt bench/bench_data.h ]; then
   echo "cub_bench is up to date"
-  nvcc_pid=
 else
   ( "$nvcc" -O3 -arch="$arch" -std=c++17 -o "$cub" bench/cub_bench.cu > "$out/nvcc.log" 2>&1 ) &
   nvcc_pid=$!
@@ -84,7 +110,9 @@ if [ -n "$nvcc_pid" ] && ! wait "$nvcc_pid"; then
 fi
 # the Python package, for its per-call rows; without Python's headers there is none, and no rows
 pyok=0
-if cmake --build "$build" --target redjit_python redjit_python_files -j "$(nproc)" >> "$out/build.log" 2>&1; then
+if [ -n "$only" ]; then
+  :
+elif cmake --build "$build" --target redjit_python redjit_python_files -j "$(nproc)" >> "$out/build.log" 2>&1; then
   pyok=1
 else
   echo "no Python package built (see $out/build.log): its per-call rows are left out"
@@ -104,14 +132,23 @@ run_step() {   # name, limit, command...
     rc=1
   fi
 }
-: > "$out/cub.jsonl"; : > "$out/redjit.jsonl"; : > "$out/peers.jsonl"
-if [ -x "$cub" ]; then
+: > "$out/cub.jsonl"; : > "$out/redjit.jsonl"; : > "$out/peers.jsonl"; : > "$out/peers_jax.jsonl"
+if [ -z "$only" ] && [ -x "$cub" ]; then
   run_step cub "$(limit $t_cub)" "$cub" "${sizes[@]}" --calls $calls_c "${cases[@]}"
 fi
 if [ -x "$build/bench/redjit_bench" ]; then
-  run_step redjit "$(limit $t_redjit)" "$build/bench/redjit_bench" "${sizes[@]}" --calls $calls_c "${cases[@]}"
+  run_step redjit "$(limit $t_redjit)" "$build/bench/redjit_bench" "${sizes[@]}" "${cube[@]}" --calls $calls_c \
+    "${cases[@]}"
 fi
-run_step peers "$(limit $t_peers)" "$py" bench/peers.py "${sizes[@]}" --calls $calls_py "${cases[@]}"
+# the Python peers: CuPy, PyTorch and torch.compile in one process, JAX in a second one (its CUDA
+# libraries apart from PyTorch's); a peer that does not import or compile is left out, with the
+# reason on stderr, which is shown here
+run_step peers "$(limit $t_peers)" "$py" bench/peers.py "${sizes[@]}" "${cube[@]}" --calls $calls_py "${cases[@]}" \
+  --systems cupy,torch,torch_compile --jit-budget-s $jit_budget
+XLA_PYTHON_CLIENT_PREALLOCATE=false run_step peers_jax "$(limit $t_jax)" "$py" bench/peers.py "${sizes[@]}" \
+  "${cube[@]}" --calls $calls_py "${cases[@]}" --systems jax --jit-budget-s $jit_budget
+grep -h -e "left out" -e "skipped" -e "from_dlpack failed" "$out/peers.err" "$out/peers_jax.err" 2>/dev/null |
+  sed 's/^/  /'
 # sum(x) f32 over the curve and two cases short of their targets again, CUB and redjit each with
 # the stream held until the call is queued: the GPU's work alone (report.py's second table;
 # about 30 s).  Not the keys: a sorted keyed run reads its key check back before red_run
@@ -121,7 +158,7 @@ held_cases=sum_f32,csr_len3,rowsum_short
 if [ ${#cases[@]} -gt 0 ]; then   # those of them asked for
   held_cases=$(echo "$held_cases" | tr , '\n' | grep -xF -f <(echo "${cases[1]}" | tr , '\n') | paste -sd,)
 fi
-if [ -n "$held_cases" ]; then
+if [ -n "$held_cases" ] && [ -z "$only" ]; then
   held_sizes=("${sizes[@]}")
   held_sizes+=(--log2n 20 --rows 1024 --cols 1024 --cases "$held_cases" --held)
   [ -x "$cub" ] && run_step cub_held "$(limit 90)" "$cub" "${held_sizes[@]}"
@@ -129,7 +166,7 @@ if [ -n "$held_cases" ]; then
     run_step redjit_held "$(limit 120)" "$build/bench/redjit_bench" "${held_sizes[@]}" --no-jit --strategies auto
 fi
 # each driver call of the hot path, beside redjit's per-call time (a few seconds)
-if [ -x "$build/bench/driver_costs" ]; then
+if [ -z "$only" ] && [ -x "$build/bench/driver_costs" ]; then
   timeout 60 "$build/bench/driver_costs" --reps $((quick ? 2000 : 20000)) > "$out/driver_costs.md" 2>&1 || rc=1
   cat "$out/driver_costs.md"
 fi
@@ -145,14 +182,15 @@ fi
 # ---- the table ----
 "$py" bench/report.py --cmd "bench/run.sh ${args[*]}" --device-info "$out/gpu.txt" \
   --out "$results" --png "$png" \
-  "$out/redjit.jsonl" "$out/cub.jsonl" "$out/peers.jsonl" "$out/redjit_held.jsonl" "$out/cub_held.jsonl" |
+  "$out/redjit.jsonl" "$out/cub.jsonl" "$out/peers.jsonl" "$out/peers_jax.jsonl" "$out/redjit_held.jsonl" \
+  "$out/cub_held.jsonl" |
   tee "$out/report.txt"
 [ "${PIPESTATUS[0]}" -ne 0 ] && rc=1
-if grep -q '^| cu' "$out/driver_costs.md" 2>/dev/null; then
+if [ -z "$only" ] && grep -q '^| cu' "$out/driver_costs.md" 2>/dev/null; then
   { echo; echo "## Host time of each driver call on the hot path (bench/driver_costs)"; echo
     cat "$out/driver_costs.md"; } >> "$results"
 fi
-if grep -q '^| redjit e(' "$out/py_overhead.md" 2>/dev/null; then
+if [ $pyok = 1 ] && grep -q '^| redjit e(' "$out/py_overhead.md" 2>/dev/null; then
   { echo; echo "## Python: host time per call of a cached expression (python/bench_overhead.py)"; echo
     cat "$out/py_overhead.md"; } >> "$results"
 fi
