@@ -59,8 +59,7 @@ void cg_emit_free_vars(gen *g, const char *o)
         int v = ps->free[d];
         int lo = g->k->lay.var_lo[v], sz = g->k->lay.var_sz[v];
         if (d > 0)
-            util_buf_printf(g->o, "    const long long i%d = P.v[%d] + rem_o %% P.v[%d]; rem_o /= P.v[%d];\n",
-                            v, lo, sz, sz);
+            util_buf_printf(g->o, "    const long long i%d = P.v[%d] + rj_divmod(rem_o, P.v[%d]);\n", v, lo, sz);
         else
             util_buf_printf(g->o, "    const long long i%d = P.v[%d] + rem_o;\n", v, lo);
     }
@@ -74,8 +73,7 @@ void cg_emit_red_vars(gen *g, const char *t)
     for (int d = ps->nred - 1; d >= 0; d--) {
         int v = ps->red[d];
         if (d > 0)
-            util_buf_printf(g->o, "    const long long i%d = lo[%d] + rem_t %% sz[%d]; rem_t /= sz[%d];\n",
-                            v, d, d, d);
+            util_buf_printf(g->o, "    const long long i%d = lo[%d] + rj_divmod(rem_t, sz[%d]);\n", v, d, d);
         else
             util_buf_printf(g->o, "    const long long i%d = lo[0] + rem_t;\n", v);
     }

@@ -74,6 +74,19 @@ __device__ __forceinline__ long long rj_check(rj_flt &F, long long s, long long 
     F.bad = F.bad || out;
     return out ? 0 : s;
 }
+// n % d, n /= d for 0 <= n and 0 < d: in 32 bits when both fit (the usual case;
+// a 64-bit division is emulated in some 70 instructions)
+__device__ __forceinline__ long long rj_divmod(long long &n, long long d)
+{
+    if (((unsigned long long)(n | d) >> 32) == 0) {
+        unsigned q = (unsigned)n / (unsigned)d, r = (unsigned)n - q * (unsigned)d;
+        n = q;
+        return r;
+    }
+    long long q = n / d, r = n - q * d;
+    n = q;
+    return r;
+}
 __device__ __forceinline__ void rj_flush(const Params &P, const rj_flt &F)
 {
     if (F.bad) rj_fault(P, RJ_ERR_INDEX, (unsigned long long)F.node, (unsigned long long)F.dim, F.value);
