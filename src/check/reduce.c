@@ -107,6 +107,31 @@ int ck_pass_matches(ck *c, const plan_pass *ps, int nfree, const int *fr, int nr
     return !key || ck_subst(c, key, nred, rd, ps->red) == ps->key;
 }
 
+/* An index whose extent comes from whole dimensions only (subscripts without
+ * offsets): two such indices have the same extent whenever a run passes its
+ * shape checks, as all those dimensions must agree. */
+static int plain_var(const plan_var *v)
+{
+    if (v->lo || v->key_pass >= 0 || !v->nconstraints) return 0;
+    for (int i = 0; i < v->nconstraints; i++)
+        if (v->constraints[i].offset) return 0;
+    return 1;
+}
+
+/* ck_pass_matches, but reduced indices need only both be plain: `count(true)
+ * by seg[i]` joins `sum(v[i]) by seg[i]` (the caller then gives the pass's
+ * indices the new reduction's shape checks, so none is lost). */
+static int plain_match(ck *c, const plan_pass *ps, int nfree, const int *fr, int nred, const int *rd, ir *key)
+{
+    const plan *p = c->p;
+    if (!ps->nreds || ps->nfree != nfree || ps->nred != nred || !!ps->key != !!key) return 0;
+    for (int k = 0; k < nfree; k++)
+        if (ps->free[k] != fr[k]) return 0;
+    for (int k = 0; k < nred; k++)
+        if (!plain_var(&p->vars[ps->red[k]]) || !plain_var(&p->vars[rd[k]])) return 0;
+    return !key || ck_subst(c, key, nred, rd, ps->red) == ps->key;
+}
+
 /* Find a pass with the same domain that runs after everything the new
  * reduction reads, or start one. */
 static int find_pass(ck *c, int nfree, const int *fr, int nred, const int *rd, ir *key,
@@ -114,7 +139,16 @@ static int find_pass(ck *c, int nfree, const int *fr, int nred, const int *rd, i
 {
     plan *p = c->p;
     for (int i = after + 1; i < p->npasses; i++) {
-        if (!ck_pass_matches(c, &p->passes[i], nfree, fr, nred, rd, key)) continue;
+        if (!ck_pass_matches(c, &p->passes[i], nfree, fr, nred, rd, key) &&
+            !plain_match(c, &p->passes[i], nfree, fr, nred, rd, key))
+            continue;
+        /* the pass's indices check every shape the new reduction's did */
+        for (int k = 0; k < nred; k++) {
+            const plan_var *v = &p->vars[rd[k]];
+            for (int q = 0; q < v->nconstraints; q++)
+                TRY(ck_add_constraint(c, p->passes[i].red[k], v->constraints[q].buf, v->constraints[q].dim,
+                                      v->constraints[q].offset, v->constraints[q].pos));
+        }
         *pass_out = i;
         return 0;
     }
