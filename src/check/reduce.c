@@ -108,8 +108,8 @@ int ck_pass_matches(ck *c, const plan_pass *ps, int nfree, const int *fr, int nr
 }
 
 /* An index whose extent comes from whole dimensions only (subscripts without
- * offsets): two such indices have the same extent whenever a run passes its
- * shape checks, as all those dimensions must agree. */
+ * offsets): all those dimensions must agree, so two such indices that share
+ * one of them have the same extent whenever a run passes its shape checks. */
 static int plain_var(const plan_var *v)
 {
     if (v->lo || v->key_pass >= 0 || !v->nconstraints) return 0;
@@ -118,9 +118,21 @@ static int plain_var(const plan_var *v)
     return 1;
 }
 
-/* ck_pass_matches, but reduced indices need only both be plain: `count(true)
- * by seg[i]` joins `sum(v[i]) by seg[i]` (the caller then gives the pass's
- * indices the new reduction's shape checks, so none is lost). */
+static int plain_pair(const plan *p, int a, int b)
+{
+    const plan_var *x = &p->vars[a], *y = &p->vars[b];
+    if (!plain_var(x) || !plain_var(y)) return 0;
+    for (int i = 0; i < x->nconstraints; i++)
+        for (int j = 0; j < y->nconstraints; j++)
+            if (x->constraints[i].buf == y->constraints[j].buf && x->constraints[i].dim == y->constraints[j].dim)
+                return 1;
+    return 0;
+}
+
+/* ck_pass_matches, but reduced indices need only be plain and share a
+ * dimension: `count(true) by seg[i]` joins `sum(v[i]) by seg[i]` (the caller
+ * then gives the pass's indices the new reduction's shape checks, so none is
+ * lost); `sum(x), max(y)` stay apart. */
 static int plain_match(ck *c, const plan_pass *ps, int nfree, const int *fr, int nred, const int *rd, ir *key)
 {
     const plan *p = c->p;
@@ -128,7 +140,7 @@ static int plain_match(ck *c, const plan_pass *ps, int nfree, const int *fr, int
     for (int k = 0; k < nfree; k++)
         if (ps->free[k] != fr[k]) return 0;
     for (int k = 0; k < nred; k++)
-        if (!plain_var(&p->vars[ps->red[k]]) || !plain_var(&p->vars[rd[k]])) return 0;
+        if (!plain_pair(p, ps->red[k], rd[k])) return 0;
     return !key || ck_subst(c, key, nred, rd, ps->red) == ps->key;
 }
 
