@@ -280,72 +280,55 @@ void cg_emit_key_at(gen *g)
     util_buf_puts(o, ";\n}\n");
 }
 
-/* A map over free indices, as a grid-stride loop that takes MAP_U elements
- * (a stride apart) per turn: their loads are all issued before the first
- * store, which the compiler may not move loads above (the output may alias
- * an input as far as it knows); one element per turn kept too few loads in
- * flight (a softmax's map pass ran at 1.6 TB/s on the H200).  Each thread
- * splits its first element and the grid's stride into index digits once
- * and then steps the digits with carries: no division per element. */
-#define MAP_U 4
-
-static void emit_map_step(gen *g)
-{
-    const plan_pass *ps = g->ps;
-    util_buf_puts(g->o, "        { int c = 0;\n");
-    for (int d = ps->nfree - 1; d > 0; d--) {
-        int sz = g->k->lay.var_sz[ps->free[d]];
-        util_buf_printf(g->o, "          dg%d += st%d + c; c = dg%d >= P.v[%d]; if (c) dg%d -= P.v[%d];\n", d, d,
-                        d, sz, d, sz);
-    }
-    util_buf_puts(g->o, "          dg0 += st0 + c; }\n");
-}
-
+/* A map over several free indices: each thread splits its first element and
+ * the grid's stride into digits (one division each per thread), then steps
+ * the digits with carries; a division per element (64-bit, emulated) made
+ * a softmax's map pass compute-bound at 1.6 TB/s on the H200. */
 static void emit_map_kernel_nd(gen *g)
 {
     const plan_pass *ps = g->ps;
     util_buf *o = g->o;
-    int temp = ps->map_temp, base = g->k->lay.temp_base[temp], nd = g->p->temps[temp].ndim;
-    const char *tn = cg_tname[g->p->temps[temp].type];
     util_buf_puts(o, "extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK) rj_map(Params P)\n{\n"
-                     "    const long long nout = P.v[RJ_NOUT], S = (long long)gridDim.x * RJ_BLOCK;\n"
+                     "    const long long nout = P.v[RJ_NOUT];\n"
                      "    const long long first = (long long)blockIdx.x * RJ_BLOCK + threadIdx.x;\n"
                      "    if (first >= nout) return;\n"
-                     "    long long rem_o = first, rem_s = S;\n");
+                     "    long long rem_o = first, rem_s = (long long)gridDim.x * RJ_BLOCK;\n");
+    for (int d = ps->nfree - 1; d >= 0; d--) {
+        int sz = g->k->lay.var_sz[ps->free[d]];
+        if (d > 0)
+            util_buf_printf(o, "    long long dg%d = rem_o %% P.v[%d]; rem_o /= P.v[%d];\n"
+                               "    const long long st%d = rem_s %% P.v[%d]; rem_s /= P.v[%d];\n",
+                            d, sz, sz, d, sz, sz);
+        else
+            util_buf_printf(o, "    long long dg0 = rem_o;\n    const long long st0 = rem_s;\n");
+    }
+    util_buf_puts(o, "    for (long long o = first; o < nout; o += (long long)gridDim.x * RJ_BLOCK) {\n");
+    cg_begin_function(g);
+    for (int d = 0; d < ps->nfree; d++) {
+        int v = ps->free[d];
+        util_buf_printf(o, "    const long long i%d = P.v[%d] + dg%d;\n", v, g->k->lay.var_lo[v], d);
+    }
+    cg_emit(g, ps->map);
+    int temp = ps->map_temp, base = g->k->lay.temp_base[temp], nd = g->p->temps[temp].ndim;
+    util_buf_puts(o, "    long long off = 0;\n");
+    for (int d = 0; d < ps->nfree; d++)
+        util_buf_printf(o, "    off += i%d * P.v[%d];\n", ps->free[d], base + 1 + nd + d);
+    util_buf_printf(o, "    ((%s *)P.v[%d])[off] = ", cg_tname[g->p->temps[temp].type], base);
+    cg_ref(g, ps->map);
+    util_buf_puts(o, ";\n    int c = 0;\n");
     for (int d = ps->nfree - 1; d > 0; d--) {
         int sz = g->k->lay.var_sz[ps->free[d]];
-        util_buf_printf(o, "    long long dg%d = rj_divmod(rem_o, P.v[%d]);\n"
-                           "    const long long st%d = rj_divmod(rem_s, P.v[%d]);\n", d, sz, d, sz);
+        util_buf_printf(o, "    dg%d += st%d + c; c = dg%d >= P.v[%d]; if (c) dg%d -= P.v[%d];\n", d, d, d, sz,
+                        d, sz);
     }
-    util_buf_puts(o, "    long long dg0 = rem_o;\n    const long long st0 = rem_s;\n");
-    util_buf_printf(o, "    for (long long o = first; o < nout; o += %d * S) {\n", MAP_U);
-    util_buf_printf(o, "        %s res[%d];\n        long long offs[%d];\n", tn, MAP_U, MAP_U);
-    for (int u = 0; u < MAP_U; u++) {
-        util_buf_printf(o, "        if (o + %d * S < nout) {\n", u);
-        cg_begin_function(g);
-        for (int d = 0; d < ps->nfree; d++) {
-            int v = ps->free[d];
-            util_buf_printf(o, "    const long long i%d = P.v[%d] + dg%d;\n", v, g->k->lay.var_lo[v], d);
-        }
-        cg_emit(g, ps->map);
-        util_buf_puts(o, "    long long off = 0;\n");
-        for (int d = 0; d < ps->nfree; d++)
-            util_buf_printf(o, "    off += i%d * P.v[%d];\n", ps->free[d], base + 1 + nd + d);
-        util_buf_printf(o, "    offs[%d] = off;\n    res[%d] = ", u, u);
-        cg_ref(g, ps->map);
-        util_buf_puts(o, ";\n        }\n");
-        emit_map_step(g);
-    }
-    util_buf_printf(o, "        for (int u = 0; u < %d; u++)\n"
-                       "            if (o + u * S < nout) ((%s *)P.v[%d])[offs[u]] = res[u];\n    }\n}\n",
-                    MAP_U, tn, base);
+    util_buf_puts(o, "    dg0 += st0 + c;\n    }\n}\n");
 }
 
 void cg_emit_map_kernel(gen *g)
 {
     const plan_pass *ps = g->ps;
     util_buf *o = g->o;
-    if (ps->nfree >= 1 && g->p->temps[ps->map_temp].ndim == ps->nfree) {
+    if (ps->nfree >= 2 && g->p->temps[ps->map_temp].ndim == ps->nfree) {
         emit_map_kernel_nd(g);
         return;
     }
