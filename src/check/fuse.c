@@ -124,6 +124,7 @@ static int exp_sum(ck *c, const ast_node *n, const plan_red *rd, int nfree, cons
     pr.rop = ROP_USER;
     pr.uname = ck_max_pair_name;
     pr.neutral = 1;
+    pr.online = PLAN_ONLINE_EXP_SUM;
     pr.pos = mx->pos;
     pr.ncomp = 2;
     pr.acc[0] = mt;
@@ -227,6 +228,7 @@ static int centred_squares(ck *c, const ast_node *n, const plan_red *rd, int nfr
     pr.rop = ROP_USER;
     pr.uname = "Welford (count, mean, centred sum of squares)";
     pr.neutral = 1;
+    pr.online = PLAN_ONLINE_WELFORD;
     pr.pos = rd->pos;
     pr.ncomp = 3;
     pr.acc[0] = CT_I64;

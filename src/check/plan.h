@@ -85,6 +85,10 @@ struct ir {
                            Not part of the structural identity.           */
 };
 
+/* The operators check/fuse.c makes: (max, sum of exp(x - max)) pairs and
+ * Welford's (count, mean, centred sum of squares). */
+enum { PLAN_ONLINE_NONE, PLAN_ONLINE_EXP_SUM, PLAN_ONLINE_WELFORD };
+
 /* Reduction operators. */
 typedef enum plan_rop {
     ROP_SUM, ROP_PROD, ROP_MIN, ROP_MAX, ROP_BAND, ROP_BOR, ROP_BXOR, ROP_LAND,
@@ -128,6 +132,8 @@ typedef struct plan_red {
     int neutral;        /* made by the planner: the identity is neutral for
                            combine, so accumulators start from it (a user's
                            identity may only be a fill value for empty results) */
+    int online;         /* PLAN_ONLINE_*: which planner-made operator, for
+                           backends that fold it natively (combine says the same) */
     ir *combine[PLAN_MAX_COMP]; /* over IR_PARAM 2k (a's field k), 2k+1 (b's) */
     plan_value identity[PLAN_MAX_COMP];
 } plan_red;

@@ -292,6 +292,7 @@ static void user_combine1(const plan_red *rd, ustate *u, plan_value *acc, const 
 static void fold_user(const plan_red *rd, ustate *u, void *const *vals, int n, cacc *a)
 {
     if (n <= 0) return;
+    if (cpu_fold_online(rd, vals, n, a)) return;
     int k = rd->ncomp;
     unsigned char *w[PLAN_MAX_COMP];
     for (int c = 0; c < k; c++) {
