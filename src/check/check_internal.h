@@ -162,6 +162,9 @@ ir *ck_subst(ck *c, ir *x, int n, const int *from, const int *to);
 int ck_same_domain_var(const plan *p, int a, int b);
 /* The last pass producing a temporary that `x` reads (-1: none). */
 int ck_last_producer(const plan *p, const ir *x);
+/* Are a and b indices whose extents come from whole dimensions only, one of
+ * which they share (then equal whenever a run passes its shape checks)? */
+int ck_plain_pair(const plan *p, int a, int b);
 int ck_pass_matches(ck *c, const plan_pass *ps, int nfree, const int *fr, int nred, const int *rd,
                     ir *key);
 /* Add reduction `rd` (its maps over the pass's indices) to `pass`, or find an

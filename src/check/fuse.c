@@ -276,7 +276,9 @@ static int mergeable(ck *c, int pi, int qi)
         return 0;
     for (int k = 0; k < a->nfree; k++) {
         const plan_var *x = &p->vars[a->free[k]], *y = &p->vars[b->free[k]];
-        if (x->lo || y->lo || !ck_same_domain_var(p, a->free[k], b->free[k])) return 0;
+        if (x->lo || y->lo) return 0;
+        if (!ck_same_domain_var(p, a->free[k], b->free[k]) && !ck_plain_pair(p, a->free[k], b->free[k]))
+            return 0;
     }
     for (int k = 0; k < a->nred; k++) {
         const plan_var *x = &p->vars[a->red[k]], *y = &p->vars[b->red[k]];
@@ -285,7 +287,7 @@ static int mergeable(ck *c, int pi, int qi)
             if (ck_subst(c, y->lo, b->nfree, b->free, a->free) != x->lo ||
                 ck_subst(c, y->hi, b->nfree, b->free, a->free) != x->hi)
                 return 0;
-        } else if (!ck_same_domain_var(p, a->red[k], b->red[k])) {
+        } else if (!ck_same_domain_var(p, a->red[k], b->red[k]) && !ck_plain_pair(p, a->red[k], b->red[k])) {
             return 0;
         }
     }
@@ -329,6 +331,14 @@ static int merge(ck *c, int pi, int qi)
     }
     a->reds = nr;
     a->nreds += b->nreds;
+    /* p's indices take on q's shape checks (equal extents when they pass) */
+    for (int k = 0; k < n; k++) {
+        const plan_var *v = &p->vars[from[k]];
+        if (from[k] == to[k] || v->lo) continue;
+        for (int q = 0; q < v->nconstraints; q++)
+            TRY(ck_add_constraint(c, to[k], v->constraints[q].buf, v->constraints[q].dim,
+                                  v->constraints[q].offset, v->constraints[q].pos));
+    }
     memmove(b, b + 1, (p->npasses - qi - 1) * sizeof *b);
     p->npasses--;
     for (int v = 0; v < p->nvars; v++)

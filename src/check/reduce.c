@@ -118,7 +118,7 @@ static int plain_var(const plan_var *v)
     return 1;
 }
 
-static int plain_pair(const plan *p, int a, int b)
+int ck_plain_pair(const plan *p, int a, int b)
 {
     const plan_var *x = &p->vars[a], *y = &p->vars[b];
     if (!plain_var(x) || !plain_var(y)) return 0;
@@ -140,7 +140,7 @@ static int plain_match(ck *c, const plan_pass *ps, int nfree, const int *fr, int
     for (int k = 0; k < nfree; k++)
         if (ps->free[k] != fr[k]) return 0;
     for (int k = 0; k < nred; k++)
-        if (!plain_pair(p, ps->red[k], rd[k])) return 0;
+        if (!ck_plain_pair(p, ps->red[k], rd[k])) return 0;
     return !key || ck_subst(c, key, nred, rd, ps->red) == ps->key;
 }
 
