@@ -216,6 +216,11 @@ int ck_lower(ck *c, scope *s, const ast_node *n, val *out)
         return ck_err_at(c, n->pos, RED_ERR_LIMIT,
                          "expression nested too deeply: the limit is %d levels, named values counted "
                          "where they are used", AST_MAX_DEPTH);
+    if (++c->steps > MAX_LOWER_STEPS)
+        return ck_err_at(c, n->pos, RED_ERR_LIMIT,
+                         "the program is too large once its names are substituted: more than %ld "
+                         "steps (a name is lowered again where it is used, so names built from "
+                         "names multiply)", MAX_LOWER_STEPS);
     c->depth++;
     int rc = lower_node(c, s, n, out);
     c->depth--;

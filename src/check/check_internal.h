@@ -22,6 +22,13 @@
  * 1.5 MB of stack (2 MB under ASan), about what 512 levels of nesting take
  * here, and well inside a thread's usual 8 MB. */
 #define MAX_CHAIN 2048
+/* Lowering steps for one program (calls of ck_lower).  A named value is
+ * lowered again at each use, so names built from names can expand a short
+ * text exponentially (a0 = x*x; a1 = a0*a0; ... doubles per line): without a
+ * bound, 40 such lines ran for minutes.  A program without names takes about
+ * one step per syntax node (at most AST_MAX_NODES); 4M steps take about a
+ * second on the development machine. */
+#define MAX_LOWER_STEPS (4L * AST_MAX_NODES)
 
 /* A value during lowering: one IR per component (tuples have several). */
 typedef struct val {
@@ -75,6 +82,7 @@ typedef struct ck {
      * lowered where they are used, inside the levels of the text around
      * them, so the parser's bound on nesting is enforced again here */
     int depth;
+    long steps;                 /* calls of ck_lower so far (MAX_LOWER_STEPS) */
     int32_t *irdepth;           /* IR depth by node id; 0: not measured yet */
     int cap_irdepth;
     int cap_vars, cap_passes, cap_temps;   /* of p->vars, p->passes, p->temps */
