@@ -264,10 +264,10 @@ int ck_online_rewrite(ck *c, const ast_node *n, const plan_red *rd, ir *key, int
 
 /* ---- merging reduction passes over equal domains ------------------------------- */
 
-/* Can pass q's reductions run in pass p (p < q)?  Equal domains (the free
- * indices may be different variables with the same extent, as in two results
- * `sum(A[i,j]) over j, sum(A[k,j]) over j`), and nothing q reads is made at
- * or after p.  Called when every variable's constraints are final. */
+/* Can pass q's reductions run in pass p (p < q, after everything q reads)?
+ * Equal domains: the free indices may be different variables with the same
+ * extent, as in two results `sum(A[i,j]) over j, sum(A[k,j]) over j`.
+ * Called when every variable's constraints are final. */
 static int mergeable(ck *c, int pi, int qi)
 {
     const plan *p = c->p;
@@ -291,14 +291,26 @@ static int mergeable(ck *c, int pi, int qi)
             return 0;
         }
     }
-    for (int q = 0; q < b->nreds; q++)
-        for (int k = 0; k < b->reds[q].ncomp; k++)
-            if (ck_last_producer(p, b->reds[q].map[k]) >= pi) return 0;
-    for (int k = 0; k < b->nred; k++)
-        if (ck_last_producer(p, p->vars[b->red[k]].lo) >= pi ||
-            ck_last_producer(p, p->vars[b->red[k]].hi) >= pi)
-            return 0;
     return 1;
+}
+
+/* The last pass producing a temporary that pass q's reductions read: q's
+ * reductions can move to a pass after it only. */
+static int last_input(const plan *p, int qi)
+{
+    const plan_pass *b = &p->passes[qi];
+    int r = -1;
+    for (int q = 0; q < b->nreds; q++)
+        for (int k = 0; k < b->reds[q].ncomp; k++) {
+            int a = ck_last_producer(p, b->reds[q].map[k]);
+            if (a > r) r = a;
+        }
+    for (int k = 0; k < b->nred; k++) {
+        int lo = ck_last_producer(p, p->vars[b->red[k]].lo), hi = ck_last_producer(p, p->vars[b->red[k]].hi);
+        if (lo > r) r = lo;
+        if (hi > r) r = hi;
+    }
+    return r;
 }
 
 /* Move pass q's reductions into pass p, their maps and temporaries renamed
@@ -402,12 +414,14 @@ int ck_merge_passes(ck *c)
 {
     plan *p = c->p;
     TRY(prune(c));
-    for (int q = 1; q < p->npasses; q++)
-        for (int i = 0; i < q; i++)
+    for (int q = 1; q < p->npasses; q++) {
+        if (!p->passes[q].nreds || p->passes[q].key) continue;
+        for (int i = last_input(p, q) + 1; i < q; i++)
             if (mergeable(c, i, q)) {
                 TRY(merge(c, i, q));
                 q--;
                 break;
             }
+    }
     return 0;
 }
