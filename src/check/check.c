@@ -76,15 +76,23 @@ int ck_new_var(ck *c, const char *name, util_pos pos)
 
 int ck_add_constraint(ck *c, int var, int buf, int dim, int64_t off, util_pos pos)
 {
+    plan_constraint k = {buf, dim, off, pos, var};
+    return ck_copy_constraint(c, var, &k);
+}
+
+int ck_copy_constraint(ck *c, int var, const plan_constraint *k)
+{
+    int buf = k->buf, dim = k->dim;
+    int64_t off = k->offset;
     plan_var *v = &c->p->vars[var];
     for (int i = 0; i < v->nconstraints; i++) {
-        plan_constraint *k = &v->constraints[i];
-        if (k->buf == buf && k->dim == dim && k->offset == off) return 0;
+        const plan_constraint *o = &v->constraints[i];
+        if (o->buf == buf && o->dim == dim && o->offset == off) return 0;
     }
     plan_constraint *nc = util_arena_alloc(c->a, (v->nconstraints + 1) * sizeof *nc);
     if (!nc) return ck_nomem(c);
     if (v->nconstraints) memcpy(nc, v->constraints, v->nconstraints * sizeof *nc);
-    nc[v->nconstraints] = (plan_constraint){buf, dim, off, pos};
+    nc[v->nconstraints] = *k;
     v->constraints = nc;
     v->nconstraints++;
     return 0;
@@ -280,7 +288,7 @@ static int lower_result(ck *c, const ast_stmt *st, const ast_node *e, const char
         ir *x = v.c[k];
         /* literals alone are i64 / f64 */
         varset used = {0};
-        ck_collect_vars(p, x, &used);
+        ck_collect_vars(c, x, &used);
         int dims[RED_MAX_DIMS], nd = 0;
         if (st->kind == STMT_ASSIGN) {
             for (int i = 0; i < used.n; i++) {

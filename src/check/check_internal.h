@@ -83,6 +83,10 @@ typedef struct ck {
      * them, so the parser's bound on nesting is enforced again here */
     int depth;
     long steps;                 /* calls of ck_lower so far (MAX_LOWER_STEPS) */
+    /* the IR walk under way (reduce.c): nodes seen, by id, and ck_subst's results */
+    uint32_t *walk_stamp, stamp;
+    ir **walk_val;
+    size_t walk_cap;
     int32_t *irdepth;           /* IR depth by node id; 0: not measured yet */
     int cap_irdepth;
     int cap_vars, cap_passes, cap_temps;   /* of p->vars, p->passes, p->temps */
@@ -109,6 +113,8 @@ int ck_grow_passes(ck *c, const char *what);
 /* A new index variable: its id, -1 at the limit, -2 out of memory. */
 int ck_new_var(ck *c, const char *name, util_pos pos);
 int ck_add_constraint(ck *c, int var, int buf, int dim, int64_t off, util_pos pos);
+/* var takes on constraint k (another index's shape check), unless it has it */
+int ck_copy_constraint(ck *c, int var, const plan_constraint *k);
 int ck_new_temp(ck *c, int type, int ndim, const int *dims);
 
 /* ---- lowering: the dispatcher and the depth of the IR (check.c) ------------- */
@@ -162,14 +168,14 @@ typedef struct varset {
     int n;
     int v[256];
 } varset;
-void ck_collect_vars(const plan *p, const ir *x, varset *vs);   /* reduce.c */
+void ck_collect_vars(ck *c, const ir *x, varset *vs);   /* reduce.c */
 /* `x` with index variables from[k] renamed to[k] (NULL: out of memory). */
 ir *ck_subst(ck *c, ir *x, int n, const int *from, const int *to);
 /* Do index variables a and b run over the same extent (the same range, or the
  * same constraints in the same order)? */
 int ck_same_domain_var(const plan *p, int a, int b);
 /* The last pass producing a temporary that `x` reads (-1: none). */
-int ck_last_producer(const plan *p, const ir *x);
+int ck_last_producer(ck *c, const ir *x);
 /* Are a and b indices whose extents come from whole dimensions only, one of
  * which they share (then equal whenever a run passes its shape checks)? */
 int ck_plain_pair(const plan *p, int a, int b);

@@ -296,17 +296,18 @@ static int mergeable(ck *c, int pi, int qi)
 
 /* The last pass producing a temporary that pass q's reductions read: q's
  * reductions can move to a pass after it only. */
-static int last_input(const plan *p, int qi)
+static int last_input(ck *c, int qi)
 {
+    const plan *p = c->p;
     const plan_pass *b = &p->passes[qi];
     int r = -1;
     for (int q = 0; q < b->nreds; q++)
         for (int k = 0; k < b->reds[q].ncomp; k++) {
-            int a = ck_last_producer(p, b->reds[q].map[k]);
+            int a = ck_last_producer(c, b->reds[q].map[k]);
             if (a > r) r = a;
         }
     for (int k = 0; k < b->nred; k++) {
-        int lo = ck_last_producer(p, p->vars[b->red[k]].lo), hi = ck_last_producer(p, p->vars[b->red[k]].hi);
+        int lo = ck_last_producer(c, p->vars[b->red[k]].lo), hi = ck_last_producer(c, p->vars[b->red[k]].hi);
         if (lo > r) r = lo;
         if (hi > r) r = hi;
     }
@@ -348,8 +349,7 @@ static int merge(ck *c, int pi, int qi)
         const plan_var *v = &p->vars[from[k]];
         if (from[k] == to[k] || v->lo) continue;
         for (int q = 0; q < v->nconstraints; q++)
-            TRY(ck_add_constraint(c, to[k], v->constraints[q].buf, v->constraints[q].dim,
-                                  v->constraints[q].offset, v->constraints[q].pos));
+            TRY(ck_copy_constraint(c, to[k], &v->constraints[q]));
     }
     memmove(b, b + 1, (p->npasses - qi - 1) * sizeof *b);
     p->npasses--;
@@ -416,7 +416,7 @@ int ck_merge_passes(ck *c)
     TRY(prune(c));
     for (int q = 1; q < p->npasses; q++) {
         if (!p->passes[q].nreds || p->passes[q].key) continue;
-        for (int i = last_input(p, q) + 1; i < q; i++)
+        for (int i = last_input(c, q) + 1; i < q; i++)
             if (mergeable(c, i, q)) {
                 TRY(merge(c, i, q));
                 q--;

@@ -294,8 +294,14 @@ static void print_buf_name(util_buf *o, const plan *p, int slot)
     else util_buf_printf(o, "t%d", -1 - slot);
 }
 
+/* The IR is a graph: a node reached by many paths prints once per path, and
+ * a short text can make 2^26 paths (x != x nested).  Printing stops once the
+ * buffer holds PLAN_PRINT_MAX bytes; plan_explain says so at its end. */
+#define PLAN_PRINT_MAX ((size_t)1 << 20)
+
 void ir_print(util_buf *o, const plan *p, const ir *x)
 {
+    if (o->len >= PLAN_PRINT_MAX) return;
     switch (x->kind) {
     case IR_CONST:
         print_value(o, x->type, x->c);
@@ -429,4 +435,7 @@ void plan_explain(util_buf *o, const plan *p)
             util_buf_printf(o, "%s%s", d ? ", " : "", p->vars[t->dims[d]].name);
         util_buf_puts(o, "]\n");
     }
+    if (o->len >= PLAN_PRINT_MAX)
+        util_buf_printf(o, "(expressions printed in part: the plan's text reached %zu bytes)\n",
+                        PLAN_PRINT_MAX);
 }

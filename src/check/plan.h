@@ -107,6 +107,8 @@ typedef struct plan_constraint {
     int dim;
     int64_t offset;     /* subscript is `v + offset`                     */
     util_pos pos;
+    int var;            /* the index the subscript used: the owner, or one
+                           whose pass it joined (check/fuse.c), for messages */
 } plan_constraint;
 
 typedef struct plan_var {

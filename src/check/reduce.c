@@ -13,21 +13,56 @@ static void vs_add(varset *vs, int v)
     if (vs->n < 256) vs->v[vs->n++] = v;
 }
 
-void ck_collect_vars(const plan *p, const ir *x, varset *vs)
+/* The IR is hash-consed, so one node may be reached by many paths (isnan of
+ * an integer is x != x, which doubles them with each level): a walk visits
+ * each node once, remembering those it has seen by id under a stamp that
+ * each walk renews.  Nodes made during a walk (ck_subst's) are not looked up. */
+static int walk_begin(ck *c)
 {
-    if (!x) return;
-    if (x->kind == IR_INDEX) {
-        vs_add(vs, x->slot);
-        const plan_var *pv = &p->vars[x->slot];
-        ck_collect_vars(p, pv->lo, vs);
-        ck_collect_vars(p, pv->hi, vs);
-        return;
+    size_t need = (size_t)plan_builder_count(c->b) + 1;
+    if (need > c->walk_cap) {
+        size_t cap = need > 2 * c->walk_cap ? need : 2 * c->walk_cap;
+        uint32_t *st = util_arena_alloc(c->a, cap * sizeof *st);
+        ir **vals = util_arena_alloc(c->a, cap * sizeof *vals);
+        if (!st || !vals) return 0;   /* the arena's failure ends the check */
+        memset(st, 0, cap * sizeof *st);
+        c->walk_stamp = st;
+        c->walk_val = vals;
+        c->walk_cap = cap;
     }
-    for (int i = 0; i < x->nargs; i++) ck_collect_vars(p, x->args[i], vs);
+    if (++c->stamp == 0) {
+        memset(c->walk_stamp, 0, c->walk_cap * sizeof *c->walk_stamp);
+        c->stamp = 1;
+    }
+    return 1;
 }
 
-/* Rebuild `x` with index variables renamed by `map` (from -> to). */
-ir *ck_subst(ck *c, ir *x, int n, const int *from, const int *to)
+/* Has this walk seen x?  Marks it seen. */
+static int walk_seen(ck *c, int on, const ir *x)
+{
+    if (!on || (size_t)x->id >= c->walk_cap) return 0;
+    if (c->walk_stamp[x->id] == c->stamp) return 1;
+    c->walk_stamp[x->id] = c->stamp;
+    return 0;
+}
+
+
+static void collect_vars(ck *c, int on, const ir *x, varset *vs)
+{
+    if (!x || walk_seen(c, on, x)) return;
+    if (x->kind == IR_INDEX) {
+        vs_add(vs, x->slot);
+        const plan_var *pv = &c->p->vars[x->slot];
+        collect_vars(c, on, pv->lo, vs);
+        collect_vars(c, on, pv->hi, vs);
+        return;
+    }
+    for (int i = 0; i < x->nargs; i++) collect_vars(c, on, x->args[i], vs);
+}
+
+void ck_collect_vars(ck *c, const ir *x, varset *vs) { collect_vars(c, walk_begin(c), x, vs); }
+
+static ir *subst(ck *c, int on, ir *x, int n, const int *from, const int *to)
 {
     if (!x) return NULL;
     if (x->kind == IR_INDEX) {
@@ -36,17 +71,30 @@ ir *ck_subst(ck *c, ir *x, int n, const int *from, const int *to)
         return x;
     }
     if (!x->nargs) return x;
+    int memo = on && (size_t)x->id < c->walk_cap;
+    if (memo && c->walk_stamp[x->id] == c->stamp) return c->walk_val[x->id];
     ir *args[RED_MAX_DIMS + 3];
     int changed = 0;
     for (int i = 0; i < x->nargs; i++) {
-        args[i] = ck_subst(c, x->args[i], n, from, to);
+        args[i] = subst(c, on, x->args[i], n, from, to);
         if (!args[i]) return NULL;
         changed |= args[i] != x->args[i];
     }
-    if (!changed) return x;
-    if (x->kind == IR_CAST) return ir_cast(c->b, x->type, args[0]);
-    if (x->kind == IR_LOAD) return ir_load(c->b, x->type, x->slot, x->nargs, args, x->pos);
-    return ir_op(c->b, x->op, x->type, x->nargs, args);
+    ir *r = x;
+    if (changed && x->kind == IR_CAST) r = ir_cast(c->b, x->type, args[0]);
+    else if (changed && x->kind == IR_LOAD) r = ir_load(c->b, x->type, x->slot, x->nargs, args, x->pos);
+    else if (changed) r = ir_op(c->b, x->op, x->type, x->nargs, args);
+    if (r && memo) {
+        c->walk_stamp[x->id] = c->stamp;
+        c->walk_val[x->id] = r;
+    }
+    return r;
+}
+
+/* Rebuild `x` with index variables renamed by `map` (from -> to). */
+ir *ck_subst(ck *c, ir *x, int n, const int *from, const int *to)
+{
+    return subst(c, walk_begin(c), x, n, from, to);
 }
 
 /* ---- reductions ----------------------------------------------------------------- */
@@ -65,10 +113,10 @@ int ck_same_domain_var(const plan *p, int a, int b)
     return 1;
 }
 
-/* The last pass producing a temporary that `x` reads (-1: none). */
-int ck_last_producer(const plan *p, const ir *x)
+static int last_producer(ck *c, int on, const ir *x)
 {
-    if (!x) return -1;
+    if (!x || walk_seen(c, on, x)) return -1;
+    const plan *p = c->p;
     int r = -1;
     if (x->kind == IR_LOAD && x->slot < 0) {
         int t = -1 - x->slot;
@@ -81,16 +129,19 @@ int ck_last_producer(const plan *p, const ir *x)
         }
     }
     for (int i = 0; i < x->nargs; i++) {
-        int a = ck_last_producer(p, x->args[i]);
+        int a = last_producer(c, on, x->args[i]);
         if (a > r) r = a;
     }
     if (x->kind == IR_INDEX) {
-        int a = ck_last_producer(p, p->vars[x->slot].lo), b = ck_last_producer(p, p->vars[x->slot].hi);
+        int a = last_producer(c, on, p->vars[x->slot].lo), b = last_producer(c, on, p->vars[x->slot].hi);
         if (a > r) r = a;
         if (b > r) r = b;
     }
     return r;
 }
+
+/* The last pass producing a temporary that `x` reads (-1: none). */
+int ck_last_producer(ck *c, const ir *x) { return last_producer(c, walk_begin(c), x); }
 
 /* Does reduction pass `ps` walk the domain of a reduction with free indices
  * fr[] (the same variables), reduced indices rd[] (the same extents) and `key`? */
@@ -158,8 +209,7 @@ static int find_pass(ck *c, int nfree, const int *fr, int nred, const int *rd, i
         for (int k = 0; k < nred; k++) {
             const plan_var *v = &p->vars[rd[k]];
             for (int q = 0; q < v->nconstraints; q++)
-                TRY(ck_add_constraint(c, p->passes[i].red[k], v->constraints[q].buf, v->constraints[q].dim,
-                                      v->constraints[q].offset, v->constraints[q].pos));
+                TRY(ck_copy_constraint(c, p->passes[i].red[k], &v->constraints[q]));
         }
         *pass_out = i;
         return 0;
@@ -453,13 +503,13 @@ static int split_domain(ck *c, const ast_node *n, const scope *rs, const plan_re
         red[nred++] = rs->vars[i];
     }
     varset used = {0};
-    for (int k = 0; k < rd->ncomp; k++) ck_collect_vars(p, rd->map[k], &used);
-    ck_collect_vars(p, key, &used);
+    for (int k = 0; k < rd->ncomp; k++) ck_collect_vars(c, rd->map[k], &used);
+    ck_collect_vars(c, key, &used);
     for (int k = 0; k < nred; k++) {
         /* a range's bounds make their indices free even if the operand does
          * not use them: count(true) over k in ptr[r]..ptr[r+1] is per r */
-        ck_collect_vars(p, p->vars[red[k]].lo, &used);
-        ck_collect_vars(p, p->vars[red[k]].hi, &used);
+        ck_collect_vars(c, p->vars[red[k]].lo, &used);
+        ck_collect_vars(c, p->vars[red[k]].hi, &used);
     }
     int nfree = 0;
     for (int i = 0; i < used.n; i++) {
@@ -488,13 +538,13 @@ static int place_in_pass(ck *c, scope *s, const ast_node *n, const plan_red *rd,
                          int nfree, const int *fr, int nred, const int *red, int *pass_out)
 {
     plan *p = c->p;
-    int after = ck_last_producer(p, key);
+    int after = ck_last_producer(c, key);
     for (int k = 0; k < rd->ncomp; k++) {
-        int a = ck_last_producer(p, rd->map[k]);
+        int a = ck_last_producer(c, rd->map[k]);
         if (a > after) after = a;
     }
     for (int k = 0; k < nred; k++) {
-        int a = ck_last_producer(p, p->vars[red[k]].lo), b = ck_last_producer(p, p->vars[red[k]].hi);
+        int a = ck_last_producer(c, p->vars[red[k]].lo), b = ck_last_producer(c, p->vars[red[k]].hi);
         if (a > after) after = a;
         if (b > after) after = b;
     }

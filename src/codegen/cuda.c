@@ -42,7 +42,8 @@ int cg_generate(const plan *p, int pi, const cg_tuning *t, util_arena *a, cg_ker
     gen g = {.p = p, .ps = &p->passes[pi], .tun = t, .k = out, .o = &out->src, .nir = p->nir, .pi = pi};
     g.done = util_arena_alloc(a, (size_t)p->nir + 1);
     g.seen = util_arena_alloc(a, (size_t)p->nir + 1);
-    if (!g.done || !g.seen) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+    g.vmemo = util_arena_alloc(a, (size_t)p->nir + 1);
+    if (!g.done || !g.seen || !g.vmemo) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
     int rc = cg_layout_params(&g, a, diag);
     if (rc) return rc;
     const plan_pass *ps = g.ps;

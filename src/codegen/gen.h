@@ -24,6 +24,7 @@ typedef struct gen {
     int deferred;           /* a thread's rj_flt F notes bad subscripts   */
     int hoisted;            /* out_range checks ranged subscripts (below) */
     unsigned char *seen;    /* by IR id: visited by emit_range_checks      */
+    unsigned char *vmemo;   /* by IR id: vec.c's vec_loads, 1 yes, 2 no    */
 } gen;
 
 /* layout.c: the parameter block and the index variables read from it */

@@ -3,6 +3,8 @@
  * 16-byte vectors (cg_kernel.vec), and the functions that load and fold
  * them (acc_load_v, acc_elem_v, acc_elem_1, acc_one_v, key_v, acc_one_s).
  */
+#include <string.h>
+
 #include "gen.h"
 
 /* Is v one of the pass's free indices? */
@@ -28,7 +30,19 @@ static int red_pos(const plan_pass *ps, int v)
  * 4- or 8-byte type.  With more than one reduced index, none may be used
  * but as such a subscript (acc_elem_v defines only the flat position).
  * Collects the distinct loads into list; 0 where any load is not so. */
+static int vec_loads_node(gen *g, const ir *x, const ir **list, int *n, int max);
+
+/* Do x's loads qualify?  Each node once (the IR is a graph: a short text can
+ * reach a node by 2^26 paths): g->vmemo[id] is 1 when it does, 2 when not. */
 static int vec_loads(gen *g, const ir *x, const ir **list, int *n, int max)
+{
+    if (g->vmemo[x->id]) return g->vmemo[x->id] == 1;
+    int r = vec_loads_node(g, x, list, n, max);
+    g->vmemo[x->id] = r ? 1 : 2;
+    return r;
+}
+
+static int vec_loads_node(gen *g, const ir *x, const ir **list, int *n, int max)
 {
     const plan_pass *ps = g->ps;
     if (x->kind == IR_INDEX) return ps->nred == 1 || red_pos(ps, x->slot) < 0;
@@ -204,6 +218,7 @@ void cg_emit_acc_elem_v(gen *g)
     if (rv && !ranged_vec_pass(g)) return;
     const ir *loads[8];
     int n = 0, ok = 1;
+    memset(g->vmemo, 0, (size_t)g->nir + 1);
     g->in_elem = rv;   /* (out_range checks a ranged subscript, as for acc_elem) */
     for (int q = 0; q < ps->nreds && ok; q++)
         for (int c = 0; c < ps->reds[q].ncomp && ok; c++) ok = vec_loads(g, ps->reds[q].map[c], loads, &n, 8);

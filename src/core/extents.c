@@ -190,7 +190,8 @@ int core_infer_extent(const plan *p, int var, const core_buf *bufs, int64_t *ext
         if (k->offset == 0) {
             if (plain && bufs[plain->buf].shape[plain->dim] != sh) {
                 const core_buf *b0 = &bufs[plain->buf];
-                if (pv->name[0] == '_')
+                const char *name = p->vars[k->var].name;   /* as the subscript wrote it */
+                if (name[0] == '_')
                     return util_diag_at(diag, p->src, k->pos, RED_ERR_SHAPE,
                                         "whole arrays '%s' and '%s' differ along dimension %d "
                                         "(%lld and %lld elements): they must have the same shape",
@@ -199,7 +200,7 @@ int core_infer_extent(const plan *p, int var, const core_buf *bufs, int64_t *ext
                 return util_diag_at(diag, p->src, k->pos, RED_ERR_SHAPE,
                                     "index '%s' has conflicting extents: '%s' has %lld elements "
                                     "along dimension %d but '%s' has %lld along dimension %d",
-                                    pv->name, b0->name, (long long)b0->shape[plain->dim],
+                                    name, b0->name, (long long)b0->shape[plain->dim],
                                     plain->dim, b->name, (long long)sh, k->dim);
             }
             plain = k;
