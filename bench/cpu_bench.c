@@ -18,6 +18,9 @@
  *   csr     sum(x[k]) over k in ptr[r]..ptr[r+1]
  *                                    (DIR/ptr.i32: ceil(N/3) + 1 offsets, ranges of 3, the last
  *                                    what is left; results to DIR/csr.redjit.f64)
+ *   lse     log-sum-exp of A's rows  (results to DIR/lse.redjit.f64; one pass over A, docs/language.md
+ *                                    "Fusion")
+ *   cssq    sum((x - mean(x)) * (x - mean(x)))   (Welford, one pass over x)
  */
 #define _POSIX_C_SOURCE 200809L
 #include <redjit.h>
@@ -48,6 +51,8 @@ static const struct bench_case CASES[] = {
     {"keysum", "sum(x[i]) by k[i]", 1, 0, 0, 1, 0, 0},
     {"shortrows", "sum(X[i,j]) over j", 0, 0, 0, 0, 1, 0},
     {"csr", "sum(x[k]) over k in ptr[r]..ptr[r+1]", 1, 0, 0, 0, 0, 1},
+    {"lse", "m = max(A[i,j]) over j; log(sum(exp(A[i,j] - m)) over j) + m", 0, 0, 1, 0, 0, 0},
+    {"cssq", "sum((x - mean(x)) * (x - mean(x)))", 1, 0, 0, 0, 0, 0},
 };
 enum { NCASES = sizeof CASES / sizeof CASES[0] };
 
@@ -94,7 +99,7 @@ static int wanted(const char *list, const char *name)
 
 int main(int argc, char **argv)
 {
-    const char *dir = NULL, *cases = "sum,dot,maxabs,rowsum,colsum,argmax,keysum,shortrows,csr";
+    const char *dir = NULL, *cases = "sum,dot,maxabs,rowsum,colsum,argmax,keysum,shortrows,csr,lse,cssq";
     long long n = 0, rows = 0, cols = 0;
     int reps = 7, threads = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -110,7 +115,7 @@ int main(int argc, char **argv)
     }
     if (!dir || reps < 1)
         die("usage: cpu_bench --dir DIR --n N --rows R --cols C [--reps K] [--threads T] "
-            "[--cases sum,dot,maxabs,rowsum,colsum,argmax,keysum,shortrows,csr]");
+            "[--cases sum,dot,maxabs,rowsum,colsum,argmax,keysum,shortrows,csr,lse,cssq]");
 
     int need_x = 0, need_y = 0, need_a = 0, need_k = 0, need_ptr = 0;
     for (int c = 0; c < NCASES; c++)

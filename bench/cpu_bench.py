@@ -119,6 +119,29 @@ def references(x, y, chunk=1 << 22):
     return acc
 
 
+def lse_rows(A):
+    m = A.max(axis=1)
+    return np.log(np.exp(A - m[:, None]).sum(axis=1)) + m
+
+
+def lse_ref(A, chunk=1024):
+    """Row log-sum-exp in f64, and its magnitude for the error (|value| + 1)."""
+    out = np.empty(A.shape[0])
+    for r in range(0, A.shape[0], chunk):
+        out[r:r + chunk] = lse_rows(A[r:r + chunk].astype(np.float64))
+    return out, np.abs(out) + 1
+
+
+def cssq_ref(x, chunk=1 << 22):
+    """The centred sum of squares in f64 (two passes), and itself as the magnitude."""
+    mean = float(np.sum(x, dtype=np.float64)) / len(x)
+    q = 0.0
+    for s in range(0, len(x), chunk):
+        d = x[s:s + chunk].astype(np.float64) - mean
+        q += float(np.dot(d, d))
+    return q, q
+
+
 def main():
     a = parse_args()
     if not os.access(a.driver, os.X_OK):
@@ -193,6 +216,13 @@ def main():
         ("csr", "sum(x[k]) over k in ptr[r]..ptr[r+1]", "2^%d, ranges of 3" % a.log2n, 4 * n + 4 * len(ptr),
          lambda: np.add.reduceat(x, ptr[:-1]), None,
          np.add.reduceat(x.astype(np.float64), ptr[:-1]), np.add.reduceat(np.abs(x).astype(np.float64), ptr[:-1])),
+        # compositions, fused into one pass over the input by redjit's planner; NumPy's
+        # idiomatic forms take two or three
+        ("lse", "m = max(A[i,j]) over j; log(sum(exp(A[i,j] - m)) over j) + m",
+         "%d x %d" % (a.rows, a.cols), 4 * a.rows * a.cols,
+         lambda: lse_rows(A), None, *lse_ref(A)),
+        ("cssq", "sum((x - mean(x)) * (x - mean(x)))", "2^%d" % a.log2n, 4 * n,
+         lambda: np.sum((x - x.mean()) ** 2), None, *cssq_ref(x)),
     ]
 
     rows = []
@@ -265,7 +295,10 @@ def main():
         "inputs (f32, uniform in [-1, 1), seed %d). redjit: `red_run` only, timed in C "
         "(`bench/cpu_bench.c`), CPU executor, %s threads. NumPy: `np.sum(x)`, `np.sum(x*y)`, "
         "`np.max(np.abs(x-y))`, `A.sum(axis=1)`, `A.sum(axis=0)`, `np.argmax(x)`, `np.bincount(k, weights=x)` "
-        "(k: int32 keys, sorted), `X.sum(axis=1)` (X: x reshaped to rows of 8), `np.add.reduceat(x, ptr[:-1])`. numexpr (where it has the reduction): `ne.evaluate(...)` with %d threads."
+        "(k: int32 keys, sorted), `X.sum(axis=1)` (X: x reshaped to rows of 8), `np.add.reduceat(x, ptr[:-1])`, `m = A.max(axis=1); np.log(np.exp(A - m[:, None]).sum(axis=1)) + m`, "
+        "`np.sum((x - x.mean()) ** 2)`. numexpr (where it has the reduction): `ne.evaluate(...)` with %d threads. "
+        "The last two cases are compositions that redjit's planner runs in one pass over the input "
+        "(docs/language.md, \"Fusion\"); their error's magnitude is |value| + 1 (lse) and the value (cssq)."
         % (a.reps, a.seed, a.threads or "all (%d)" % threads, threads),
         "- GB/s = bytes that must be read / redjit time. Ratios are time / redjit time: above 1, "
         "redjit is faster.",
