@@ -74,13 +74,9 @@ int ck_new_var(ck *c, const char *name, util_pos pos)
     return p->nvars++;
 }
 
-int ck_add_constraint(ck *c, int var, int buf, int dim, int64_t off, util_pos pos)
-{
-    plan_constraint k = {buf, dim, off, pos, var};
-    return ck_copy_constraint(c, var, &k);
-}
-
-int ck_copy_constraint(ck *c, int var, const plan_constraint *k)
+/* var takes on constraint k, unless it has it (k.var keeps the index the
+ * subscript used, for messages) */
+static int copy_constraint(ck *c, int var, const plan_constraint *k)
 {
     int buf = k->buf, dim = k->dim;
     int64_t off = k->offset;
@@ -95,6 +91,20 @@ int ck_copy_constraint(ck *c, int var, const plan_constraint *k)
     nc[v->nconstraints] = *k;
     v->constraints = nc;
     v->nconstraints++;
+    return 0;
+}
+
+int ck_add_constraint(ck *c, int var, int buf, int dim, int64_t off, util_pos pos)
+{
+    plan_constraint k = {buf, dim, off, pos, var};
+    return copy_constraint(c, var, &k);
+}
+
+int ck_take_constraints(ck *c, int to, int from)
+{
+    if (to == from || c->p->vars[from].lo) return 0;   /* a range's extent is its own */
+    for (int q = 0; q < c->p->vars[from].nconstraints; q++)
+        TRY(copy_constraint(c, to, &c->p->vars[from].constraints[q]));
     return 0;
 }
 

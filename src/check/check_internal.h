@@ -113,8 +113,9 @@ int ck_grow_passes(ck *c, const char *what);
 /* A new index variable: its id, -1 at the limit, -2 out of memory. */
 int ck_new_var(ck *c, const char *name, util_pos pos);
 int ck_add_constraint(ck *c, int var, int buf, int dim, int64_t off, util_pos pos);
-/* var takes on constraint k (another index's shape check), unless it has it */
-int ck_copy_constraint(ck *c, int var, const plan_constraint *k);
+/* index `to` takes on every shape check of index `from` (a merged pass's
+ * indices; nothing for the same index or a ranged one) */
+int ck_take_constraints(ck *c, int to, int from);
 int ck_new_temp(ck *c, int type, int ndim, const int *dims);
 
 /* ---- lowering: the dispatcher and the depth of the IR (check.c) ------------- */
@@ -169,6 +170,14 @@ typedef struct varset {
     int v[256];
 } varset;
 void ck_collect_vars(ck *c, const ir *x, varset *vs);   /* reduce.c */
+/* A walk over the IR that visits each node once (the IR is a graph: one node
+ * may be reached by 2^26 paths from a short text): ck_walk_begin starts one
+ * (0: out of memory, walk without the memo), ck_walk_seen says whether this
+ * walk has seen x, and marks it.  One walk at a time. */
+int ck_walk_begin(ck *c);
+int ck_walk_seen(ck *c, int on, const ir *x);
+/* A load of temporary `temp` at index variables vars[0..nd-1]. */
+ir *ck_load_temp(ck *c, int temp, int nd, const int *vars, util_pos pos);
 /* `x` with index variables from[k] renamed to[k] (NULL: out of memory). */
 ir *ck_subst(ck *c, ir *x, int n, const int *from, const int *to);
 /* Do index variables a and b run over the same extent (the same range, or the
@@ -179,8 +188,10 @@ int ck_last_producer(ck *c, const ir *x);
 /* Are a and b indices whose extents come from whole dimensions only, one of
  * which they share (then equal whenever a run passes its shape checks)? */
 int ck_plain_pair(const plan *p, int a, int b);
+/* ck_same_domain_var or ck_plain_pair: equal extents in every run that passes its checks */
+int ck_equal_extents(const plan *p, int a, int b);
 int ck_pass_matches(ck *c, const plan_pass *ps, int nfree, const int *fr, int nred, const int *rd,
-                    ir *key);
+                    ir *key, int by_shape);
 /* Add reduction `rd` (its maps over the pass's indices) to `pass`, or find an
  * equal one there; temps_out[] gets its first ncomp_out temporaries. */
 int ck_add_reduction(ck *c, int pass, const plan_red *rd, int ncomp_out, int *temps_out);

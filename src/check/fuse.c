@@ -58,21 +58,30 @@ static plan_red *sibling(ck *c, int t, int rop, int nfree, const int *fr, int nr
     if (t < 0) return NULL;
     plan_red *r = red_of_temp(c->p, t, pass_out);
     if (!r || r->rop != rop) return NULL;
-    if (!ck_pass_matches(c, &c->p->passes[*pass_out], nfree, fr, nred, red, NULL)) return NULL;
+    if (!ck_pass_matches(c, &c->p->passes[*pass_out], nfree, fr, nred, red, NULL, 0)) return NULL;
     return r;
-}
-
-static ir *load_at(ck *c, int temp, int nfree, const int *fr, util_pos pos)
-{
-    ir *subs[RED_MAX_DIMS];
-    for (int d = 0; d < nfree; d++) subs[d] = ir_index(c->b, fr[d]);
-    return ir_load(c->b, c->p->temps[temp].type, PLAN_TEMP_SLOT(temp), nfree, subs, pos);
 }
 
 static ir *sel(ck *c, ir *k, ir *a, ir *b)
 {
     ir *args[3] = {k, a, b};
     return ir_op(c->b, OP_SELECT, a->type, 3, args);
+}
+
+/* A planner-made operator (ROP_USER, neutral identity, natively folded where
+ * a backend knows `online`); the caller fills its fields' types, maps,
+ * identities and combine. */
+static plan_red online_op(const char *name, int online, util_pos pos, int ncomp)
+{
+    plan_red r;
+    memset(&r, 0, sizeof r);
+    r.rop = ROP_USER;
+    r.uname = name;
+    r.neutral = 1;
+    r.online = online;
+    r.pos = pos;
+    r.ncomp = ncomp;
+    return r;
 }
 
 /* ---- sum(exp(X - max(X))): the running maximum and the rescaled sum ---------- */
@@ -119,14 +128,7 @@ static int exp_sum(ck *c, const ast_node *n, const plan_red *rd, int nfree, cons
     if (!x) return ck_nomem(c);
     if (x != ir_cast(c->b, mt, mx->map[0])) return 0;
 
-    plan_red pr;
-    memset(&pr, 0, sizeof pr);
-    pr.rop = ROP_USER;
-    pr.uname = ck_max_pair_name;
-    pr.neutral = 1;
-    pr.online = PLAN_ONLINE_EXP_SUM;
-    pr.pos = mx->pos;
-    pr.ncomp = 2;
+    plan_red pr = online_op(ck_max_pair_name, PLAN_ONLINE_EXP_SUM, mx->pos, 2);
     pr.acc[0] = mt;
     pr.acc[1] = st;
     pr.map[0] = x;
@@ -151,7 +153,7 @@ static int exp_sum(ck *c, const ast_node *n, const plan_red *rd, int nfree, cons
     }
     /* NaN as the expression gives it: a maximum of +inf (exp(inf - inf)), or
      * of -inf over elements that are all -inf (s counts them; none: empty, 0) */
-    ir *m = load_at(c, temps[0], nfree, fr, n->pos), *s = load_at(c, temps[1], nfree, fr, n->pos);
+    ir *m = ck_load_temp(c, temps[0], nfree, fr, n->pos), *s = ck_load_temp(c, temps[1], nfree, fr, n->pos);
     ir *pinf = ck_op2(c, OP_EQ, CT_BOOL, m, ir_const_f(c->b, mt, INFINITY));
     ir *ninf = ck_op2(c, OP_LAND, CT_BOOL, ck_op2(c, OP_EQ, CT_BOOL, m, ir_const_f(c->b, mt, -INFINITY)),
                       ck_op2(c, OP_NE, CT_BOOL, s, ir_const_f(c->b, st, 0.0)));
@@ -223,14 +225,7 @@ static int centred_squares(ck *c, const ast_node *n, const plan_red *rd, int nfr
     if (!m) return 0;
     int ft = d->type, st = rd->acc[0];
 
-    plan_red pr;
-    memset(&pr, 0, sizeof pr);
-    pr.rop = ROP_USER;
-    pr.uname = "Welford (count, mean, centred sum of squares)";
-    pr.neutral = 1;
-    pr.online = PLAN_ONLINE_WELFORD;
-    pr.pos = rd->pos;
-    pr.ncomp = 3;
+    plan_red pr = online_op("Welford (count, mean, centred sum of squares)", PLAN_ONLINE_WELFORD, rd->pos, 3);
     pr.acc[0] = CT_I64;
     pr.acc[1] = ft;
     pr.acc[2] = st;
@@ -244,7 +239,7 @@ static int centred_squares(ck *c, const ast_node *n, const plan_red *rd, int nfr
     int temps[3];
     TRY(ck_add_reduction(c, pass, &pr, 3, temps));
     /* an infinite or NaN element: (x - mean)^2 is NaN in the expression */
-    ir *mean = load_at(c, temps[1], nfree, fr, n->pos), *q = load_at(c, temps[2], nfree, fr, n->pos);
+    ir *mean = ck_load_temp(c, temps[1], nfree, fr, n->pos), *q = ck_load_temp(c, temps[2], nfree, fr, n->pos);
     ir *fin = ck_op1(c, OP_ISFINITE, CT_BOOL, mean);
     *out = ck_mk(sel(c, fin, q, ir_const_f(c->b, st, NAN)), 0);
     if (!out->c[0]) return ck_nomem(c);
@@ -277,8 +272,7 @@ static int mergeable(ck *c, int pi, int qi)
     for (int k = 0; k < a->nfree; k++) {
         const plan_var *x = &p->vars[a->free[k]], *y = &p->vars[b->free[k]];
         if (x->lo || y->lo) return 0;
-        if (!ck_same_domain_var(p, a->free[k], b->free[k]) && !ck_plain_pair(p, a->free[k], b->free[k]))
-            return 0;
+        if (!ck_equal_extents(p, a->free[k], b->free[k])) return 0;
     }
     for (int k = 0; k < a->nred; k++) {
         const plan_var *x = &p->vars[a->red[k]], *y = &p->vars[b->red[k]];
@@ -287,7 +281,7 @@ static int mergeable(ck *c, int pi, int qi)
             if (ck_subst(c, y->lo, b->nfree, b->free, a->free) != x->lo ||
                 ck_subst(c, y->hi, b->nfree, b->free, a->free) != x->hi)
                 return 0;
-        } else if (!ck_same_domain_var(p, a->red[k], b->red[k]) && !ck_plain_pair(p, a->red[k], b->red[k])) {
+        } else if (!ck_equal_extents(p, a->red[k], b->red[k])) {
             return 0;
         }
     }
@@ -345,12 +339,7 @@ static int merge(ck *c, int pi, int qi)
     a->reds = nr;
     a->nreds += b->nreds;
     /* p's indices take on q's shape checks (equal extents when they pass) */
-    for (int k = 0; k < n; k++) {
-        const plan_var *v = &p->vars[from[k]];
-        if (from[k] == to[k] || v->lo) continue;
-        for (int q = 0; q < v->nconstraints; q++)
-            TRY(ck_copy_constraint(c, to[k], &v->constraints[q]));
-    }
+    for (int k = 0; k < n; k++) TRY(ck_take_constraints(c, to[k], from[k]));
     memmove(b, b + 1, (p->npasses - qi - 1) * sizeof *b);
     p->npasses--;
     for (int v = 0; v < p->nvars; v++)
@@ -360,17 +349,12 @@ static int merge(ck *c, int pi, int qi)
 
 /* ---- reductions nobody reads ---------------------------------------------------- */
 
-typedef struct reads {
-    uint8_t *seen;   /* by IR id */
-    uint8_t *temp;   /* by temporary */
-} reads;
-
-static void mark(reads *r, const ir *x)
+/* The temporaries x reads, marked in temp[] (one walk: each node once). */
+static void mark(ck *c, int on, uint8_t *temp, const ir *x)
 {
-    if (!x || r->seen[x->id]) return;
-    r->seen[x->id] = 1;
-    if (x->kind == IR_LOAD && x->slot < 0) r->temp[-1 - x->slot] = 1;
-    for (int i = 0; i < x->nargs; i++) mark(r, x->args[i]);
+    if (!x || ck_walk_seen(c, on, x)) return;
+    if (x->kind == IR_LOAD && x->slot < 0) temp[-1 - x->slot] = 1;
+    for (int i = 0; i < x->nargs; i++) mark(c, on, temp, x->args[i]);
 }
 
 /* Drop the reductions whose temporaries nothing reads (the sum and count of
@@ -378,18 +362,18 @@ static void mark(reads *r, const ir *x)
 static int prune(ck *c)
 {
     plan *p = c->p;
-    reads r = {util_arena_alloc(c->a, plan_builder_count(c->b) + 1), util_arena_alloc(c->a, p->ntemps + 1)};
-    if (!r.seen || !r.temp) return ck_nomem(c);
-    memset(r.seen, 0, plan_builder_count(c->b) + 1);
-    memset(r.temp, 0, p->ntemps + 1);
-    for (int i = 0; i < p->nresults; i++) r.temp[p->results[i].temp] = 1;
-    for (int v = 0; v < p->nvars; v++) mark(&r, p->vars[v].lo), mark(&r, p->vars[v].hi);
+    uint8_t *read = util_arena_alloc(c->a, p->ntemps + 1);
+    if (!read) return ck_nomem(c);
+    memset(read, 0, p->ntemps + 1);
+    int on = ck_walk_begin(c);
+    for (int i = 0; i < p->nresults; i++) read[p->results[i].temp] = 1;
+    for (int v = 0; v < p->nvars; v++) mark(c, on, read, p->vars[v].lo), mark(c, on, read, p->vars[v].hi);
     for (int i = 0; i < p->npasses; i++) {
         const plan_pass *ps = &p->passes[i];
-        mark(&r, ps->map);
-        mark(&r, ps->key);
+        mark(c, on, read, ps->map);
+        mark(c, on, read, ps->key);
         for (int q = 0; q < ps->nreds; q++)
-            for (int k = 0; k < ps->reds[q].ncomp; k++) mark(&r, ps->reds[q].map[k]);
+            for (int k = 0; k < ps->reds[q].ncomp; k++) mark(c, on, read, ps->reds[q].map[k]);
     }
     for (int i = p->npasses - 1; i >= 0; i--) {
         plan_pass *ps = &p->passes[i];
@@ -397,7 +381,7 @@ static int prune(ck *c)
         int kept = 0;
         for (int q = 0; q < ps->nreds; q++) {
             int used = 0;
-            for (int k = 0; k < ps->reds[q].ncomp; k++) used |= r.temp[ps->reds[q].temp[k]];
+            for (int k = 0; k < ps->reds[q].ncomp; k++) used |= read[ps->reds[q].temp[k]];
             if (used) ps->reds[kept++] = ps->reds[q];
         }
         ps->nreds = kept;

@@ -17,7 +17,7 @@ static void vs_add(varset *vs, int v)
  * an integer is x != x, which doubles them with each level): a walk visits
  * each node once, remembering those it has seen by id under a stamp that
  * each walk renews.  Nodes made during a walk (ck_subst's) are not looked up. */
-static int walk_begin(ck *c)
+int ck_walk_begin(ck *c)
 {
     size_t need = (size_t)plan_builder_count(c->b) + 1;
     if (need > c->walk_cap) {
@@ -37,8 +37,7 @@ static int walk_begin(ck *c)
     return 1;
 }
 
-/* Has this walk seen x?  Marks it seen. */
-static int walk_seen(ck *c, int on, const ir *x)
+int ck_walk_seen(ck *c, int on, const ir *x)
 {
     if (!on || (size_t)x->id >= c->walk_cap) return 0;
     if (c->walk_stamp[x->id] == c->stamp) return 1;
@@ -49,7 +48,7 @@ static int walk_seen(ck *c, int on, const ir *x)
 
 static void collect_vars(ck *c, int on, const ir *x, varset *vs)
 {
-    if (!x || walk_seen(c, on, x)) return;
+    if (!x || ck_walk_seen(c, on, x)) return;
     if (x->kind == IR_INDEX) {
         vs_add(vs, x->slot);
         const plan_var *pv = &c->p->vars[x->slot];
@@ -60,7 +59,7 @@ static void collect_vars(ck *c, int on, const ir *x, varset *vs)
     for (int i = 0; i < x->nargs; i++) collect_vars(c, on, x->args[i], vs);
 }
 
-void ck_collect_vars(ck *c, const ir *x, varset *vs) { collect_vars(c, walk_begin(c), x, vs); }
+void ck_collect_vars(ck *c, const ir *x, varset *vs) { collect_vars(c, ck_walk_begin(c), x, vs); }
 
 static ir *subst(ck *c, int on, ir *x, int n, const int *from, const int *to)
 {
@@ -91,10 +90,17 @@ static ir *subst(ck *c, int on, ir *x, int n, const int *from, const int *to)
     return r;
 }
 
+ir *ck_load_temp(ck *c, int temp, int nd, const int *vars, util_pos pos)
+{
+    ir *subs[RED_MAX_DIMS];
+    for (int d = 0; d < nd; d++) subs[d] = ir_index(c->b, vars[d]);
+    return ir_load(c->b, c->p->temps[temp].type, PLAN_TEMP_SLOT(temp), nd, subs, pos);
+}
+
 /* Rebuild `x` with index variables renamed by `map` (from -> to). */
 ir *ck_subst(ck *c, ir *x, int n, const int *from, const int *to)
 {
-    return subst(c, walk_begin(c), x, n, from, to);
+    return subst(c, ck_walk_begin(c), x, n, from, to);
 }
 
 /* ---- reductions ----------------------------------------------------------------- */
@@ -115,7 +121,7 @@ int ck_same_domain_var(const plan *p, int a, int b)
 
 static int last_producer(ck *c, int on, const ir *x)
 {
-    if (!x || walk_seen(c, on, x)) return -1;
+    if (!x || ck_walk_seen(c, on, x)) return -1;
     const plan *p = c->p;
     int r = -1;
     if (x->kind == IR_LOAD && x->slot < 0) {
@@ -141,22 +147,7 @@ static int last_producer(ck *c, int on, const ir *x)
 }
 
 /* The last pass producing a temporary that `x` reads (-1: none). */
-int ck_last_producer(ck *c, const ir *x) { return last_producer(c, walk_begin(c), x); }
-
-/* Does reduction pass `ps` walk the domain of a reduction with free indices
- * fr[] (the same variables), reduced indices rd[] (the same extents) and `key`? */
-int ck_pass_matches(ck *c, const plan_pass *ps, int nfree, const int *fr, int nred, const int *rd,
-                    ir *key)
-{
-    const plan *p = c->p;
-    if (!ps->nreds || ps->nfree != nfree || ps->nred != nred) return 0;
-    for (int k = 0; k < nfree; k++)
-        if (ps->free[k] != fr[k]) return 0;
-    for (int k = 0; k < nred; k++)
-        if (!ck_same_domain_var(p, ps->red[k], rd[k])) return 0;
-    if (!!ps->key != !!key) return 0;
-    return !key || ck_subst(c, key, nred, rd, ps->red) == ps->key;
-}
+int ck_last_producer(ck *c, const ir *x) { return last_producer(c, ck_walk_begin(c), x); }
 
 /* An index whose extent comes from whole dimensions only (subscripts without
  * offsets): all those dimensions must agree, so two such indices that share
@@ -180,18 +171,25 @@ int ck_plain_pair(const plan *p, int a, int b)
     return 0;
 }
 
-/* ck_pass_matches, but reduced indices need only be plain and share a
- * dimension: `count(true) by seg[i]` joins `sum(v[i]) by seg[i]` (the caller
- * then gives the pass's indices the new reduction's shape checks, so none is
- * lost); `sum(x), max(y)` stay apart. */
-static int plain_match(ck *c, const plan_pass *ps, int nfree, const int *fr, int nred, const int *rd, ir *key)
+int ck_equal_extents(const plan *p, int a, int b)
+{
+    return ck_same_domain_var(p, a, b) || ck_plain_pair(p, a, b);
+}
+
+/* Does reduction pass `ps` walk the domain of a reduction with free indices
+ * fr[] (the same variables), reduced indices rd[] (the same extents) and
+ * `key`?  by_shape: reduced indices may also be plain ones that share a
+ * dimension (`count(true) by seg[i]` beside `sum(v[i]) by seg[i]`; the
+ * caller then gives the pass's indices the other's shape checks). */
+int ck_pass_matches(ck *c, const plan_pass *ps, int nfree, const int *fr, int nred, const int *rd,
+                    ir *key, int by_shape)
 {
     const plan *p = c->p;
     if (!ps->nreds || ps->nfree != nfree || ps->nred != nred || !!ps->key != !!key) return 0;
     for (int k = 0; k < nfree; k++)
         if (ps->free[k] != fr[k]) return 0;
     for (int k = 0; k < nred; k++)
-        if (!ck_plain_pair(p, ps->red[k], rd[k])) return 0;
+        if (!(by_shape ? ck_equal_extents : ck_same_domain_var)(p, ps->red[k], rd[k])) return 0;
     return !key || ck_subst(c, key, nred, rd, ps->red) == ps->key;
 }
 
@@ -202,15 +200,9 @@ static int find_pass(ck *c, int nfree, const int *fr, int nred, const int *rd, i
 {
     plan *p = c->p;
     for (int i = after + 1; i < p->npasses; i++) {
-        if (!ck_pass_matches(c, &p->passes[i], nfree, fr, nred, rd, key) &&
-            !plain_match(c, &p->passes[i], nfree, fr, nred, rd, key))
-            continue;
+        if (!ck_pass_matches(c, &p->passes[i], nfree, fr, nred, rd, key, 1)) continue;
         /* the pass's indices check every shape the new reduction's did */
-        for (int k = 0; k < nred; k++) {
-            const plan_var *v = &p->vars[rd[k]];
-            for (int q = 0; q < v->nconstraints; q++)
-                TRY(ck_copy_constraint(c, p->passes[i].red[k], &v->constraints[q]));
-        }
+        for (int k = 0; k < nred; k++) TRY(ck_take_constraints(c, p->passes[i].red[k], rd[k]));
         *pass_out = i;
         return 0;
     }
@@ -587,11 +579,9 @@ static int read_result(ck *c, const ast_node *n, int pass, plan_red *rd, int nre
     TRY(ck_add_reduction(c, pass, rd, nres, temps));
 
     int dims = ps->key ? 1 : ps->nfree;
-    ir *subs[RED_MAX_DIMS];
-    for (int d = 0; d < dims; d++) subs[d] = ir_index(c->b, ps->key ? ps->key_var : ps->free[d]);
+    const int *at = ps->key ? &ps->key_var : ps->free;
     val r = {.n = nres, .tuple = nres > 1};
-    for (int k = 0; k < nres; k++)
-        r.c[k] = ir_load(c->b, p->temps[temps[k]].type, PLAN_TEMP_SLOT(temps[k]), dims, subs, n->pos);
+    for (int k = 0; k < nres; k++) r.c[k] = ck_load_temp(c, temps[k], dims, at, n->pos);
 
     if (is_mean) {
         /* mean = sum / count over the same domain, fused in the same pass */
@@ -603,7 +593,7 @@ static int read_result(ck *c, const ast_node *n, int pass, plan_red *rd, int nre
         cnt.map[0] = ir_const_i(c->b, CT_I64, 1);
         int ct = -1;   /* add_reduction sets it; GCC, inlining this, cannot tell */
         TRY(ck_add_reduction(c, pass, &cnt, 1, &ct));
-        ir *cl = ir_load(c->b, CT_I64, PLAN_TEMP_SLOT(ct), dims, subs, n->pos);
+        ir *cl = ck_load_temp(c, ct, dims, at, n->pos);
         int ft = rd->acc[0];
         r.c[0] = ck_op2(c, OP_DIV, ft, r.c[0], ir_cast(c->b, ft, cl));
     }
