@@ -292,8 +292,15 @@ static void user_combine1(const plan_red *rd, ustate *u, plan_value *acc, const 
 static void fold_user(const plan_red *rd, ustate *u, void *const *vals, int n, cacc *a)
 {
     if (n <= 0) return;
-    if (cpu_fold_online(rd, vals, n, a)) return;
     int k = rd->ncomp;
+    if (!a->has && rd->neutral) {
+        /* a neutral identity is where folds start (as on the GPU): for the
+         * planner's online sum of exp, identity + (-inf, 1) is NaN, as
+         * exp(-inf - -inf) is in the expression */
+        memcpy(a->v, rd->identity, sizeof(plan_value) * k);
+        a->has = 1;
+    }
+    if (cpu_fold_online(rd, vals, n, a)) return;
     unsigned char *w[PLAN_MAX_COMP];
     for (int c = 0; c < k; c++) {
         w[c] = u->work + (size_t)c * VM_B * 8;
@@ -321,17 +328,10 @@ static void fold_user(const plan_red *rd, ustate *u, void *const *vals, int n, c
     }
     plan_value x[PLAN_MAX_COMP];
     for (int c = 0; c < k; c++) x[c] = core_read_ct(w[c], rd->acc[c], 0);
-    if (!a->has && !rd->neutral) {
+    if (!a->has) {
         memcpy(a->v, x, sizeof(plan_value) * k);
         a->has = 1;
         return;
-    }
-    if (!a->has) {
-        /* a neutral identity is where folds start (as on the GPU): for the
-         * planner's online sum of exp, identity + (-inf, 1) is NaN, as
-         * exp(-inf - -inf) is in the expression */
-        memcpy(a->v, rd->identity, sizeof(plan_value) * k);
-        a->has = 1;
     }
     user_combine1(rd, u, a->v, x);
 }

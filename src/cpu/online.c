@@ -92,11 +92,7 @@
 
 int cpu_fold_online(const plan_red *rd, void *const *vals, int n, cacc *a)
 {
-    if (!rd->neutral || !rd->online) return 0;
-    if (!a->has) {
-        memcpy(a->v, rd->identity, sizeof(plan_value) * (size_t)rd->ncomp);
-        a->has = 1;
-    }
+    if (!rd->neutral || !rd->online || !a->has) return 0;   /* fold_user starts a from the identity */
     int t0 = rd->acc[0], t1 = rd->acc[1];
     if (rd->online == PLAN_ONLINE_EXP_SUM) {
         if (t0 == CT_F32 && t1 == CT_F32) EXP_SUM_RUN(float, float, expf, fabsf);
