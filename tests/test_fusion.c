@@ -82,12 +82,12 @@ int main(void)
         int rc = red_prepare(ctx, forms[f].text, &e);
         CHECK(rc == RED_OK, "prepare `%s`: %s", forms[f].text, red_errmsg(ctx));
         if (rc != RED_OK) continue;
-        if (strstr(forms[f].text, "A[")) red_bind_array(e, "A", &a);
-        if (strstr(forms[f].text, "B[")) red_bind_array(e, "B", &b);
-        if (strstr(forms[f].text, "v")) red_bind_array(e, "v", &v);
-        if (strstr(forms[f].text, "seg")) red_bind_array(e, "seg", &seg);
-        if (strstr(forms[f].text, "x")) red_bind_array(e, "x", &x);
-        if (strstr(forms[f].text, "y")) red_bind_array(e, "y", &y);
+        /* every array, whether the form reads it or not (binding an unused name is allowed) */
+        const char *names[] = {"A", "B", "v", "seg", "x", "y"};
+        const red_array *arrays[] = {&a, &b, &v, &seg, &x, &y};
+        for (int k = 0; k < 6; k++)
+            CHECK(red_bind_array(e, names[k], arrays[k]) == RED_OK, "bind %s for `%s`: %s", names[k],
+                  forms[f].text, red_expr_errmsg(e));
         const char *plan = NULL;
         rc = red_explain_ex(e, RED_EXPLAIN_PLAN, &plan);
         CHECK(rc == RED_OK, "explain `%s`: %s", forms[f].text, red_expr_errmsg(e));
