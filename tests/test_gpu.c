@@ -377,7 +377,9 @@ static void row_views(red_ctx *ctx)
         /* rows of a few vectors (a thread a row), of 16 (rj_segnv, 4 lanes a row),
          * and of a warp's, some with a tail */
         {60001, 10, 12}, {30000, 13, 16}, {50000, 24, 24}, {20000, 64, 64}, {7, 12, 12}, {20000, 100, 104},
-        {20000, 203, 204}, {5000, 500, 508}};
+        {20000, 203, 204}, {5000, 500, 508},
+        /* few long rows: chunks of each, a block a chunk (rj_splitbv), one with a tail */
+        {5, 40001, 40004}, {9, 65536, 65536}};
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
         int64_t rows = shapes[k][0], cols = shapes[k][1], pitch = shapes[k][2];
         float *A = malloc((size_t)(rows * pitch) * 4);

@@ -42,6 +42,7 @@ static const struct {
     {"rj_split1", "RJ_ENTRY rj_split1(Params P) { rj_split_threads(P); }\n"},
     {"rj_splitb", "RJ_ENTRY rj_splitb(Params P) { rj_split_blocks(P); }\n"},
     {"rj_splitf", "RJ_ENTRY rj_splitf(Params P) { rj_split_final(P); }\n"},
+    {"rj_splitbv", "RJ_ENTRY rj_splitbv(Params P) { rj_split_blocks_vec(P); }\n"},
 };
 
 static const char *const group_entries[CG_NGROUPS] = {   /* names, each NUL-terminated */
@@ -66,6 +67,7 @@ static const char *const group_entries[CG_NGROUPS] = {   /* names, each NUL-term
     [CG_G_SEG1A] = "rj_seg1a\0",
     [CG_G_SEG1S] = "rj_seg1s\0",
     [CG_G_SEGNV] = "rj_segnv\0",
+    [CG_G_SPLITBV] = "rj_splitbv\0rj_splitf\0",
 };
 
 int cg_group_has(int group, const char *entry)
@@ -90,7 +92,8 @@ int cg_group_usable(int group, const cg_kernel *k)
     if (kind == CG_MAP) return group == CG_G_MAP;
     if (group == CG_G_MAP) return 0;
     if (group == CG_G_PERSISTV) return k->vec > 0 && kind == CG_FULL;
-    if (group == CG_G_SEG1V || group == CG_G_SEG32V || group == CG_G_SEGBV || group == CG_G_SEGNV)
+    if (group == CG_G_SEG1V || group == CG_G_SEG32V || group == CG_G_SEGBV || group == CG_G_SEGNV ||
+        group == CG_G_SPLITBV)
         return k->vec > 0 && kind == CG_PARTIAL && !k->rvec;
     if (group == CG_G_SEG1A || group == CG_G_SEG1S) return k->rvec;
     if (group == CG_G_KSORTEDV) return k->vec > 0 && kind == CG_KEYED;

@@ -79,6 +79,9 @@ static int nfns, capfns;
 static int initialised, ctx_refs;
 static char ctx_token, stream_token;
 static char last_launch[128];
+/* The kernels launched since fakecuda_launch_log last cleared it, each
+ * followed by a space (what fits). */
+static char launch_log[1024];
 static unsigned last_grid, last_block;
 /* A device fault to report at the next launch (fakecuda_fault_next_launch). */
 static int fault_armed;
@@ -313,6 +316,12 @@ EXPORT CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, u
     if (!rc && (!params || extra)) rc = ERR_INVALID_VALUE;   /* redjit passes kernelParams only */
     if (!rc) {
         strcpy(last_launch, fns[k - 1].name);
+        size_t at = strlen(launch_log), n = strlen(last_launch);
+        if (at + n + 2 <= sizeof launch_log) {
+            memcpy(launch_log + at, last_launch, n);
+            launch_log[at + n] = ' ';
+            launch_log[at + n + 1] = 0;
+        }
         last_grid = gx;
         last_block = bx;
     }
@@ -710,6 +719,16 @@ EXPORT void fakecuda_store_next_launch(size_t offset, const void *bytes, size_t 
 }
 
 /* The last kernel launched: its name, grid and block size. */
+/* The kernels launched since the last call with clear set (names, each
+ * followed by a space), copied into out (n bytes). */
+EXPORT void fakecuda_launch_log(char *out, size_t n, int clear)
+{
+    pthread_mutex_lock(&lock);
+    if (out && n) snprintf(out, n, "%s", launch_log);
+    if (clear) launch_log[0] = 0;
+    pthread_mutex_unlock(&lock);
+}
+
 EXPORT const char *fakecuda_last_launch(unsigned *grid, unsigned *blk)
 {
     pthread_mutex_lock(&lock);

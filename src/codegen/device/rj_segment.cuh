@@ -258,6 +258,27 @@ __device__ __forceinline__ void rj_split_blocks(const Params &P)
     }
 }
 
+#if RJ_VEC && !RJ_KEYED && !RJ_RVEC
+// rj_splitbv: rj_splitb over 16-byte vectors (vec_ok), for few long contiguous
+// rows (a 3-D block's j,k): chunks of whole vectors, so that each one starts on
+// 16 bytes; the last chunk folds what it has past its vectors one at a time.
+__device__ __forceinline__ void rj_split_blocks_vec(const Params &P)
+{
+    long long nout = P.v[RJ_NOUT], nc = P.v[RJ_NBLK], total = nout * nc;
+    Acc *part = (Acc *)P.v[RJ_PARTIALS];
+    for (long long g = blockIdx.x; g < total; g += gridDim.x) {   // uniform in the block
+        long long o = g / nc, c = g % nc;
+        long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+        long long cnt = out_range(P, o, lo, sz);
+        long long per = ((cnt + nc - 1) / nc + RJ_VEC - 1) / RJ_VEC * RJ_VEC;
+        long long b = c * per, e = b + per < cnt ? b + per : cnt;
+        if (b >= e) b = e = 0;   // past the end: nothing (rj_run_v wants b on a vector)
+        Acc a = rj_block_reduce(rj_run_v(P, o, lo, b, e, threadIdx.x, RJ_BLOCK));
+        if (threadIdx.x == 0) part[c * nout + o] = a;
+    }
+}
+#endif
+
 __device__ __forceinline__ void rj_split_final(const Params &P)
 {
     long long nout = P.v[RJ_NOUT], nc = P.v[RJ_NBLK];
