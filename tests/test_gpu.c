@@ -370,6 +370,10 @@ static void row_views(red_ctx *ctx)
         {"max(abs(A[i,j])) over j", NULL},
         {"argmax(A[i,j]) over j", NULL},
         {"sum(A[i,j] * A[i,j]) over j", "sum(A[i,j] * A[i,j]) over j"},
+        /* a row map in the reduction's kernel (rj_epilogue), over 16-byte
+         * vectors where the rows start on 16 bytes (epi_out_v), with a tail */
+        {"m = max(A[i,j]) over j; s = sum(exp(A[i,j] - m)) over j; P[i,j] = exp(A[i,j] - m) / s",
+         "m = max(A[i,j]) over j; s = sum(exp(A[i,j] - m)) over j; P[i,j] = exp(A[i,j] - m) / s + 0.001"},
     };
     static const int64_t shapes[][3] = {   /* rows, columns, pitch */
         {5000, 1001, 1024}, {3000, 1001, 1001}, {100003, 8, 8}, {100003, 7, 8}, {77, 20000, 20004}, {4, 4, 4},

@@ -351,6 +351,40 @@ static void test_vec_choice(red_ctx *ctx)
     }
 }
 
+/* A map over a row reduction's results runs inside the reduction's kernel
+ * (rj_epilogue): the row's softmax where a block or a warp's lanes take a row,
+ * a map of the results alone under every segment kernel; a thread a row
+ * (sequential) runs the softmax's map as a launch of its own. */
+static void test_epilogue_launches(red_ctx *ctx)
+{
+    const int64_t sq[2] = {ROWS, COLS}, rm[2] = {COLS, 1}, l1[2] = {1, 4096}, lr1[2] = {4096, 1};
+    const char *softmax = "m = max(A[i,j]) over j; s = sum(exp(A[i,j] - m)) over j; P[i,j] = exp(A[i,j] - m) / s";
+    const char *lse = "m = max(A[i,j]) over j; log(sum(exp(A[i,j] - m)) over j) + m";
+    const struct {
+        const char *text;
+        int strategy;
+        const int64_t *shape, *strides;
+        const char *want;   /* every launch of the run */
+    } t[] = {
+        {softmax, RED_STRATEGY_AUTO, sq, rm, "rj_segnv "},
+        {softmax, RED_STRATEGY_AUTO, l1, lr1, "rj_segbv "},
+        {softmax, RED_STRATEGY_TREE, sq, rm, "rj_segb "},
+        {softmax, RED_STRATEGY_PERSISTENT, sq, rm, "rj_seg32 "},
+        {softmax, RED_STRATEGY_SEQUENTIAL, sq, rm, "rj_seg1 rj_map "},
+        {lse, RED_STRATEGY_AUTO, sq, rm, "rj_segnv "},
+        {lse, RED_STRATEGY_SEQUENTIAL, sq, rm, "rj_seg1 "},
+        /* the map reads other rows' results: a launch of its own */
+        {"sum(A[i,j]) over j + sum(A[k,j]) over j", RED_STRATEGY_AUTO, sq, rm, "rj_segnv rj_map "},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        red_set_option(ctx, RED_OPT_STRATEGY, t[i].strategy);
+        kernel_for(ctx, t[i].text, 2, t[i].shape, t[i].strides, 0);
+        CHECK(strcmp(run_kernels, t[i].want) == 0, "epilogue case %zu: launched '%s', expected '%s'", i, run_kernels,
+              t[i].want);
+    }
+    red_set_option(ctx, RED_OPT_STRATEGY, RED_STRATEGY_AUTO);
+}
+
 /* The same for a keyed expression, with x a view of dx (type xt, xoff bytes
  * in, n elements xstride apart) and seg n keys from dseg, soff of them in. */
 static const char *key_kernel_for(red_ctx *ctx, const char *text, red_dtype xt, int xoff, int64_t n, int64_t xstride,
@@ -1081,6 +1115,7 @@ int main(int argc, char **argv)
     test_calls(ctx);
     test_count_key(ctx);
     test_vec_choice(ctx);
+    test_epilogue_launches(ctx);
     test_key_vec_choice(ctx);
     test_csr_choice(ctx);
     test_refused_rebind();

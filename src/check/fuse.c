@@ -13,6 +13,11 @@
  *
  * Both keep the value the expression defines for every input, IEEE special
  * values included; they differ from the two-pass evaluation only in rounding.
+ *
+ * A map over the domain of the reduction it reads last (a row's softmax
+ * P[i,j] = exp(A[i,j] - m[i]) / s[i], or log(s[i]) + m[i]) is marked that
+ * pass's epilogue, so a backend can run it per output right after the output's
+ * reduction, while the output's inputs are still close.
  */
 #include <math.h>
 
@@ -394,6 +399,91 @@ static int prune(ck *c)
     return 0;
 }
 
+/* ---- maps that can run as the epilogue of the reduction before them ------------- */
+
+/* Does x read a temporary of pass `pi` (marked in mine[]) anywhere but at
+ * that pass's free indices, in order?  (One walk: each node once.) */
+static int off_row(ck *c, int on, const uint8_t *mine, const plan_pass *ps, const ir *x)
+{
+    if (!x || ck_walk_seen(c, on, x)) return 0;
+    if (x->kind == IR_LOAD && x->slot < 0 && mine[-1 - x->slot]) {
+        if (x->nargs != ps->nfree) return 1;
+        for (int d = 0; d < ps->nfree; d++)
+            if (x->args[d]->kind != IR_INDEX || x->args[d]->slot != ps->free[d]) return 1;
+        return 0;
+    }
+    for (int i = 0; i < x->nargs; i++)
+        if (off_row(c, on, mine, ps, x->args[i])) return 1;
+    return 0;
+}
+
+/* Can index `from` of a map be renamed to `to` of the reduction pass a?  The
+ * same variable, or one of equal extent that is none of a's own. */
+static int renamable(const plan *p, const plan_pass *a, int from, int to)
+{
+    if (from == to) return 1;
+    if (p->vars[from].lo || p->vars[to].lo || p->vars[to].key_pass >= 0) return 0;
+    for (int k = 0; k < a->nfree; k++)
+        if (a->free[k] == from) return 0;
+    for (int k = 0; k < a->nred; k++)
+        if (a->red[k] == from) return 0;
+    return ck_equal_extents(p, from, to);
+}
+
+/* Map pass qi over the domain of reduction pass pi (its free indices, then
+ * none or all of its reduced ones, as equal extents), reading pi's results at
+ * pi's free indices only: renamed to pi's indices, moved right after pi and
+ * marked its epilogue (plan_pass.epilogue), where it qualifies. */
+static int attach(ck *c, int pi, int qi)
+{
+    plan *p = c->p;
+    plan_pass *a = &p->passes[pi], *b = &p->passes[qi];
+    if (!a->nreds || a->key || !a->nfree || !a->nred || (pi + 1 < p->npasses && p->passes[pi + 1].epilogue))
+        return 0;
+    for (int k = 0; k < a->nred; k++)
+        if (p->vars[a->red[k]].lo) return 0;   /* per-output ranges: not one box a row */
+    int r = b->nfree - a->nfree;
+    if (r != 0 && r != a->nred) return 0;
+    int from[2 * RED_MAX_DIMS], to[2 * RED_MAX_DIMS], n = 0;
+    for (int k = 0; k < a->nfree; k++, n++) from[n] = b->free[k], to[n] = a->free[k];
+    for (int k = 0; k < r; k++, n++) from[n] = b->free[a->nfree + k], to[n] = a->red[k];
+    for (int k = 0; k < n; k++) {
+        if (!renamable(p, a, from[k], to[k])) return 0;
+        for (int l = 0; l < k; l++)
+            if (from[l] == from[k]) return 0;
+    }
+    ir *map = ck_subst(c, b->map, n, from, to);
+    if (!map) return ck_nomem(c);
+    uint8_t *mine = util_arena_alloc(c->a, p->ntemps + 1);
+    if (!mine) return ck_nomem(c);
+    memset(mine, 0, p->ntemps + 1);
+    for (int q = 0; q < a->nreds; q++)
+        for (int k = 0; k < a->reds[q].ncomp; k++) mine[a->reds[q].temp[k]] = 1;
+    if (off_row(c, ck_walk_begin(c), mine, a, map)) return 0;
+
+    /* renamed: the map, its result's dimensions, and a's indices take on the
+     * map's shape checks */
+    b->map = map;
+    plan_temp *t = &p->temps[b->map_temp];
+    for (int d = 0; d < t->ndim; d++)
+        for (int k = 0; k < n; k++)
+            if (t->dims[d] == from[k]) {
+                t->dims[d] = to[k];
+                break;
+            }
+    for (int k = 0; k < n; k++) {
+        TRY(ck_take_constraints(c, to[k], from[k]));
+        b->free[k] = to[k];
+    }
+    plan_pass moved = *b;
+    moved.epilogue = 1;
+    memmove(&p->passes[pi + 2], &p->passes[pi + 1], (size_t)(qi - pi - 1) * sizeof *b);
+    p->passes[pi + 1] = moved;
+    for (int v = 0; v < p->nvars; v++)
+        if (p->vars[v].key_pass > pi && p->vars[v].key_pass < qi) p->vars[v].key_pass++;
+    return 0;
+}
+
 int ck_merge_passes(ck *c)
 {
     plan *p = c->p;
@@ -406,6 +496,15 @@ int ck_merge_passes(ck *c)
                 q--;
                 break;
             }
+    }
+    /* maps over the domain of the reduction they read last */
+    for (int q = 1; q < p->npasses; q++) {
+        plan_pass *b = &p->passes[q];
+        if (b->nreds || !b->map || b->epilogue) continue;
+        int pi = ck_last_producer(c, b->map);
+        for (int k = 0; k < b->nfree; k++)
+            if (p->vars[b->free[k]].lo) pi = -1;
+        if (pi >= 0) TRY(attach(c, pi, q));
     }
     return 0;
 }

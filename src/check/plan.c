@@ -373,10 +373,13 @@ void plan_explain(util_buf *o, const plan *p)
     util_buf_printf(o, "plan: %d pass%s\n", p->npasses, p->npasses == 1 ? "" : "es");
     for (int i = 0; i < p->npasses; i++) {
         const plan_pass *ps = &p->passes[i];
-        util_buf_printf(o, "pass %d: %s\n", i,
+        util_buf_printf(o, "pass %d: %s", i,
                         ps->nreds == 0 ? "map"
                         : ps->key ? "keyed reduction"
                         : ps->nfree ? "partial reduction" : "full reduction");
+        if (ps->epilogue)
+            util_buf_printf(o, ", the epilogue of pass %d (each output's part right after its reduction)", i - 1);
+        util_buf_puts(o, "\n");
         util_buf_puts(o, "  free:    ");
         if (!ps->nfree) util_buf_puts(o, "(none: one output)");
         for (int k = 0; k < ps->nfree; k++) {

@@ -150,6 +150,12 @@ typedef struct plan_pass {
     plan_red *reds;     /* nreds == 0: a map pass writing map_temp         */
     ir *map;
     int map_temp;
+    /* a map pass that can run as the epilogue of the reduction pass before it
+     * (check/fuse.c): its free indices are that pass's free indices followed
+     * by none or all of its reduced ones (the same variables), and it reads
+     * that pass's results at the pass's free indices only, so output o's
+     * elements need only output o's reduction */
+    int epilogue;
 } plan_pass;
 
 typedef struct plan_temp {

@@ -15,7 +15,7 @@
 #include "tuning.h"
 
 /* Parameter slots 0..CG_RESERVED-1 are the fixed ones of rj_prelude.cuh. */
-#define CG_RESERVED 13
+#define CG_RESERVED 14
 /* the first of rj_prelude.cuh's RJ_PUB, RJ_PUBN and RJ_SEQ */
 #define CG_PUB 10
 #define CG_MAX_PARAMS 4000
@@ -68,6 +68,15 @@ typedef struct cg_kernel {
      * takes it where they have stride 1 and start on 16 bytes; rj_seg1s
      * (CG_G_SEG1S, acc_one_s), for short rows, where they have stride 1. */
     int rvec;
+    /* the next pass runs inside this one's kernels (epilogue.c, epi_out):
+     * 1 one element an output, 2 the output's domain; 0 none */
+    int epi;
+    /* epi 2 over 16-byte vectors too (epi_out_v): the map's loads that vary
+     * along the row are among the pass's vector loads, and the result has
+     * elements of vec_esz bytes, its last dimension the reduced index.  The
+     * runtime takes it where the result's rows start on 16 bytes (its
+     * parameters at epi_base, epi_ndim dimensions) and vec_ok holds. */
+    int epi_vec, epi_base, epi_ndim;
 } cg_kernel;
 
 enum { CG_MAP, CG_FULL, CG_PARTIAL, CG_KEYED };

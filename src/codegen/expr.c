@@ -58,6 +58,24 @@ void cg_ref(gen *g, const ir *x)
     util_buf_puts(g->o, nm);
 }
 
+/* The same through the read-only path (__ldg): arrays nothing writes while
+ * the kernel runs. */
+static const char *load_expr_ro(red_dtype t)
+{
+    switch (t) {
+    case RED_BOOL: return "(__ldg(&((const rj_u8 *)P.v[%d])[%s]) != 0)";
+    case RED_I32: return "__ldg(&((const int *)P.v[%d])[%s])";
+    case RED_I64: return "__ldg(&((const long long *)P.v[%d])[%s])";
+    case RED_U32: return "__ldg(&((const unsigned *)P.v[%d])[%s])";
+    case RED_U64: return "__ldg(&((const unsigned long long *)P.v[%d])[%s])";
+    case RED_F16: return "rj_f16_to_f32(__ldg(&((const rj_u16 *)P.v[%d])[%s]))";
+    case RED_BF16: return "rj_bf16_to_f32(__ldg(&((const rj_u16 *)P.v[%d])[%s]))";
+    case RED_F32: return "__ldg(&((const float *)P.v[%d])[%s])";
+    case RED_F64: return "__ldg(&((const double *)P.v[%d])[%s])";
+    }
+    return "0";
+}
+
 static const char *load_expr(red_dtype t)
 {
     switch (t) {
@@ -236,7 +254,8 @@ void cg_emit(gen *g, const ir *x)
                                 base + 1 + d, RED_ERR_INDEX, x->id, d, off, base + 1 + nd + d);
         }
         util_buf_printf(o, "    const %s v%d = ", cg_tname[x->type], x->id);
-        util_buf_printf(o, load_expr(cg_buf_dtype(g, x->slot)), base, off);
+        red_dtype dt = cg_buf_dtype(g, x->slot);
+        util_buf_printf(o, g->ro_loads && x->slot >= 0 ? load_expr_ro(dt) : load_expr(dt), base, off);
         util_buf_puts(o, ";\n");
         return;
     }

@@ -25,6 +25,8 @@ typedef struct gen {
     int hoisted;            /* out_range checks ranged subscripts (below) */
     unsigned char *seen;    /* by IR id: visited by emit_range_checks      */
     unsigned char *vmemo;   /* by IR id: vec.c's vec_loads, 1 yes, 2 no    */
+    int ro_loads;           /* bound arrays loaded with __ldg (epilogue.c) */
+    const ir *vloads[8];    /* the pass's 16-byte loads (cg_kernel.vec), for epilogue.c */
 } gen;
 
 /* layout.c: the parameter block and the index variables read from it */
@@ -59,6 +61,10 @@ void cg_emit_out_range(gen *g);
 
 /* vec.c: 16-byte loads for contiguous reductions */
 void cg_emit_acc_elem_v(gen *g);
+
+/* epilogue.c: the next pass run per output of this one (RJ_EPI; 0 none) */
+int cg_epilogue_kind(const plan *p, int pi);
+int cg_emit_epilogue(gen *g, util_arena *a);
 
 /* tuning.c: RJ_UNROLL for a pass whose acc_elem is emitted (it records the loads) */
 int cg_unroll(const cg_tuning *t, const cg_kernel *k);

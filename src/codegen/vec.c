@@ -240,6 +240,7 @@ void cg_emit_acc_elem_v(gen *g)
         k->vec_sz[d] = k->lay.var_sz[ps->red[d]];
     }
     k->nvec = n;
+    memcpy(g->vloads, loads, (size_t)n * sizeof *loads);
     /* the loads apart from the folds (Vld, acc_load_v), so that a batch's
      * loads are all issued before the first fold: with both in one function
      * ptxas interleaved them, one load of each array in flight per thread */

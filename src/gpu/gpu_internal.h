@@ -123,6 +123,7 @@ typedef struct run_ctx {
                             this many words of the workspace (rj_publish)   */
     unsigned long long pub_seq; /* nonzero: it was launched, with this number */
     int locked_input;   /* an upload from page-locked memory: not queued */
+    int epi_done;       /* the last segment launch ran the next pass (rj_epilogue) */
 } run_ctx;
 
 static inline long long cdiv(long long a, long long b) { return (a + b - 1) / b; }
@@ -194,6 +195,7 @@ typedef struct gpu_exec {
     int queued;              /* left queued on the caller's stream (pending) */
     int have_err, ws_dirty;
     unsigned long long err[4];
+    int epi_pass;            /* > 0: this pass already ran inside the one before (rj_epilogue) */
 } gpu_exec;
 
 /* ---- what the rooms offer each other ---------------------------------------------------- */

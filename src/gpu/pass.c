@@ -151,9 +151,12 @@ static int pass_temps(gpu_exec *x, gpu_pass *q)
     if (!ps->nreds) q->outs[q->nouts++] = ps->map_temp;
     for (int k = 0; k < ps->nreds; k++)
         for (int c = 0; c < ps->reds[k].ncomp; c++) q->outs[q->nouts++] = ps->reds[k].temp[c];
+    /* the next pass's result too where it may run inside this pass (rj_epilogue) */
+    if (q->e->k.epi) q->outs[q->nouts++] = p->passes[q->pi + 1].map_temp;
     for (int k = 0; !rc && k < q->nouts; k++) {
         int t = q->outs[k];
         size_t bytes;
+        if (x->tptr[t]) continue;   /* given by the pass before (its epilogue's result) */
         rc = core_temp_shape(p, t, &x->vars, &x->tdesc[t], &bytes, x->diag);
         if (rc) break;
         size_t at = (x->ws_used > RJ_WS_HEAD ? x->ws_used + 15 : RJ_WS_HEAD) & ~(size_t)15;
@@ -282,11 +285,14 @@ static int pass_dispatch(gpu_exec *x, gpu_pass *q, int *again)
     if (ps->key) return pass_keyed(x, q, again);
     if (ps->nfree == 0) return gpu_run_full(&x->r, e, q->N1, x->strategy, e->k.ordered);
     long long total = q->ranged ? -1 : q->nout * q->L1;
-    return gpu_run_segments(&x->r, e, q->nout, total, x->strategy);
+    int rc = gpu_run_segments(&x->r, e, q->nout, total, x->strategy);
+    if (!rc && x->r.epi_done) x->epi_pass = q->pi + 1;
+    return rc;
 }
 
 int gpu_exec_pass(gpu_exec *x, int pi)
 {
+    if (pi > 0 && pi == x->epi_pass) return 0;   /* it ran inside pass pi - 1 */
     int outs[PLAN_MAX_COMP * 64];
     gpu_pass q = {.pi = pi, .ps = &x->p->passes[pi], .outs = outs};
     int rc = pass_setup(x, &q);

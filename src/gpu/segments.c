@@ -90,6 +90,35 @@ int gpu_count_on_device(run_ctx *r, pass_entry *e, long long nout, long long ste
     return 0;
 }
 
+/* Does segment kernel k run the next pass per output (cg_kernel.epi, rj_epilogue)?  One
+ * element an output: every kernel.  A map over each output's domain: where a block or a
+ * warp's lanes take a row, which then store it coalesced (a thread a row would store 32
+ * rows' elements a warp); 2 where over 16-byte vectors.  Cutting the grid so that the rows
+ * in flight fit in L2 until their second reading made the 16384-column softmax slower at
+ * every size tried (bench/TUNING.md): it runs on the kernel's own grid. */
+/* epi_out_v's result (cg_kernel.epi_vec): rows of stride-1 elements starting on 16 bytes. */
+static int epi_vec_ok(const run_ctx *r, const pass_entry *e)
+{
+    const long long *P = r->params, *a = P + e->k.epi_base;   /* pointer, extents, strides */
+    int nd = e->k.epi_ndim;
+    unsigned long long esz = (unsigned long long)e->k.vec_esz;
+    if (!e->k.epi_vec || (unsigned long long)a[0] % 16 || a[nd + nd] != 1) return 0;
+    if ((unsigned long long)P[e->k.vec_lo[0]] * esz % 16) return 0;
+    for (int d = 0; d + 1 < nd; d++)
+        if (a[1 + d] > 1 && (unsigned long long)a[1 + nd + d] * esz % 16) return 0;
+    return 1;
+}
+
+static int epilogue_on(run_ctx *r, pass_entry *e, int k)
+{
+    const gpu_tuning *tu = gpu_tuning_get();
+    if (!e->k.epi || !tu->epi) return 0;
+    if (e->k.epi == 1) return 1;
+    if (k != GPU_E_SEGB && k != GPU_E_SEGBV && k != GPU_E_SEG32 && k != GPU_E_SEG32V && k != GPU_E_SEGNV) return 0;
+    /* the 16-byte kernels have checked the arrays (vec_ok) */
+    return (k == GPU_E_SEGBV || k == GPU_E_SEG32V || k == GPU_E_SEGNV) && epi_vec_ok(r, e) ? 2 : 1;
+}
+
 /* Segments: one reduction per output (partial reductions, sorted keys).
  * `total` is the elements of all outputs' domains, or -1 when ranges make
  * it unknown.  Forced strategies pick the kernel: tree a block per output,
@@ -100,6 +129,7 @@ int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total,
     gpu_dev *g = r->g;
     long long *P = r->params;
     P[RJ_NOUT] = nout;
+    r->epi_done = 0;
     if (nout == 0) return 0;
     int k;   /* enum gpu_entry */
     int group, rc;
@@ -136,6 +166,7 @@ int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total,
             P[RJ_PARTIALS] = (long long)part;
             P[RJ_NBLK] = c.chunks;
             P[RJ_NOUT] = nout;
+            P[RJ_EPION] = 0;
             grid = cdiv(c.chunks * nout * c.group, BLOCK);
             if (grid > (long long)g->nsm * 64) grid = (long long)g->nsm * 64;
             /* a block a chunk of contiguous rows: 16-byte loads (the generic
@@ -150,8 +181,10 @@ int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total,
             P[RJ_PER] = nout < 4LL * g->nsm;
             grid = P[RJ_PER] ? nout : cdiv(nout, BLOCK);
             if (grid > (long long)g->nsm * 64) grid = (long long)g->nsm * 64;
+            /* a map of the outputs alone runs in rj_splitf, per output */
+            P[RJ_EPION] = r->epi_done = e->k.epi == 1 && gpu_tuning_get()->epi;
             rc = gpu_launch(r, e, GPU_E_SPLITF, grid);
-            P[RJ_PER] = 0;
+            P[RJ_PER] = P[RJ_EPION] = 0;
             return rc;
         }
         k = c.entry;
@@ -197,7 +230,8 @@ int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total,
         grid = cdiv(nout * group, BLOCK);
         if (grid > (long long)g->nsm * 64) grid = (long long)g->nsm * 64;
     }
+    P[RJ_EPION] = r->epi_done = epilogue_on(r, e, k);
     rc = gpu_launch(r, e, k, grid);
-    P[RJ_PER] = 0;
+    P[RJ_PER] = P[RJ_EPION] = 0;
     return rc;
 }

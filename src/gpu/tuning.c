@@ -32,6 +32,8 @@ static void tuning_load(void)
     v = getenv("REDJIT_SEGNV");
     t->segnv = v ? atoi(v) : 16;
     if (t->segnv > 16) t->segnv = 16;
+    v = getenv("REDJIT_EPI");
+    t->epi = !v || atoi(v) != 0;
     v = getenv("REDJIT_NVRTC_OPTS");
     snprintf(t->nvrtc_opts, sizeof t->nvrtc_opts, "%s", v ? v : "");
     v = getenv("REDJIT_DUMP_CUBIN");

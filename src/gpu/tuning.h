@@ -19,6 +19,9 @@ typedef struct gpu_tuning {
     double segbv_min, seg1a_min;
     int seg1s;          /* REDJIT_SEG1S=0: rj_seg1 instead of rj_seg1s for short CSR rows */
     int segnv;          /* REDJIT_SEGNV: rj_segnv's most lanes a row; under 4: rj_seg1v */
+    /* REDJIT_EPI=0: a map over a reduction's results runs as a pass of its own, never
+     * inside the reduction's kernel (rj_epilogue), for comparing the two. */
+    int epi;
     /* REDJIT_NVRTC_OPTS: up to 4 more NVRTC options, separated by spaces ("" none). */
     char nvrtc_opts[256];
     /* REDJIT_DUMP_CUBIN: the folder each compiled kernel's source and cubin go to ("" none). */

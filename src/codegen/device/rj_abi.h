@@ -20,7 +20,9 @@
                         // copies the workspace there, then the sequence number
 #define RJ_PUBN    11   // 8-byte words of the workspace to copy
 #define RJ_SEQ     12   // the run's sequence number, written after them
-#define RJ_NRESERVED 13
+#define RJ_EPION   13   // nonzero: the pass's kernels run the next pass per output
+                        // (RJ_EPI, rj_epilogue)
+#define RJ_NRESERVED 14
 
 // A run's workspace (one device buffer; RJ_ERR, RJ_COUNTER and RJ_KSTATS point into it),
 // byte offsets.  Its first 40 bytes and the key flag word must be zero when a run starts.

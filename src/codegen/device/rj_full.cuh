@@ -208,6 +208,8 @@ __device__ __forceinline__ void rj_segmented_vec_lanes(const Params &P)
         a1 = rj_warp_reduce(a1, w);
         if (lane == 0 && r0 < nout) acc_write(P, r0, a0);
         if (lane == 0 && r1 < nout) acc_write(P, r1, a1);
+        rj_epilogue(P, r0, r0 < nout, lo, sz, cnt, lane, w);
+        rj_epilogue(P, r1, r1 < nout, lo, sz, cnt, lane, w);
     }
 }
 
@@ -220,6 +222,7 @@ __device__ __forceinline__ void rj_segmented_vec_block(const Params &P)
         long long cnt = out_range(P, o, lo, sz);
         Acc a = rj_block_reduce(rj_run_v(P, o, lo, 0, cnt, threadIdx.x, RJ_BLOCK));
         if (threadIdx.x == 0) acc_write(P, o, a);
+        rj_epilogue(P, o, 1, lo, sz, cnt, threadIdx.x, RJ_BLOCK);
     }
 }
 
@@ -241,6 +244,7 @@ __device__ __forceinline__ void rj_segmented_vec(const Params &P, int group)
         Acc a = rj_run_v(P, o, lo, 0, cnt, lane, group);
         if (group > 1) a = rj_warp_reduce(a, group);
         if (o < nout && lane == 0) acc_write(P, o, a);
+        rj_epilogue(P, o, o < nout, lo, sz, cnt, lane, group);
     }
 }
 #endif

@@ -248,3 +248,34 @@ template <class T> __device__ __forceinline__ T rj_shfl_idx(T v, int l) { return
 template <class T, int V> struct __align__(16) rj_vec {
     T c[V];
 };
+
+// rj_vec through the read-only path (the epilogue's loads, which may then
+// pass the stores before them): one 16-byte __ldg of the matching vector type.
+// And stored with the streaming hint (__stcs, evict first): the epilogue's
+// result, which nothing reads back, leaves L2 to the rows it reads twice.
+#define RJ_LDG_V(T, V, W)                                                            \
+    __device__ __forceinline__ rj_vec<T, V> rj_ldg_v(const rj_vec<T, V> *p)         \
+    {                                                                                \
+        union {                                                                      \
+            W w;                                                                     \
+            rj_vec<T, V> r;                                                          \
+        } u;                                                                         \
+        u.w = __ldg((const W *)p);                                                   \
+        return u.r;                                                                  \
+    }                                                                                \
+    __device__ __forceinline__ void rj_stcs_v(rj_vec<T, V> *p, const rj_vec<T, V> &v) \
+    {                                                                                \
+        union {                                                                      \
+            W w;                                                                     \
+            rj_vec<T, V> r;                                                          \
+        } u;                                                                         \
+        u.r = v;                                                                     \
+        __stcs((W *)p, u.w);                                                         \
+    }
+RJ_LDG_V(float, 4, float4)
+RJ_LDG_V(int, 4, int4)
+RJ_LDG_V(unsigned, 4, uint4)
+RJ_LDG_V(double, 2, double2)
+RJ_LDG_V(long long, 2, longlong2)
+RJ_LDG_V(unsigned long long, 2, ulonglong2)
+#undef RJ_LDG_V

@@ -194,3 +194,35 @@ __device__ __forceinline__ Acc rj_combine_partials(const Acc *part, long long nb
     }
     return rj_block_reduce(a);
 }
+
+// The next pass run per output (RJ_EPI, codegen/epilogue.c's epi_out), where
+// the runtime asks for it (RJ_EPION), after output o's result is written by
+// the first of the `group` threads that reduced it (this one is `lane`):
+// RJ_EPI 2, the map over o's domain, its cnt elements shared by the group
+// once the result is visible to all of them (RJ_EPION 2: over 16-byte
+// vectors, epi_out_v); RJ_EPI 1, o's one element, by
+// the thread that wrote the result.  valid 0: no output (past the end), but
+// the group's threads still meet at the barrier.
+__device__ __forceinline__ void rj_epilogue(const Params &P, long long o, int valid, const long long *lo,
+                                            const long long *sz, long long cnt, int lane, int group)
+{
+#if RJ_EPI
+    if (!P.v[RJ_EPION]) return;
+#if RJ_EPI == 2
+    if (group >= RJ_BLOCK) __syncthreads();
+    else if (group > 1) __syncwarp();
+#if RJ_EPIV
+    if (P.v[RJ_EPION] == 2) {   // over 16-byte vectors (the runtime's check)
+        epi_out_v(P, o, lo, valid ? cnt : 0, lane, group);
+        return;
+    }
+#endif
+    epi_out(P, o, lo, sz, valid ? cnt : 0, lane, group);
+#else
+    (void)cnt;
+    epi_out(P, o, lo, sz, valid ? 1 : 0, lane, group);
+#endif
+#else
+    (void)P, (void)o, (void)valid, (void)lo, (void)sz, (void)cnt, (void)lane, (void)group;
+#endif
+}

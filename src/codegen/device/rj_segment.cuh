@@ -25,6 +25,7 @@ __device__ __forceinline__ void rj_rows_split(const Params &P, long long gid, lo
         auto h = head(o, (const long long *)lo, (const long long *)sz, cnt);
         long long cn = out_range(P, o + ng < nout ? o + ng : o, lo2, sz2);
         acc_write(P, o, tail(o, (const long long *)lo, (const long long *)sz, cnt, h));
+        rj_epilogue(P, o, 1, lo, sz, cnt, 0, 1);
 #pragma unroll
         for (int d = 0; d <= RJ_NRED; d++) {
             lo[d] = lo2[d];
@@ -173,6 +174,7 @@ __device__ __forceinline__ void rj_segmented(const Params &P, int group)
             long long cnt = out_range(P, o, lo, sz);
             Acc a = rj_block_range(P, o, lo, sz, 0, cnt);
             if (threadIdx.x == 0) acc_write(P, o, a);
+            rj_epilogue(P, o, 1, lo, sz, cnt, threadIdx.x, RJ_BLOCK);
         }
         return;
     }
@@ -215,6 +217,7 @@ __device__ __forceinline__ void rj_segmented(const Params &P, int group)
 #endif
         }
         if (valid && lane == 0) acc_write(P, o, a);
+        rj_epilogue(P, o, valid, lo, sz, cnt, lane, group);
     }
 }
 
@@ -294,6 +297,9 @@ __device__ __forceinline__ void rj_split_final(const Params &P)
             for (long long c = b; c < e; c++) acc_combine(a, part[c * nout + o]);
             a = rj_block_reduce(a);
             if (threadIdx.x == 0) acc_write(P, o, a);
+#if RJ_EPI == 1
+            rj_epilogue(P, o, 1, NULL, NULL, 1, threadIdx.x, RJ_BLOCK);
+#endif
         }
         return;
     }
@@ -303,6 +309,9 @@ __device__ __forceinline__ void rj_split_final(const Params &P)
         acc_init(a);
         for (long long c = 0; c < nc; c++) acc_combine(a, part[c * nout + o]);
         acc_write(P, o, a);
+#if RJ_EPI == 1
+        rj_epilogue(P, o, 1, NULL, NULL, 1, 0, 1);
+#endif
     }
 }
 
