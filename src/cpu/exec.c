@@ -212,9 +212,9 @@ static int check_args_found(const pass_ctx *pc, const core_results *out, util_di
     return 0;
 }
 
-/* Run pass pi, its context in pc (set up here). */
-static int run_pass(pass_ctx *pc, int pi, core_bounds *bounds, core_vars *vars, util_arena *a, core_results *out,
-                    util_diag *diag)
+/* Pass pi's context in pc, up to its walk: domain, program, keys, temporaries. */
+static int pass_setup(pass_ctx *pc, int pi, core_bounds *bounds, core_vars *vars, util_arena *a, core_results *out,
+                      util_diag *diag)
 {
     const plan *p = pc->p;
     const plan_pass *ps = &p->passes[pi];
@@ -230,13 +230,80 @@ static int run_pass(pass_ctx *pc, int pi, core_bounds *bounds, core_vars *vars, 
         pc->dom.nout = pc->nkeys;
     }
     if (!rc) rc = pass_temps(pc, vars, out, diag);
-    if (!rc) rc = pass_walk(pc, diag);
-    /* an interrupted pass skipped chunks: its outputs mean nothing (an
-     * argmax would look empty), so the interrupt is the answer */
+    return rc;
+}
+
+/* After a pass's walk: an interrupted pass skipped chunks, so its outputs mean
+ * nothing (an argmax would look empty) and the interrupt is the answer. */
+static int pass_end(const pass_ctx *pc, int rc, const core_results *out, util_diag *diag)
+{
     if (!rc && core_cancelled(pc->cancel)) rc = util_diag_set(diag, RED_ERR_INTERRUPTED, "interrupted");
     if (!rc) rc = check_args_found(pc, out, diag);
     if (!rc && core_cancelled(pc->cancel)) rc = util_diag_set(diag, RED_ERR_INTERRUPTED, "interrupted");
     return rc;
+}
+
+/* Run pass pi, its context in pc (set up here). */
+static int run_pass(pass_ctx *pc, int pi, core_bounds *bounds, core_vars *vars, util_arena *a, core_results *out,
+                    util_diag *diag)
+{
+    int rc = pass_setup(pc, pi, bounds, vars, a, out, diag);
+    if (!rc) rc = pass_walk(pc, diag);
+    return pass_end(pc, rc, out, diag);
+}
+
+/* Elements of a reduction pass's rows that a block of rows holds, about: reduced and
+ * then mapped while they are in a core's cache (run_with_epilogue). */
+#define EPI_BLOCK ((int64_t)1 << 18)
+
+/* `d` cut to rows r0 .. r1 - 1 of its outermost free index (whole: `base`). */
+static void cut_rows(core_domain *d, const core_domain *base, int64_t r0, int64_t r1)
+{
+    *d = *base;
+    d->flo[0] = base->flo[0] + r0;
+    d->fext[0] = r1 - r0;
+    d->nout = base->nout / base->fext[0] * (r1 - r0);
+    d->N = d->nout * d->L;
+}
+
+/* Pass pi, a reduction, and pass pi + 1, the map that is its epilogue
+ * (plan_pass.epilogue), walked block of rows by block of rows: each block's
+ * rows are reduced, then mapped while still in cache, as the GPU runs the map
+ * per row inside the reduction's kernel.  The contexts are set up here. */
+static int run_with_epilogue(pass_ctx *pc, pass_ctx *qc, int pi, core_bounds *bounds, core_vars *vars, util_arena *a,
+                             core_results *out, util_diag *diag)
+{
+    int rc = pass_setup(pc, pi, bounds, vars, a, out, diag);
+    if (!rc) rc = pass_setup(qc, pi + 1, bounds, vars, a, out, diag);
+    if (rc) return rc;
+    core_domain dp = pc->dom, dq = qc->dom;
+    int64_t rows = dp.fext[0], row = dp.N / (rows > 0 ? rows : 1);
+    int64_t per = row > 0 && row < EPI_BLOCK ? EPI_BLOCK / row : 1;
+    for (int64_t r0 = 0; !rc && r0 < rows; r0 += per) {
+        int64_t r1 = rows - r0 > per ? r0 + per : rows;
+        cut_rows(&pc->dom, &dp, r0, r1);
+        cut_rows(&qc->dom, &dq, r0, r1);
+        qc->dom.N = qc->dom.nout;   /* a map: one element an output */
+        rc = pass_walk(pc, diag);
+        if (!rc && core_cancelled(pc->cancel)) break;
+        if (!rc) rc = pass_walk(qc, diag);
+    }
+    pc->dom = dp;
+    qc->dom = dq;
+    rc = pass_end(pc, rc, out, diag);
+    return pass_end(qc, rc, out, diag);
+}
+
+/* Does pass pi + 1 run as pass pi's epilogue here (whole rows of a partial
+ * reduction over uniform ranges, read in row order)? */
+static int epilogue_pair(const plan *p, int pi)
+{
+    if (pi + 1 >= p->npasses || !p->passes[pi + 1].epilogue) return 0;
+    const plan_pass *ps = &p->passes[pi];
+    if (ps->key || !ps->nreds || !ps->nfree) return 0;
+    for (int d = 0; d < ps->nred; d++)
+        if (p->vars[ps->red[d]].lo) return 0;
+    return 1;
 }
 
 /* ---- the driver --------------------------------------------------------------------------- */
@@ -259,24 +326,36 @@ int cpu_execute(const plan *p, const core_buf *bufs, const plan_value *scalars, 
 
     /* a pass's per-output ranges (olo, osz, offs) are freed before the next
      * pass and after the last, whatever way it ends */
-    pass_ctx pc;
+    pass_ctx pc, qc;
     memset(&pc, 0, sizeof pc);
+    memset(&qc, 0, sizeof qc);
     for (int pi = 0; !rc && pi < p->npasses; pi++) {
-        free(pc.olo);
-        free(pc.osz);
-        free(pc.offs);
-        memset(&pc, 0, sizeof pc);
-        pc.p = p;
-        pc.bufs = bufs;
-        pc.scalars = scalars;
-        pc.temps = out->t;
-        pc.nthreads = nthreads;
-        pc.cancel = cancel;
-        rc = run_pass(&pc, pi, &bounds, &vars, &a, out, diag);
+        pass_ctx *c[2] = {&pc, &qc};
+        for (int k = 0; k < 2; k++) {
+            free(c[k]->olo);
+            free(c[k]->osz);
+            free(c[k]->offs);
+            memset(c[k], 0, sizeof *c[k]);
+            c[k]->p = p;
+            c[k]->bufs = bufs;
+            c[k]->scalars = scalars;
+            c[k]->temps = out->t;
+            c[k]->nthreads = nthreads;
+            c[k]->cancel = cancel;
+        }
+        if (epilogue_pair(p, pi)) {
+            rc = run_with_epilogue(&pc, &qc, pi, &bounds, &vars, &a, out, diag);
+            pi++;
+        } else {
+            rc = run_pass(&pc, pi, &bounds, &vars, &a, out, diag);
+        }
     }
     free(pc.olo);
     free(pc.osz);
     free(pc.offs);
+    free(qc.olo);
+    free(qc.osz);
+    free(qc.offs);
     util_arena_free(&a);
     free(vlo);
     free(vhi);
