@@ -1,7 +1,9 @@
 /*
  * test_fusion.c -- the planner's fusion (docs/language.md, "Fusion") as the plan shows it:
  * each composition form below must plan to the number of passes written beside it, through
- * the public API (red_explain_ex), and name the online operator where one is made.  Values
+ * the public API (red_explain_ex), name the online operator where one is made, and mark a
+ * map that runs as a reduction's epilogue (or must not: it reads other rows, or an index of
+ * another extent).  Values
  * are checked elsewhere (tests/cases/fusion.cases, on every backend and strategy); this test
  * fails when a change to the checker quietly gives a fused form its passes back.
  */
@@ -13,6 +15,8 @@
 
 #include "check.h"
 
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"   /* forms[]: `lacks` mostly NULL */
+
 static double A[4 * 6], B[4 * 6], V[24], W[24];
 static int32_t SEG[24];
 
@@ -20,7 +24,10 @@ typedef struct form {
     const char *text;
     int passes;             /* "plan: N pass(es)" */
     const char *shows;      /* a phrase the plan must contain, or NULL */
+    const char *lacks;      /* one it must not contain, or NULL */
 } form;
+
+#define EPI "the epilogue of pass"
 
 static const form forms[] = {
     /* reductions over equal domains, across results and index names */
@@ -44,6 +51,18 @@ static const form forms[] = {
     {"sum(x), max(y)", 2, NULL},
     {"m = max(A[i,j]) over j; sum(exp(A[i,j] - m))", 2, NULL},      /* the sum is over all of A */
     {"m = max(A[i,j]) over j; sum(exp(B[i,j] - m)) over j", 2, NULL},
+    /* maps run as the epilogue of the reduction they read */
+    {"m = max(A[i,j]) over j; log(sum(exp(A[i,j] - m)) over j) + m", 2, "pass 1: map, " EPI " 0"},
+    {"m = max(A[i,j]) over j; s = sum(exp(A[i,j] - m)) over j; P[i,j] = exp(A[i,j] - m) / s", 2,
+     "pass 1: map, " EPI " 0"},
+    {"r = max(abs(A[i,j])) over j; N[i,k] = A[i,k] / r", 2, EPI " 0"},
+    {"sum(A[i,j]) over j / count(A[i,j] > 0) over j", 2, EPI " 0"},
+    {"P[i,j] = A[i,j] + sum(A[i+1,k]) over k", 2, EPI " 0"},
+    /* and not: other rows' results, an index of another array's extent, full reductions */
+    {"sum(A[i,j]) over j + sum(A[k,j]) over j", 2, NULL, EPI},
+    {"r = sum(A[i,j]) over j; P[i,k] = B[i,k] / r", 2, NULL, EPI},
+    {"mean(x), sum((x - mean(x)) * (x - mean(x)))", 3, NULL, EPI},
+    {"P[i,j] = A[i,j] / sum(A[i,k]) over k in 0..3", 2, NULL, EPI},
 };
 
 static int npasses(const char *plan)
@@ -97,6 +116,9 @@ int main(void)
         if (forms[f].shows)
             CHECK(plan && strstr(plan, forms[f].shows), "`%s`: the plan does not show '%s'\n%s",
                   forms[f].text, forms[f].shows, plan ? plan : "");
+        if (forms[f].lacks)
+            CHECK(plan && !strstr(plan, forms[f].lacks), "`%s`: the plan shows '%s'\n%s", forms[f].text,
+                  forms[f].lacks, plan ? plan : "");
         /* and it runs */
         CHECK(red_run(e) == RED_OK, "run `%s`: %s", forms[f].text, red_expr_errmsg(e));
         red_finalize(e);
