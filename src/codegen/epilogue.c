@@ -70,7 +70,8 @@ static void emit_element(gen *g, const unsigned char *keep, const ir *map)
 /* epi_out_v: the row's whole vectors, VEC elements of each varying array a
  * 16-byte load (b<id>: the row's start) and of the result a 16-byte store;
  * then what is left past them one element at a time. */
-static void emit_vec_out(gen *g, unsigned char *dep, unsigned char *keep, const plan_pass *ep)
+static void emit_vec_out(gen *g, unsigned char *dep, unsigned char *keep, const unsigned char *used,
+                         const plan_pass *ep)
 {
     util_buf *o = g->o;
     cg_kernel *k = g->k;
@@ -85,7 +86,7 @@ static void emit_vec_out(gen *g, unsigned char *dep, unsigned char *keep, const 
     memcpy(keep, g->done, (size_t)g->nir + 1);
     for (int i = 0; i < k->nvec; i++) {
         const ir *x = g->vloads[i];
-        if (!varies(g, dep, x)) continue;
+        if (!varies(g, dep, x) || !used[x->id]) continue;
         int b = cg_buf_base(g, x->slot), nd = x->nargs;
         util_buf_printf(o, "    const %s *b%d = (const %s *)P.v[%d]", cg_tname[x->type], x->id, cg_tname[x->type], b);
         for (int d = 0; d < nd; d++) {
@@ -109,7 +110,7 @@ static void emit_vec_out(gen *g, unsigned char *dep, unsigned char *keep, const 
     cg_ref(g, ep->map);
     util_buf_puts(o, ";\n    }\n#pragma unroll 2\n    for (long long u = nv - 1 - first; u >= 0; u -= step) {\n");
     for (int i = 0; i < k->nvec; i++)
-        if (varies(g, dep, g->vloads[i]))
+        if (varies(g, dep, g->vloads[i]) && used[g->vloads[i]->id])
             util_buf_printf(o, "    const rj_vec<%s, %d> q%d = rj_ldg_v((const rj_vec<%s, %d> *)b%d + u);\n",
                             cg_tname[g->vloads[i]->type], vec, g->vloads[i]->id, cg_tname[g->vloads[i]->type], vec,
                             g->vloads[i]->id);
@@ -119,7 +120,7 @@ static void emit_vec_out(gen *g, unsigned char *dep, unsigned char *keep, const 
         memcpy(g->done, keep, (size_t)g->nir + 1);
         for (int i = 0; i < k->nvec; i++) {
             const ir *x = g->vloads[i];
-            if (!varies(g, dep, x)) continue;
+            if (!varies(g, dep, x) || !used[x->id]) continue;
             g->done[x->id] = 1;
             util_buf_printf(o, "    const %s v%d = q%d.c[%d];\n", cg_tname[x->type], x->id, x->id, c);
         }
@@ -178,7 +179,7 @@ int cg_emit_epilogue(gen *g, util_arena *a)
         g->k->epi_vec = g->k->vec;
         g->k->epi_base = base;
         g->k->epi_ndim = t2->ndim;
-        emit_vec_out(g, dep, keep, ep);
+        emit_vec_out(g, dep, keep, seen, ep);   /* seen: the varying nodes the map reaches */
     }
     g->ro_loads = 0;
     return 0;

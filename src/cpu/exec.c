@@ -278,7 +278,8 @@ static int run_with_epilogue(pass_ctx *pc, pass_ctx *qc, int pi, core_bounds *bo
     if (rc) return rc;
     core_domain dp = pc->dom, dq = qc->dom;
     int64_t rows = dp.fext[0], row = dp.N / (rows > 0 ? rows : 1);
-    int64_t per = row > 0 && row < EPI_BLOCK ? EPI_BLOCK / row : 1;
+    /* (empty rows: one block; each block walks both passes) */
+    int64_t per = row <= 0 ? rows : row < EPI_BLOCK ? EPI_BLOCK / row : 1;
     for (int64_t r0 = 0; !rc && r0 < rows; r0 += per) {
         int64_t r1 = rows - r0 > per ? r0 + per : rows;
         cut_rows(&pc->dom, &dp, r0, r1);
@@ -295,7 +296,9 @@ static int run_with_epilogue(pass_ctx *pc, pass_ctx *qc, int pi, core_bounds *bo
 }
 
 /* Does pass pi + 1 run as pass pi's epilogue here (whole rows of a partial
- * reduction over uniform ranges, read in row order)? */
+ * reduction over uniform ranges, read in row order)?  Not after argmin or
+ * argmax, whose empty rows are an error found once the pass is walked: a map
+ * reading their -1 first would report an index fault instead. */
 static int epilogue_pair(const plan *p, int pi)
 {
     if (pi + 1 >= p->npasses || !p->passes[pi + 1].epilogue) return 0;
@@ -303,6 +306,8 @@ static int epilogue_pair(const plan *p, int pi)
     if (ps->key || !ps->nreds || !ps->nfree) return 0;
     for (int d = 0; d < ps->nred; d++)
         if (p->vars[ps->red[d]].lo) return 0;
+    for (int q = 0; q < ps->nreds; q++)
+        if (ps->reds[q].rop == ROP_ARGMIN || ps->reds[q].rop == ROP_ARGMAX) return 0;
     return 1;
 }
 
