@@ -508,13 +508,15 @@ static cold_run first_run_cold(const bench_case *c)
     return cr;
 }
 
-/* The number of passes of e's plan for its bindings ("plan: N passes" in red_explain), or -1. */
+/* The number of passes of e's plan for its bindings ("plan: N passes" in red_explain), less
+ * those run as a reduction's epilogue (inside its kernel), or -1. */
 static int plan_passes(red_expr *e)
 {
     const char *text = NULL, *p;
     int n = -1;
     if (red_explain_ex(e, RED_EXPLAIN_PLAN, &text) || !text) return -1;
     if ((p = strstr(text, "\nplan: ")) && sscanf(p + 7, "%d", &n) != 1) n = -1;
+    for (p = text; n > 0 && (p = strstr(p, "the epilogue of pass")) != NULL; p++) n--;
     return n;
 }
 

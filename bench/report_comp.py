@@ -179,7 +179,8 @@ def comp_section(recs, out):
     return (["## Compositions", "",
              "Several reductions of one input, or a map over reductions' results, each one redjit expression "
              "(automatic strategy; `redjit passes`: the passes of its plan, a map over reductions' results "
-             "counting as one) beside each peer's idiomatic form, on "
+             "counting as one, one run as a reduction's epilogue, inside its kernel, not at all) beside each "
+             "peer's idiomatic form, on "
              "the same data in the same run. Times: medians of CUDA-event timings of one call, in us (jax.jit: "
              "wall clock from the call to `block_until_ready`, which adds the host's synchronisation, some 10-30 "
              "us). MiB read: each input "

@@ -370,7 +370,10 @@ static void print_var(util_buf *o, const plan *p, int v)
 
 void plan_explain(util_buf *o, const plan *p)
 {
-    util_buf_printf(o, "plan: %d pass%s\n", p->npasses, p->npasses == 1 ? "" : "es");
+    util_buf_printf(o, "plan: %d pass%s", p->npasses, p->npasses == 1 ? "" : "es");
+    for (int i = 0, n = 0; i < p->npasses; i++)
+        if (p->passes[i].epilogue) util_buf_printf(o, "%s pass %d runs in pass %d", n++ ? "," : ";", i, i - 1);
+    util_buf_puts(o, "\n");
     for (int i = 0; i < p->npasses; i++) {
         const plan_pass *ps = &p->passes[i];
         util_buf_printf(o, "pass %d: %s", i,
