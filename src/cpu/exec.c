@@ -256,6 +256,12 @@ static int run_pass(pass_ctx *pc, int pi, core_bounds *bounds, core_vars *vars, 
  * then mapped while they are in a core's cache (run_with_epilogue). */
 #define EPI_BLOCK ((int64_t)1 << 18)
 
+/* Can the reduction's rows of `row` elements (the outermost free index's
+ * worth) be walked by blocks that start where its CHUNKs do unfused, so that
+ * every partial, and so every bit of the result, is the same?  Rows that
+ * divide EPI_BLOCK (a multiple of CHUNK), or that are whole CHUNKs. */
+static int epilogue_rows(int64_t row) { return row <= 0 || (row <= EPI_BLOCK ? EPI_BLOCK % row == 0 : row % CHUNK == 0); }
+
 /* `d` cut to rows r0 .. r1 - 1 of its outermost free index (whole: `base`). */
 static void cut_rows(core_domain *d, const core_domain *base, int64_t r0, int64_t r1)
 {
@@ -274,12 +280,23 @@ static int run_with_epilogue(pass_ctx *pc, pass_ctx *qc, int pi, core_bounds *bo
                              core_results *out, util_diag *diag)
 {
     int rc = pass_setup(pc, pi, bounds, vars, a, out, diag);
-    if (!rc) rc = pass_setup(qc, pi + 1, bounds, vars, a, out, diag);
+    if (rc) return rc;
+    int64_t nrows = pc->dom.fext[0];
+    if (!epilogue_rows(pc->dom.N / (nrows > 0 ? nrows : 1))) {
+        /* one pass after the other */
+        rc = pass_end(pc, pass_walk(pc, diag), out, diag);
+        if (!rc) rc = pass_setup(qc, pi + 1, bounds, vars, a, out, diag);
+        if (!rc) rc = pass_walk(qc, diag);
+        return pass_end(qc, rc, out, diag);
+    }
+    rc = pass_setup(qc, pi + 1, bounds, vars, a, out, diag);
     if (rc) return rc;
     core_domain dp = pc->dom, dq = qc->dom;
     int64_t rows = dp.fext[0], row = dp.N / (rows > 0 ? rows : 1);
-    /* (empty rows: one block; each block walks both passes) */
-    int64_t per = row <= 0 ? rows : row < EPI_BLOCK ? EPI_BLOCK / row : 1;
+    /* blocks of EPI_BLOCK elements, or of one row where a row is a multiple of CHUNK: either
+     * way the reduction's chunks fall where they fall unfused, so the bits are the same
+     * (epilogue_rows); empty rows: one block */
+    int64_t per = row <= 0 ? rows : row <= EPI_BLOCK ? EPI_BLOCK / row : 1;
     for (int64_t r0 = 0; !rc && r0 < rows; r0 += per) {
         int64_t r1 = rows - r0 > per ? r0 + per : rows;
         cut_rows(&pc->dom, &dp, r0, r1);
