@@ -2,6 +2,8 @@
  * reduce.c -- reductions: the indices each one reduces and keeps free, its
  * operator and accumulator types, and the pass of the plan it joins or starts.
  */
+#include <math.h>
+
 #include "check_internal.h"
 
 /* ---- IR helpers ------------------------------------------------------------ */
@@ -568,8 +570,11 @@ static int place_in_pass(ck *c, scope *s, const ast_node *n, const plan_red *rd,
 
 /* The reduction added to its pass, and the value that reads its result: one
  * load per field of the temporaries, or sum / count for a mean. */
+/* For nanmean, nanmin and nanmax (`valid` the operand is not NaN, else NULL):
+ * the mean divides by the count of valid elements, and a min or max over none
+ * of them is NaN. */
 static int read_result(ck *c, const ast_node *n, int pass, plan_red *rd, int nres, int nred,
-                       const int *red, int is_mean, val *out)
+                       const int *red, int is_mean, ir *valid, val *out)
 {
     plan *p = c->p;
     plan_pass *ps = &p->passes[pass];
@@ -583,24 +588,57 @@ static int read_result(ck *c, const ast_node *n, int pass, plan_red *rd, int nre
     val r = {.n = nres, .tuple = nres > 1};
     for (int k = 0; k < nres; k++) r.c[k] = ck_load_temp(c, temps[k], dims, at, n->pos);
 
-    if (is_mean) {
-        /* mean = sum / count over the same domain, fused in the same pass */
+    if (is_mean || valid) {
+        /* mean = sum / count over the same domain, fused in the same pass (the
+         * valid elements only, for nanmean) */
         plan_red cnt;
         memset(&cnt, 0, sizeof cnt);
         cnt.rop = ROP_SUM;
         cnt.ncomp = 1;
         cnt.acc[0] = CT_I64;
-        cnt.map[0] = ir_const_i(c->b, CT_I64, 1);
+        cnt.map[0] = valid ? ir_cast(c->b, CT_I64, ck_subst(c, valid, nred, red, ps->red))
+                           : ir_const_i(c->b, CT_I64, 1);
         int ct = -1;   /* add_reduction sets it; GCC, inlining this, cannot tell */
+        if (!cnt.map[0]) return ck_nomem(c);
         TRY(ck_add_reduction(c, pass, &cnt, 1, &ct));
         ir *cl = ck_load_temp(c, ct, dims, at, n->pos);
         int ft = rd->acc[0];
-        r.c[0] = ck_op2(c, OP_DIV, ft, r.c[0], ir_cast(c->b, ft, cl));
+        if (is_mean) {
+            r.c[0] = ck_op2(c, OP_DIV, ft, r.c[0], ir_cast(c->b, ft, cl));
+        } else {
+            ir *none = ck_op2(c, OP_EQ, CT_BOOL, cl, ir_const_i(c->b, CT_I64, 0));
+            ir *args[3] = {none, ir_const_f(c->b, ft, NAN), r.c[0]};
+            r.c[0] = ir_op(c->b, OP_SELECT, ft, 3, args);
+        }
     }
     for (int k = 0; k < r.n; k++)
         if (!r.c[k]) return ck_nomem(c);
     *out = r;
     return 0;
+}
+
+/* The operand of nansum, nanprod, nanmin, nanmax or nanmean (`name`): NaN
+ * elements replaced by the operator's identity, so that they change nothing;
+ * *valid: the elements that are not NaN (NULL for integers and bools, which
+ * have none, and then the form is the plain one). */
+static int nan_form(ck *c, const ast_node *n, const char *name, int rop, val *body, ir **valid)
+{
+    if (rop != ROP_SUM && rop != ROP_PROD && rop != ROP_MIN && rop != ROP_MAX)
+        return ck_err_at(c, n->name_pos, RED_ERR_NAME,
+                         "unknown reduction operator '%s': the NaN-skipping ones are nansum, nanprod, "
+                         "nanmin, nanmax and nanmean", name);
+    if (body->tuple)
+        return ck_err_at(c, n->args[0]->pos, RED_ERR_TYPE, "'%s' reduces single values, not a tuple of %d",
+                         name, body->n);
+    ir *x = body->c[0];
+    *valid = NULL;
+    if (!CT_IS_FLOAT(x->type)) return 0;
+    ir *ok = ck_op1(c, OP_NOT, CT_BOOL, ck_op1(c, OP_ISNAN, CT_BOOL, x));
+    plan_value id = plan_identity(rop, x->type);
+    ir *args[3] = {ok, x, ir_const(c->b, x->type, id)};
+    body->c[0] = ir_op(c->b, OP_SELECT, x->type, 3, args);
+    *valid = ok;
+    return body->c[0] && ok ? 0 : ck_nomem(c);
 }
 
 /* A reduction, in phases: its operator, its scope and indices, its operand
@@ -611,6 +649,11 @@ int ck_lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val 
     if (c->in_op)
         return ck_err_at(c, n->pos, RED_ERR_TYPE, "operator '%s' may not contain a reduction",
                          c->in_op->name);
+    /* nansum, nanprod, nanmin, nanmax, nanmean: the same over the elements
+     * that are not NaN (nan_form) */
+    const char *full = opname;
+    int is_nan = strncmp(opname, "nan", 3) == 0 && ck_op_from_name(opname) < 0 && ck_find_op(c, opname) < 0;
+    if (is_nan) opname += 3;
     int is_mean = strcmp(opname, "mean") == 0, is_count = strcmp(opname, "count") == 0;
     int rop = is_mean || is_count ? ROP_SUM : ck_op_from_name(opname);
     const ast_stmt *uop = NULL;
@@ -625,6 +668,8 @@ int ck_lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val 
 
     val body;
     TRY(ck_lower(c, &rs, n->args[0], &body));
+    ir *valid = NULL;
+    if (is_nan) TRY(nan_form(c, n, full, rop, &body, &valid));
     ir *key = NULL;
     if (n->by) TRY(lower_key(c, &rs, n, &key));
     TRY(check_over_tail(c, n, &rs));
@@ -646,9 +691,11 @@ int ck_lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val 
     TRY(split_domain(c, n, &rs, &rd, key, red, &nred, fr, &nfree));
 
     int done = 0;
-    if (!is_mean) TRY(ck_online_rewrite(c, n, &rd, key, nfree, fr, nred, red, out, &done));
+    if (!is_mean && !is_nan) TRY(ck_online_rewrite(c, n, &rd, key, nfree, fr, nred, red, out, &done));
     if (done) return 0;
     int pass = -1;
     TRY(place_in_pass(c, s, n, &rd, key, nfree, fr, nred, red, &pass));
-    return read_result(c, n, pass, &rd, nres, nred, red, is_mean, out);
+    /* nanmin / nanmax of nothing but NaN: NaN; nanmean: over the valid elements */
+    ir *guard = valid && (is_mean || rop == ROP_MIN || rop == ROP_MAX) ? valid : NULL;
+    return read_result(c, n, pass, &rd, nres, nred, red, is_mean, guard, out);
 }
