@@ -4,23 +4,24 @@
  * reduction, right after o's reduction is written, so that a row's softmax
  * reads the row again while it is still in L2 instead of a second launch
  * reading it from memory.  The strategy kernels call it through rj_epilogue
- * (rj_segment.cuh) when the runtime sets RJ_EPION.
+ * (rj_reduce.cuh) when the runtime sets RJ_EPION.
  *
  *   RJ_EPI 1: the map has the reduction's free indices only (log(s[i]) + m[i]):
  *             one element an output, computed by the thread that wrote it.
  *   RJ_EPI 2: the free indices, then the reduced ones (exp(A[i,j] - m[i]) / s[i]):
  *             the output's whole domain, its threads taking elements
- *             first, first + step, ...
+ *             from the end, which the reduction read last: cnt-1-first,
+ *             cnt-1-first-step, ...
  */
 #include "gen.h"
 
 #include <string.h>
 
 /* Does x depend on one of the pass's reduced indices?  By node id in dep:
- * 1 no, 2 yes (0: not yet known). */
+ * 1 no, 2 yes, 3 yes and walked by emit_invariant (0: not yet known). */
 static int varies(gen *g, unsigned char *dep, const ir *x)
 {
-    if (dep[x->id]) return dep[x->id] == 2;
+    if (dep[x->id]) return dep[x->id] >= 2;
     int r = 0;
     if (x->kind == IR_INDEX)
         for (int d = 0; d < g->ps->nred; d++) r |= x->slot == g->ps->red[d];
@@ -30,14 +31,16 @@ static int varies(gen *g, unsigned char *dep, const ir *x)
 }
 
 /* The parts of x that are the same for every element of an output (the
- * row's statistics and what is computed from them alone), emitted once. */
+ * row's statistics and what is computed from them alone), emitted once; each
+ * varying node is walked once (the IR is a graph). */
 static void emit_invariant(gen *g, unsigned char *dep, const ir *x)
 {
-    if (g->done[x->id]) return;
+    if (g->done[x->id] || dep[x->id] == 3) return;
     if (!varies(g, dep, x)) {
         cg_emit(g, x);
         return;
     }
+    dep[x->id] = 3;
     for (int i = 0; i < x->nargs; i++) emit_invariant(g, dep, x->args[i]);
 }
 
