@@ -58,38 +58,25 @@ void cg_ref(gen *g, const ir *x)
     util_buf_puts(g->o, nm);
 }
 
-/* The same through the read-only path (__ldg): arrays nothing writes while
- * the kernel runs. */
-static const char *load_expr_ro(red_dtype t)
+/* Element `off` of array `base` as the value of its dtype: the element's C type, and what
+ * wraps the element (a conversion) before and after.  ro: through the read-only path
+ * (__ldg), for arrays nothing writes while the kernel runs. */
+static void emit_load_value(util_buf *o, red_dtype t, int base, const char *off, int ro)
 {
+    const char *ty = "float", *pre = "", *post = "";
     switch (t) {
-    case RED_BOOL: return "(__ldg(&((const rj_u8 *)P.v[%d])[%s]) != 0)";
-    case RED_I32: return "__ldg(&((const int *)P.v[%d])[%s])";
-    case RED_I64: return "__ldg(&((const long long *)P.v[%d])[%s])";
-    case RED_U32: return "__ldg(&((const unsigned *)P.v[%d])[%s])";
-    case RED_U64: return "__ldg(&((const unsigned long long *)P.v[%d])[%s])";
-    case RED_F16: return "rj_f16_to_f32(__ldg(&((const rj_u16 *)P.v[%d])[%s]))";
-    case RED_BF16: return "rj_bf16_to_f32(__ldg(&((const rj_u16 *)P.v[%d])[%s]))";
-    case RED_F32: return "__ldg(&((const float *)P.v[%d])[%s])";
-    case RED_F64: return "__ldg(&((const double *)P.v[%d])[%s])";
+    case RED_BOOL: ty = "rj_u8", pre = "(", post = " != 0)"; break;
+    case RED_I32: ty = "int"; break;
+    case RED_I64: ty = "long long"; break;
+    case RED_U32: ty = "unsigned"; break;
+    case RED_U64: ty = "unsigned long long"; break;
+    case RED_F16: ty = "rj_u16", pre = "rj_f16_to_f32(", post = ")"; break;
+    case RED_BF16: ty = "rj_u16", pre = "rj_bf16_to_f32(", post = ")"; break;
+    case RED_F32: ty = "float"; break;
+    case RED_F64: ty = "double"; break;
     }
-    return "0";
-}
-
-static const char *load_expr(red_dtype t)
-{
-    switch (t) {
-    case RED_BOOL: return "(((const rj_u8 *)P.v[%d])[%s] != 0)";
-    case RED_I32: return "((const int *)P.v[%d])[%s]";
-    case RED_I64: return "((const long long *)P.v[%d])[%s]";
-    case RED_U32: return "((const unsigned *)P.v[%d])[%s]";
-    case RED_U64: return "((const unsigned long long *)P.v[%d])[%s]";
-    case RED_F16: return "rj_f16_to_f32(((const rj_u16 *)P.v[%d])[%s])";
-    case RED_BF16: return "rj_bf16_to_f32(((const rj_u16 *)P.v[%d])[%s])";
-    case RED_F32: return "((const float *)P.v[%d])[%s]";
-    case RED_F64: return "((const double *)P.v[%d])[%s]";
-    }
-    return "0";
+    if (ro) util_buf_printf(o, "%s__ldg(&((const %s *)P.v[%d])[%s])%s", pre, ty, base, off, post);
+    else util_buf_printf(o, "%s((const %s *)P.v[%d])[%s]%s", pre, ty, base, off, post);
 }
 
 static const char *fn_name(int op)
@@ -254,8 +241,7 @@ void cg_emit(gen *g, const ir *x)
                                 base + 1 + d, RED_ERR_INDEX, x->id, d, off, base + 1 + nd + d);
         }
         util_buf_printf(o, "    const %s v%d = ", cg_tname[x->type], x->id);
-        red_dtype dt = cg_buf_dtype(g, x->slot);
-        util_buf_printf(o, g->ro_loads && x->slot >= 0 ? load_expr_ro(dt) : load_expr(dt), base, off);
+        emit_load_value(o, cg_buf_dtype(g, x->slot), base, off, g->ro_loads && x->slot >= 0);
         util_buf_puts(o, ";\n");
         return;
     }
