@@ -90,12 +90,6 @@ int gpu_count_on_device(run_ctx *r, pass_entry *e, long long nout, long long ste
     return 0;
 }
 
-/* Does segment kernel k run the next pass per output (cg_kernel.epi, rj_epilogue)?  One
- * element an output: every kernel.  A map over each output's domain: where a block or a
- * warp's lanes take a row, which then store it coalesced (a thread a row would store 32
- * rows' elements a warp); 2 where over 16-byte vectors.  Cutting the grid so that the rows
- * in flight fit in L2 until their second reading made the 16384-column softmax slower at
- * every size tried (bench/TUNING.md): it runs on the kernel's own grid. */
 /* epi_out_v's result (cg_kernel.epi_vec): rows of stride-1 elements starting on 16 bytes. */
 static int epi_vec_ok(const run_ctx *r, const pass_entry *e)
 {
@@ -109,6 +103,12 @@ static int epi_vec_ok(const run_ctx *r, const pass_entry *e)
     return 1;
 }
 
+/* Does segment kernel k run the next pass per output (cg_kernel.epi, rj_epilogue)?  One
+ * element an output: every kernel, rj_splitf included.  A map over each output's domain:
+ * where a block or a warp's lanes take a row, which then store it coalesced (a thread a row
+ * would store 32 rows' elements a warp); 2 where over 16-byte vectors.  Cutting the grid so
+ * that the rows in flight fit in L2 until their second reading made the 16384-column
+ * softmax slower at every size tried (bench/TUNING.md): it runs on the kernel's own grid. */
 static int epilogue_on(run_ctx *r, pass_entry *e, int k)
 {
     const gpu_tuning *tu = gpu_tuning_get();
@@ -181,8 +181,7 @@ int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total,
             P[RJ_PER] = nout < 4LL * g->nsm;
             grid = P[RJ_PER] ? nout : cdiv(nout, BLOCK);
             if (grid > (long long)g->nsm * 64) grid = (long long)g->nsm * 64;
-            /* a map of the outputs alone runs in rj_splitf, per output */
-            P[RJ_EPION] = r->epi_done = e->k.epi == 1 && gpu_tuning_get()->epi;
+            P[RJ_EPION] = r->epi_done = epilogue_on(r, e, GPU_E_SPLITF);
             rc = gpu_launch(r, e, GPU_E_SPLITF, grid);
             P[RJ_PER] = P[RJ_EPION] = 0;
             return rc;
