@@ -256,12 +256,6 @@ static int run_pass(pass_ctx *pc, int pi, core_bounds *bounds, core_vars *vars, 
  * then mapped while they are in a core's cache (run_with_epilogue). */
 #define EPI_BLOCK ((int64_t)1 << 18)
 
-/* Can the reduction's rows of `row` elements (the outermost free index's
- * worth) be walked by blocks that start where its CHUNKs do unfused, so that
- * every partial, and so every bit of the result, is the same?  Rows that
- * divide EPI_BLOCK (a multiple of CHUNK), or that are whole CHUNKs. */
-static int epilogue_rows(int64_t row) { return row <= 0 || (row <= EPI_BLOCK ? EPI_BLOCK % row == 0 : row % CHUNK == 0); }
-
 /* `d` cut to rows r0 .. r1 - 1 of its outermost free index (whole: `base`). */
 static void cut_rows(core_domain *d, const core_domain *base, int64_t r0, int64_t r1)
 {
@@ -280,23 +274,16 @@ static int run_with_epilogue(pass_ctx *pc, pass_ctx *qc, int pi, core_bounds *bo
                              core_results *out, util_diag *diag)
 {
     int rc = pass_setup(pc, pi, bounds, vars, a, out, diag);
-    if (rc) return rc;
-    int64_t nrows = pc->dom.fext[0];
-    if (!epilogue_rows(pc->dom.N / (nrows > 0 ? nrows : 1))) {
-        /* one pass after the other */
-        rc = pass_end(pc, pass_walk(pc, diag), out, diag);
-        if (!rc) rc = pass_setup(qc, pi + 1, bounds, vars, a, out, diag);
-        if (!rc) rc = pass_walk(qc, diag);
-        return pass_end(qc, rc, out, diag);
-    }
-    rc = pass_setup(qc, pi + 1, bounds, vars, a, out, diag);
+    if (!rc) rc = pass_setup(qc, pi + 1, bounds, vars, a, out, diag);
     if (rc) return rc;
     core_domain dp = pc->dom, dq = qc->dom;
     int64_t rows = dp.fext[0], row = dp.N / (rows > 0 ? rows : 1);
-    /* blocks of EPI_BLOCK elements, or of one row where a row is a multiple of CHUNK: either
-     * way the reduction's chunks fall where they fall unfused, so the bits are the same
-     * (epilogue_rows); empty rows: one block */
-    int64_t per = row <= 0 ? rows : row <= EPI_BLOCK ? EPI_BLOCK / row : 1;
+    /* blocks that start where the reduction's CHUNKs do unfused, so that every partial,
+     * and every bit of the result, is the same: EPI_BLOCK elements (a multiple of CHUNK) of
+     * rows that divide it, or one row of whole CHUNKs; else (and for empty rows) one block
+     * of all the rows, the two passes one after the other */
+    int64_t per = row <= 0 ? rows : row <= EPI_BLOCK ? (EPI_BLOCK % row ? rows : EPI_BLOCK / row)
+                                                     : (row % CHUNK ? rows : 1);
     for (int64_t r0 = 0; !rc && r0 < rows; r0 += per) {
         int64_t r1 = rows - r0 > per ? r0 + per : rows;
         cut_rows(&pc->dom, &dp, r0, r1);
@@ -330,6 +317,14 @@ static int epilogue_pair(const plan *p, int pi)
 
 /* ---- the driver --------------------------------------------------------------------------- */
 
+/* A pass's per-output ranges, freed. */
+static void ctx_free(pass_ctx *c)
+{
+    free(c->olo);
+    free(c->osz);
+    free(c->offs);
+}
+
 int cpu_execute(const plan *p, const core_buf *bufs, const plan_value *scalars, int nthreads,
                 const core_cancel *cancel, core_results *out, util_diag *diag)
 {
@@ -348,23 +343,15 @@ int cpu_execute(const plan *p, const core_buf *bufs, const plan_value *scalars, 
 
     /* a pass's per-output ranges (olo, osz, offs) are freed before the next
      * pass and after the last, whatever way it ends */
-    pass_ctx pc, qc;
+    pass_ctx pc, qc;   /* (qc: an epilogue's map) */
     memset(&pc, 0, sizeof pc);
     memset(&qc, 0, sizeof qc);
     for (int pi = 0; !rc && pi < p->npasses; pi++) {
-        pass_ctx *c[2] = {&pc, &qc};
-        for (int k = 0; k < 2; k++) {
-            free(c[k]->olo);
-            free(c[k]->osz);
-            free(c[k]->offs);
-            memset(c[k], 0, sizeof *c[k]);
-            c[k]->p = p;
-            c[k]->bufs = bufs;
-            c[k]->scalars = scalars;
-            c[k]->temps = out->t;
-            c[k]->nthreads = nthreads;
-            c[k]->cancel = cancel;
-        }
+        pass_ctx base = {.p = p, .bufs = bufs, .scalars = scalars, .temps = out->t, .nthreads = nthreads,
+                         .cancel = cancel};
+        ctx_free(&pc);
+        ctx_free(&qc);
+        pc = qc = base;
         if (epilogue_pair(p, pi)) {
             rc = run_with_epilogue(&pc, &qc, pi, &bounds, &vars, &a, out, diag);
             pi++;
@@ -372,12 +359,8 @@ int cpu_execute(const plan *p, const core_buf *bufs, const plan_value *scalars, 
             rc = run_pass(&pc, pi, &bounds, &vars, &a, out, diag);
         }
     }
-    free(pc.olo);
-    free(pc.osz);
-    free(pc.offs);
-    free(qc.olo);
-    free(qc.osz);
-    free(qc.offs);
+    ctx_free(&pc);
+    ctx_free(&qc);
     util_arena_free(&a);
     free(vlo);
     free(vhi);
