@@ -313,6 +313,17 @@ static int last_input(ck *c, int qi)
     return r;
 }
 
+/* Temporary t's dimensions renamed from[k] -> to[k]. */
+static void rename_dims(plan_temp *t, int n, const int *from, const int *to)
+{
+    for (int d = 0; d < t->ndim; d++)
+        for (int k = 0; k < n; k++)
+            if (t->dims[d] == from[k]) {
+                t->dims[d] = to[k];
+                break;
+            }
+}
+
 /* Move pass q's reductions into pass p, their maps and temporaries renamed
  * to p's indices, and drop q. */
 static int merge(ck *c, int pi, int qi)
@@ -334,12 +345,7 @@ static int merge(ck *c, int pi, int qi)
         nr[a->nreds + q] = r;
         /* the temporaries are laid out as pass p's outputs; the extents are equal,
          * and p's indices are the ones resolved when the pass runs */
-        for (int k = 0; k < r.ncomp; k++) {
-            plan_temp *t = &p->temps[r.temp[k]];
-            for (int d = 0; d < t->ndim; d++)
-                for (int f = 0; f < a->nfree; f++)
-                    if (t->dims[d] == b->free[f]) t->dims[d] = a->free[f];
-        }
+        for (int k = 0; k < r.ncomp; k++) rename_dims(&p->temps[r.temp[k]], a->nfree, b->free, a->free);
     }
     a->reds = nr;
     a->nreds += b->nreds;
@@ -464,13 +470,7 @@ static int attach(ck *c, int pi, int qi)
     /* renamed: the map, its result's dimensions, and a's indices take on the
      * map's shape checks */
     b->map = map;
-    plan_temp *t = &p->temps[b->map_temp];
-    for (int d = 0; d < t->ndim; d++)
-        for (int k = 0; k < n; k++)
-            if (t->dims[d] == from[k]) {
-                t->dims[d] = to[k];
-                break;
-            }
+    rename_dims(&p->temps[b->map_temp], n, from, to);
     for (int k = 0; k < n; k++) {
         TRY(ck_take_constraints(c, to[k], from[k]));
         b->free[k] = to[k];

@@ -569,10 +569,10 @@ static int place_in_pass(ck *c, scope *s, const ast_node *n, const plan_red *rd,
 }
 
 /* The reduction added to its pass, and the value that reads its result: one
- * load per field of the temporaries, or sum / count for a mean. */
-/* For nanmean, nanmin and nanmax (`valid` the operand is not NaN, else NULL):
- * the mean divides by the count of valid elements, and a min or max over none
- * of them is NaN. */
+ * load per field of the temporaries, or sum / count for a mean.  For nanmean,
+ * nanmin and nanmax (`valid`: the operand is not NaN; else NULL) the mean
+ * divides by the count of valid elements, and a min or max over none of them
+ * is NaN. */
 static int read_result(ck *c, const ast_node *n, int pass, plan_red *rd, int nres, int nred,
                        const int *red, int is_mean, ir *valid, val *out)
 {
@@ -650,9 +650,10 @@ int ck_lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val 
         return ck_err_at(c, n->pos, RED_ERR_TYPE, "operator '%s' may not contain a reduction",
                          c->in_op->name);
     /* nansum, nanprod, nanmin, nanmax, nanmean: the same over the elements
-     * that are not NaN (nan_form) */
+     * that are not NaN (nan_form); "nan" and a built-in name, not a user's */
     const char *full = opname;
-    int is_nan = strncmp(opname, "nan", 3) == 0 && ck_op_from_name(opname) < 0 && ck_find_op(c, opname) < 0;
+    int is_nan = strncmp(opname, "nan", 3) == 0 && ck_find_op(c, opname) < 0 &&
+                 (ck_op_from_name(opname + 3) >= 0 || strcmp(opname + 3, "mean") == 0);
     if (is_nan) opname += 3;
     int is_mean = strcmp(opname, "mean") == 0, is_count = strcmp(opname, "count") == 0;
     int rop = is_mean || is_count ? ROP_SUM : ck_op_from_name(opname);
