@@ -16,6 +16,20 @@
  *   rand     lengths 10 + hash(k, BD_SEED_LEN) % 41 (10..50), the last one cut at NS
  *   len3     all of length 3 (the last one shorter when 3 does not divide NS)
  *   rows1024 all of length 1024 (the last one shorter when 1024 does not divide NS)
+ *
+ * Sparse matrices (the SpMV cases; CSR: int32 offsets `ptr` of nrows + 1, columns `col`, f32 values
+ * `v`, an f32 vector `x` of ncols).  Every matrix takes its values from one array and its vector
+ * from another, prefixes of v[k] = f32(k, BD_SEED_SPV) and x[c] = f32(c, BD_SEED_SPX):
+ *   random columns  col[k] = hash(k, BD_SEED_COL) % ncols (one array, whose prefixes serve every
+ *                   matrix with random columns; unsorted within a row, repeats possible)
+ *   row lengths     r32    every row 32
+ *                   power  h = hash(r, BD_SEED_PLEN), t = trailing zero bits of (h | 2^31):
+ *                          1 + (h >> 28) % 4 where t < 4, else min(2^(t+1), 2^18)
+ *                   len13  1 + hash(r, BD_SEED_L13) % 3
+ *                   (and the segment layout rand above)
+ *   poisson         the 5-point stencil on a G x G grid: row r = i G + j holds the columns
+ *                   r - G, r - 1, r, r + 1, r + G, those in the grid (i > 0, j > 0, j < G - 1,
+ *                   i < G - 1), in that order, which is increasing
  */
 #ifndef BENCH_DATA_H
 #define BENCH_DATA_H
@@ -29,7 +43,8 @@
 #endif
 
 /* seeds of the arrays (the same in every program) */
-enum { BD_SEED_X = 1, BD_SEED_B = 2, BD_SEED_F64 = 3, BD_SEED_I32 = 4, BD_SEED_LEN = 5 };
+enum { BD_SEED_X = 1, BD_SEED_B = 2, BD_SEED_F64 = 3, BD_SEED_I32 = 4, BD_SEED_LEN = 5, BD_SEED_COL = 6,
+       BD_SEED_SPV = 7, BD_SEED_SPX = 8, BD_SEED_PLEN = 9, BD_SEED_L13 = 10 };
 
 /* segment layouts, in table order */
 enum { BD_LAYOUT_ONE = 0, BD_LAYOUT_RAND = 1, BD_LAYOUT_LEN3 = 2, BD_LAYOUT_ROWS = 3, BD_NLAYOUTS = 4 };
@@ -98,6 +113,56 @@ BD_FN void bd_offsets(int layout, int64_t ns, int32_t *ptr)
         off += bd_seg_len(layout, k, ns);
         ptr[k + 1] = (int32_t)(off < ns ? off : ns);
     }
+}
+
+/* The sparse matrices' row-length rules (bd_row_len) */
+enum { BD_ROWS_R32 = 0, BD_ROWS_POWER = 1, BD_ROWS_LEN13 = 2 };
+#define BD_POWER_MAX_LOG2 18   /* the longest power-law row: 2^18 */
+
+/* Column of nonzero k of a matrix with random columns. */
+BD_FN uint32_t bd_col(uint64_t k, uint32_t ncols)
+{
+    return bd_hash(k, BD_SEED_COL) % ncols;
+}
+
+/* Length of row r under a row-length rule. */
+BD_FN int64_t bd_row_len(int rule, int64_t r)
+{
+    if (rule == BD_ROWS_R32) return 32;
+    if (rule == BD_ROWS_LEN13) return 1 + (int64_t)(bd_hash((uint64_t)r, BD_SEED_L13) % 3u);
+    uint32_t h = bd_hash((uint64_t)r, BD_SEED_PLEN);
+    int t = 0;
+    for (uint32_t m = h | 0x80000000u; !(m & 1u); m >>= 1) t++;
+    if (t < 4) return 1 + (int64_t)((h >> 28) % 4u);
+    return (int64_t)1 << (t + 1 < BD_POWER_MAX_LOG2 ? t + 1 : BD_POWER_MAX_LOG2);
+}
+
+/* Fill ptr[0..nrows] with the CSR offsets of nrows rows under a rule; returns the nonzero count,
+ * or -1 where it does not fit int32 (ptr is then incomplete). */
+BD_FN int64_t bd_row_offsets(int rule, int64_t nrows, int32_t *ptr)
+{
+    int64_t off = 0;
+    ptr[0] = 0;
+    for (int64_t r = 0; r < nrows; r++) {
+        off += bd_row_len(rule, r);
+        if (off > INT32_MAX) return -1;
+        ptr[r + 1] = (int32_t)off;
+    }
+    return off;
+}
+
+/* The columns of row r of the G x G 5-point stencil, in increasing order, into cols; returns
+ * their count (3 to 5). */
+BD_FN int bd_poisson_row(int64_t r, int64_t g, int64_t cols[5])
+{
+    int64_t i = r / g, j = r % g;
+    int n = 0;
+    if (i > 0) cols[n++] = r - g;
+    if (j > 0) cols[n++] = r - 1;
+    cols[n++] = r;
+    if (j + 1 < g) cols[n++] = r + 1;
+    if (i + 1 < g) cols[n++] = r + g;
+    return n;
 }
 
 /* Rotation: when one input set is smaller than BD_ROT_BYTES (four times the H200's 60 MB L2),

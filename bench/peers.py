@@ -6,7 +6,8 @@ programs' generator; PyTorch and JAX see the same memory through DLPack), runs e
 idiomatic form of each library, times it with CUDA events around the call (JAX: wall clock to
 block_until_ready, XLA's streams being its own; median of --reps runs after --warmup, fewer for
 slow runs) and prints one JSON object per line, as cub_bench and redjit_bench.  The composition
-cases (comp_*) are in peers_comp.py.  torch.compile (default mode, dynamic=False) and jax.jit run
+cases (comp_*) are in peers_comp.py, the sparse ones (spmv_*, gather_all: CuPy's and PyTorch's
+cuSPARSE SpMV) in peers_spmv.py.  torch.compile (default mode, dynamic=False) and jax.jit run
 the single reductions of peers_comp.JIT_SINGLE and the compositions; each case's function is
 compiled anew after the compiler's caches are reset, and its first call (trace, compile, run,
 synchronise) is the record's cold_ms.  A peer that cannot be imported or compiled is left out,
@@ -14,7 +15,7 @@ with the reason in a config record and on stderr.
 
   peers.py [--log2n 28] [--curve 10,20,24,26,28,30] [--log2s 26] [--rows 16384 --cols 16384]
            [--short-rows 33554432 --short-cols 8] [--cube 1024,512,512] [--reps 50] [--warmup 5]
-           [--budget-ms 2000] [--calls 20000] [--cases id,id,...]
+           [--budget-ms 2000] [--calls 20000] [--cases id,id,...] [--spmv-log2nnz 26] [--spmv-grid 4096]
            [--systems cupy,torch,torch_compile,jax] [--jit-budget-s 150]
   peers.py --numpy-check ...   NumPy on the host, wall clock: checks the generator, layouts and
                                checksums against redjit_bench --cpu-check without a GPU; with
@@ -22,6 +23,7 @@ with the reason in a config record and on stderr.
 """
 import argparse
 import atexit
+import functools
 import json
 import math
 import os
@@ -34,6 +36,7 @@ import warnings
 import numpy as np
 
 from peers_comp import COMP_VARIANTS, JIT_SINGLE, comp_impls, comp_inputs, jit_single_impls
+from peers_spmv import spmv_forms, spmv_inputs, wanted_any as spmv_wanted
 
 SEED_X, SEED_B, SEED_F64, SEED_I32, SEED_LEN = 1, 2, 3, 4, 5
 LAYOUTS = ["one", "rand", "len3", "rows1024"]
@@ -440,7 +443,9 @@ def run_system(sysobj, mods, data, opt):
     def wanted(cid):
         return opt.cases is None or cid in opt.cases
 
-    def case(cid, n, impl_key, arrays, extra_args=(), nbytes=None, impl=None, variant=None):
+    def case(cid, n, impl_key, arrays, extra_args=(), nbytes=None, impl=None, variant=None, prep=None, fields=None):
+        """prep: builds each argument set's objects from its arrays outside the timed region (a sparse
+        matrix), returning (arguments, fields for the record); fields: more of the record's."""
         if not wanted(cid) or (sysobj.jit and impl is None and cid not in JIT_SINGLE):
             return
         impl = impl or impls.get(impl_key)
@@ -457,6 +462,15 @@ def run_system(sysobj, mods, data, opt):
         for _ in range(1, k):
             sets.append(tuple(sysobj.copy(a) for a in base) + tuple(extra_args))
         rec = {"case": cid, "n": int(n), "system": sysobj.name, "bytes": nbytes, "rot": k}
+        rec.update(fields or {})
+        if prep is not None:
+            try:
+                built = [prep(*s) for s in sets]
+            except Exception as ex:  # a peer that cannot build the case's objects: say so, go on
+                emit(dict(rec, error=f"{type(ex).__name__}: {ex}"[:400]))
+                return
+            sets = [b[0] for b in built]
+            rec.update(built[0][1])
         if kind == "outs":
             rec["shape"] = [int(d) for d in arrays[0].shape]
         v = variant or VARIANTS.get(sysobj.name, {}).get(impl_key) or COMP_VARIANTS.get(sysobj.name, {}).get(impl_key)
@@ -503,6 +517,15 @@ def run_system(sysobj, mods, data, opt):
             case(cid, n, None, arrays, extra_args, nbytes, impl=(comps[cid], "outs"),
                  variant=getattr(comps[cid], "form", None) or COMP_VARIANTS.get(sysobj.name, {}).get(cid))
 
+    forms = spmv_forms(sysobj.name, mods)
+    for cid, n, arrays, nbytes, shape in data.get("spmv", []):
+        form = forms.get("gather" if cid == "gather_all" else "spmv")
+        if form:
+            prep, fn, kind, variant = form
+            case(cid, n, None, arrays, (), nbytes, impl=(fn, kind), variant=variant,
+                 prep=functools.partial(prep, shape=shape) if prep else None,
+                 fields={"nrows": shape[0], "ncols": shape[1]})
+
     if wanted("overhead") and data["gpu"] and not sysobj.jit and sysobj.name != "numpy":
         xs = conv(x[:1024])
         calls = opt.calls
@@ -526,6 +549,8 @@ def parse_args():
     ap.add_argument("--short-rows", type=int, default=1 << 25)
     ap.add_argument("--short-cols", type=int, default=8)
     ap.add_argument("--cube", default="1024,512,512", help="D0,D1,D2 of the 3-D composition")
+    ap.add_argument("--spmv-log2nnz", type=int, default=26, help="the sparse matrices' scale (redjit_bench.c's header)")
+    ap.add_argument("--spmv-grid", type=int, default=4096, help="the 2-D Poisson matrix's grid side")
     ap.add_argument("--reps", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--budget-ms", type=float, default=2000)
@@ -605,8 +630,9 @@ def import_peers(systems, cfg, cpu):
     return mods
 
 
-def build_inputs(xp, opt):
-    """The arrays of bench_data.h (every f32 case reads a prefix of x, as in the C programs)."""
+def build_inputs(xp, opt, sparse):
+    """The arrays of bench_data.h (every f32 case reads a prefix of x, as in the C programs); with
+    sparse, the sparse cases' matrices asked for (peers_spmv.py)."""
     N, NS = 1 << opt.log2n, 1 << opt.log2s
     NX = max([N, NS, opt.rows * opt.cols, opt.short_rows * opt.short_cols, math.prod(opt.cube)] +
              [1 << c for c in opt.curve])
@@ -620,6 +646,8 @@ def build_inputs(xp, opt):
         data["ptr"][lay] = xp.asarray(p)
         data["seg"][lay] = xp.asarray(seg)
         data["lens"][lay] = xp.asarray(lens)
+    if sparse and spmv_wanted(opt.cases):
+        data["spmv"] = spmv_inputs(xp, opt, bd_hash, gen, data["ptr"]["rand"])
     return data
 
 
@@ -681,7 +709,9 @@ def main():
 
     t0 = time.perf_counter()
     xp = cp if cp is not None and not opt.numpy_check else np
-    data = build_inputs(xp, opt)
+    # the sparse matrices where a system that runs them is there (not in JAX's process)
+    sparse = opt.numpy_check or any(spmv_forms(s.name, mods) for s, _ in peers)
+    data = build_inputs(xp, opt, sparse)
     data["gpu"] = not opt.numpy_check
     if xp is not np:
         cp.cuda.Device().synchronize()

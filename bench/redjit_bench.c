@@ -7,7 +7,7 @@
  *   redjit_bench [--log2n 28] [--curve 10,20,24,26,28,30] [--log2s 26] [--rows 16384 --cols 16384]
  *                [--short-rows 33554432 --short-cols 8] [--reps 50] [--warmup 5] [--budget-ms 2000]
  *                [--calls 100000] [--cases id,id,...] [--strategies auto,tree,...] [--no-jit] [--held]
- *                [--cube 1024,512,512] [--comp-strategies auto]
+ *                [--cube 1024,512,512] [--comp-strategies auto] [--spmv-log2nnz 26] [--spmv-grid 4096]
  *
  * Timing: the expression runs on a stream of ours with RED_RESULTS_DEVICE, so red_run returns
  * once its work is queued; events recorded on that stream before and after the call measure the
@@ -24,6 +24,14 @@
  * run under --comp-strategies only (default auto), and their records carry every result's
  * checksums ("outs"), the plan's pass count and the first run of the expression in a fresh
  * context ("cold_ms").  --cube gives the shape of the 3-D case.
+ *
+ * The sparse cases (ids spmv_*: sum(v[k]*x[col[k]]) over k in ptr[r]..ptr[r+1], a CSR matrix times
+ * a vector, the result an array of nrows; gather_all: the same products summed whole) run under
+ * every strategy like the single reductions, and their records carry nrows and ncols.  Their
+ * matrices (bench_data.h) scale with --spmv-log2nnz L: 2^(L-5) rows of 32 and as many power-law
+ * rows, 2^(L-1) rows of 1..3, random columns over 2^(L-4); spmv_rand and gather_all take the layout
+ * rand over 2^--log2s values; the 2-D Poisson matrix has --spmv-grid G squared rows.  Their inputs
+ * are built only where one of them is asked for.
  *
  * The CUDA driver is loaded with dlopen through the library's src/gpu/cu_api.h, so this
  * builds without CUDA headers; without a GPU it prints a notice and exits 0.
@@ -93,8 +101,10 @@ static struct {
     int jit, held;
     const char *comp_strategies;
     long long cube[3];
+    int spmv_log2nnz;
+    long long spmv_grid;
 } opt = {28, 26, 50, 5, 16384, 16384, 1LL << 25, 8, 100000, 2000, {10, 20, 24, 26, 28, 30}, 6, NULL,
-         "auto,tree,sequential,persistent,segmented", 1, 0, "auto", {1024, 512, 512}};
+         "auto,tree,sequential,persistent,segmented", 1, 0, "auto", {1024, 512, 512}, 26, 4096};
 
 static int in_list(const char *list, const char *name)
 {
@@ -107,12 +117,13 @@ static int in_list(const char *list, const char *name)
 
 /* ---- device inputs ------------------------------------------------------------------------ */
 
-enum { G_F32, G_F64, G_I32 };
+/* G_COL, G_COL64: the random columns bd_col(k, ncols), as int32 or int64 */
+enum { G_F32, G_F64, G_I32, G_COL, G_COL64 };
 
-/* Device array of n elements of generator `g`, built on the host in chunks. */
-static CUdeviceptr make_array(int g, int64_t n, uint32_t seed)
+/* Device array of n elements of generator `g`, built on the host in chunks (ncols: G_COL's). */
+static CUdeviceptr make_gen(int g, int64_t n, uint32_t seed, uint32_t ncols)
 {
-    size_t esz = g == G_F64 ? 8 : 4;
+    size_t esz = g == G_F64 || g == G_COL64 ? 8 : 4;
     CUdeviceptr d;
     if (cpu_mode) {
         void *p = malloc((size_t)n * esz);
@@ -130,6 +141,8 @@ static CUdeviceptr make_array(int g, int64_t n, uint32_t seed)
             uint64_t k = (uint64_t)(c0 + i);
             if (g == G_F32) ((float *)h)[i] = bd_f32(k, seed);
             else if (g == G_F64) ((double *)h)[i] = bd_f64(k, seed);
+            else if (g == G_COL) ((int32_t *)h)[i] = (int32_t)bd_col(k, ncols);
+            else if (g == G_COL64) ((int64_t *)h)[i] = bd_col(k, ncols);
             else ((int32_t *)h)[i] = bd_i32(k, seed);
         }
         if (cpu_mode) memcpy((char *)(uintptr_t)d + c0 * esz, h, (size_t)m * esz);
@@ -137,6 +150,11 @@ static CUdeviceptr make_array(int g, int64_t n, uint32_t seed)
     }
     free(h);
     return d;
+}
+
+static CUdeviceptr make_array(int g, int64_t n, uint32_t seed)
+{
+    return make_gen(g, n, seed, 0);
 }
 
 static CUdeviceptr upload(const void *h, size_t bytes)
@@ -174,8 +192,9 @@ typedef struct bench_case {
     double bytes;     /* bytes that must be read */
     int kind;
     int comp;         /* a composition case: --comp-strategies, a cold first run, "outs" */
+    int64_t nrows, ncols;   /* a sparse matrix's shape (spmv_*; gather_all: ncols alone), else 0 */
     int nb;
-    bind_spec b[2];
+    bind_spec b[4];
 } bench_case;
 
 static bench_case cases[64];
@@ -362,6 +381,7 @@ static void print_head(const bench_case *c, const char *system)
 {
     printf("{\"case\": \"%s\", \"n\": %lld, \"system\": \"%s\", \"bytes\": %.0f", c->id, (long long)c->n, system,
            c->bytes);
+    if (c->ncols) printf(", \"nrows\": %lld, \"ncols\": %lld", (long long)c->nrows, (long long)c->ncols);
     if (opt.held) printf(", \"held\": 1");
 }
 
@@ -804,6 +824,125 @@ static void add_compositions(CUdeviceptr x, CUdeviceptr seg, int64_t ns)
     add_bind3(c, "A", RED_F32, x, opt.cube[0], opt.cube[1], opt.cube[2]);
 }
 
+/* ---- the sparse cases ---------------------------------------------------------------------- */
+
+#define SPMV_TEXT "sum(v[k]*x[col[k]]) over k in ptr[r]..ptr[r+1]"
+
+/* the sparse inputs' device arrays, freed at the end */
+static CUdeviceptr sparse_mem[16];
+static int nsparse_mem;
+
+static CUdeviceptr keep(CUdeviceptr d)
+{
+    sparse_mem[nsparse_mem++] = d;
+    return d;
+}
+
+static int64_t max64(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+
+/* A CSR matrix times a vector: v and col of nnz, ptr of nrows + 1, x of ncols; the bytes are each
+ * input once and the result written. */
+static void add_matrix(const char *id, CUdeviceptr v, CUdeviceptr col, red_dtype col_dtype, CUdeviceptr ptr,
+                       CUdeviceptr x, int64_t nrows, int64_t nnz, int64_t ncols)
+{
+    bench_case *c = add_case(id, SPMV_TEXT, nnz, K_ARRAY);
+    add_bind(c, "v", RED_F32, v, nnz, 0);
+    add_bind(c, "col", col_dtype, col, nnz, 0);
+    add_bind(c, "ptr", RED_I32, ptr, nrows + 1, 0);
+    add_bind(c, "x", RED_F32, x, ncols, 0);
+    c->bytes += (double)nrows * 4;
+    c->nrows = nrows;
+    c->ncols = ncols;
+}
+
+/* The G x G Poisson matrix's offsets and columns, on the host; returns its nonzero count. */
+static int64_t poisson_host(int64_t g, int32_t **ptr_out, int32_t **col_out)
+{
+    int64_t n = g * g, cols[5];
+    int32_t *ptr = malloc((size_t)(n + 1) * 4);
+    if (!ptr) die("out of memory");
+    ptr[0] = 0;
+    for (int64_t r = 0; r < n; r++) ptr[r + 1] = ptr[r] + bd_poisson_row(r, g, cols);
+    int32_t *col = malloc((size_t)ptr[n] * 4);
+    if (!col) die("out of memory");
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < n; r++) {
+        int64_t rc[5];
+        int m = bd_poisson_row(r, g, rc);
+        for (int i = 0; i < m; i++) col[ptr[r] + i] = (int32_t)rc[i];
+    }
+    *ptr_out = ptr;
+    *col_out = col;
+    return ptr[n];
+}
+
+static CUdeviceptr upload_i32(int32_t *h, int64_t n)
+{
+    CUdeviceptr d = keep(upload(h, (size_t)n * 4));
+    free(h);
+    return d;
+}
+
+/* The SpMV cases, in table order, over the matrices of bench_data.h (those asked for): values,
+ * vector and random columns are prefixes of one array each, so they are built once at the largest
+ * size; spmv_rand and gather_all take layout rand's offsets (rand_ptr, over ns values). */
+static void add_sparse(CUdeviceptr rand_ptr, int64_t rand_rows, int64_t ns)
+{
+    static const struct {
+        const char *id;
+        int rule, shift;   /* 2^(L - shift) rows */
+    } ruled[3] = {{"spmv_r32", BD_ROWS_R32, 5}, {"spmv_power", BD_ROWS_POWER, 5}, {"spmv_len13", BD_ROWS_LEN13, 1}};
+    int L = opt.spmv_log2nnz;
+    int64_t ncols = (int64_t)1 << (L - 4), g = opt.spmv_grid, rows[3] = {0}, nnz[3] = {0};
+    int32_t *ptr_h[3] = {NULL};
+    int64_t nv = 0, ncol = 0;
+    double t0 = now_ms();
+    for (int i = 0; i < 3; i++) {
+        if (!in_list(opt.cases, ruled[i].id)) continue;
+        rows[i] = (int64_t)1 << (L - ruled[i].shift);
+        if (!(ptr_h[i] = malloc((size_t)(rows[i] + 1) * 4))) die("out of memory");
+        if ((nnz[i] = bd_row_offsets(ruled[i].rule, rows[i], ptr_h[i])) < 0)
+            die("%s: more than 2^31 - 1 nonzeros (--spmv-log2nnz)", ruled[i].id);
+        nv = ncol = max64(ncol, nnz[i]);
+    }
+    int want_rand = in_list(opt.cases, "spmv_rand") || in_list(opt.cases, "gather_all");
+    int want_i64 = in_list(opt.cases, "spmv_rand_i64"), want_poisson = in_list(opt.cases, "spmv_poisson");
+    if (want_rand) ncol = max64(ncol, ns);
+    if (want_rand || want_i64) nv = max64(nv, ns);
+    int32_t *pptr = NULL, *pcol = NULL;
+    int64_t pnnz = want_poisson ? poisson_host(g, &pptr, &pcol) : 0;
+    nv = max64(nv, pnnz);
+    if (!nv) return;   /* none asked for */
+
+    CUdeviceptr v = keep(make_array(G_F32, nv, BD_SEED_SPV));
+    CUdeviceptr x = keep(make_array(G_F32, max64(ncols, want_poisson ? g * g : 0), BD_SEED_SPX));
+    CUdeviceptr col = ncol ? keep(make_gen(G_COL, ncol, 0, (uint32_t)ncols)) : 0;
+    if (ptr_h[0]) add_matrix("spmv_r32", v, col, RED_I32, upload_i32(ptr_h[0], rows[0] + 1), x, rows[0], nnz[0], ncols);
+    if (in_list(opt.cases, "spmv_rand")) add_matrix("spmv_rand", v, col, RED_I32, rand_ptr, x, rand_rows, ns, ncols);
+    if (want_i64)
+        add_matrix("spmv_rand_i64", v, keep(make_gen(G_COL64, ns, 0, (uint32_t)ncols)), RED_I64, rand_ptr, x,
+                   rand_rows, ns, ncols);
+    if (want_poisson)
+        add_matrix("spmv_poisson", v, upload_i32(pcol, pnnz), RED_I32, upload_i32(pptr, g * g + 1), x, g * g, pnnz,
+                   g * g);
+    for (int i = 1; i < 3; i++)
+        if (ptr_h[i])
+            add_matrix(ruled[i].id, v, col, RED_I32, upload_i32(ptr_h[i], rows[i] + 1), x, rows[i], nnz[i], ncols);
+    if (in_list(opt.cases, "gather_all")) {
+        bench_case *c = add_case("gather_all", "sum(v[k]*x[col[k]])", ns, K_SCALAR);
+        add_bind(c, "v", RED_F32, v, ns, 0);
+        add_bind(c, "col", RED_I32, col, ns, 0);
+        add_bind(c, "x", RED_F32, x, ncols, 0);
+        c->ncols = ncols;
+    }
+    if (!cpu_mode) cu_check(cu.CtxSynchronize(), "cuCtxSynchronize");
+    fprintf(stderr, "redjit_bench: sparse inputs ready in %.1f s (values: %lld, vector: %lld)\n",
+            (now_ms() - t0) * 1e-3, (long long)nv, (long long)max64(ncols, want_poisson ? g * g : 0));
+}
+
 static void parse_options(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -834,9 +973,13 @@ static void parse_options(int argc, char **argv)
         else if (!strcmp(k, "--strategies")) opt.strategies = v;
         else if (!strcmp(k, "--comp-strategies")) opt.comp_strategies = v;
         else if (!strcmp(k, "--cube")) parse_cube(v);
+        else if (!strcmp(k, "--spmv-log2nnz")) opt.spmv_log2nnz = atoi(v);
+        else if (!strcmp(k, "--spmv-grid")) opt.spmv_grid = atoll(v);
         else die("unknown option %s (see the comment at the top of bench/redjit_bench.c)", k);
     }
     if (opt.reps < 1 || opt.warmup < 0 || opt.calls < 1) die("bad --reps, --warmup or --calls");
+    if (opt.spmv_log2nnz < 6 || opt.spmv_log2nnz > 30 || opt.spmv_grid < 2 || opt.spmv_grid > 20000)
+        die("--spmv-log2nnz takes 6..30 and --spmv-grid 2..20000");
 }
 
 int main(int argc, char **argv)
@@ -959,6 +1102,7 @@ int main(int argc, char **argv)
         add_bind(c, "B", RED_F32, bf, opt.rows, opt.cols);
     }
     add_compositions(x, key_d[BD_LAYOUT_RAND], NS);
+    add_sparse(ptr_d[BD_LAYOUT_RAND], nseg[BD_LAYOUT_RAND], NS);
 
     printf("{\"case\": \"config\", \"system\": \"redjit\", \"version\": \"%s\", \"reps\": %d, \"warmup\": %d, "
            "\"budget_ms\": %.0f}\n", red_version_string(), opt.reps, opt.warmup, opt.budget_ms);
@@ -979,6 +1123,9 @@ int main(int argc, char **argv)
     for (int i = 0; i < 4 + 2 * BD_NLAYOUTS; i++)
         if (cpu_mode) free((void *)(uintptr_t)all[i]);
         else cu.MemFree(all[i]);
+    for (int i = 0; i < nsparse_mem; i++)
+        if (cpu_mode) free((void *)(uintptr_t)sparse_mem[i]);
+        else cu.MemFree(sparse_mem[i]);
     red_cache_clear(ctx);
     red_close(ctx);
     rmdir(cachedir);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run.sh -- the GPU benchmark in one command, on the GPU machine, from anywhere in the checkout:
 #
-#   bench/run.sh [--quick] [--cases id,id,...] [compositions]
+#   bench/run.sh [--quick] [--cases id,id,...] [compositions | sparse]
 #
 # Builds redjit and bench/redjit_bench (CMake, Release, build-bench/) and bench/cub_bench.cu (nvcc,
 # in parallel), runs cub_bench, redjit_bench and peers.py (CuPy, PyTorch and torch.compile in one
@@ -9,7 +9,9 @@
 # bench/report.py: the table on stdout, bench/RESULTS.md and bench/bandwidth.png.
 # `compositions` (or BENCH_ONLY=compositions): only the composition cases (comp_*), redjit against
 # the Python peers, without CUB, the held runs and the per-call figures; the table goes to
-# $OUT/bench/RESULTS-compositions.md unless BENCH_RESULTS names a file.
+# $OUT/bench/RESULTS-compositions.md unless BENCH_RESULTS names a file.  `sparse` (or
+# BENCH_ONLY=sparse) likewise: only the sparse cases (spmv_*, gather_all), redjit under every
+# strategy against cuSPARSE through CuPy and PyTorch; $OUT/bench/RESULTS-sparse.md.
 # The JSON lines, logs and copies of RESULTS.md and the image go to $OUT/bench (or build-bench/out).
 # --quick: small sizes and few runs, a smoke test (under two minutes with the build), not a
 # measurement.  BENCH_RESULTS (default bench/RESULTS.md) and BENCH_PNG (bench/bandwidth.png) name
@@ -29,23 +31,26 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
     --cases) cases=(--cases "$2"); shift ;;
-    compositions) only=compositions ;;
-    *) echo "usage: bench/run.sh [--quick] [--cases id,id,...] [compositions]" >&2; exit 2 ;;
+    compositions|sparse) only=$1 ;;
+    *) echo "usage: bench/run.sh [--quick] [--cases id,id,...] [compositions | sparse]" >&2; exit 2 ;;
   esac
   shift
 done
 case "$only" in
-  ''|compositions) ;;
-  *) echo "bench/run.sh: BENCH_ONLY may be 'compositions' or empty, not '$only'" >&2; exit 2 ;;
+  ''|compositions|sparse) ;;
+  *) echo "bench/run.sh: BENCH_ONLY may be 'compositions', 'sparse' or empty, not '$only'" >&2; exit 2 ;;
 esac
 comp_ids=comp_rowstats,comp_lse,comp_softmax,comp_cssq,comp_segstats,comp_3d
+spmv_ids=spmv_r32,spmv_rand,spmv_rand_i64,spmv_poisson,spmv_power,spmv_len13,gather_all
 
 build="build-bench"
 out=${OUT:-$PWD/$build/out}/bench
-if [ "$only" = compositions ]; then   # never over the full run's table and image
-  results=${BENCH_RESULTS:-$out/RESULTS-compositions.md}
-  png=${BENCH_PNG:-$out/bandwidth-compositions.png}
-  [ ${#cases[@]} -eq 0 ] && cases=(--cases "$comp_ids")
+if [ -n "$only" ]; then   # never over the full run's table and image
+  results=${BENCH_RESULTS:-$out/RESULTS-$only.md}
+  png=${BENCH_PNG:-$out/bandwidth-$only.png}
+  if [ ${#cases[@]} -eq 0 ]; then
+    [ "$only" = compositions ] && cases=(--cases "$comp_ids") || cases=(--cases "$spmv_ids")
+  fi
 else
   results=${BENCH_RESULTS:-bench/RESULTS.md}
   png=${BENCH_PNG:-bench/bandwidth.png}
@@ -60,19 +65,26 @@ if [ $quick = 1 ]; then
   sizes=(--log2n 24 --curve 10,16,20,24 --log2s 22 --rows 4096 --cols 4096 --short-rows 2097152 --short-cols 8
          --reps 10 --warmup 2 --budget-ms 300)
   cube=(--cube 256,256,256)
+  spmv=(--spmv-log2nnz 22 --spmv-grid 1024)     # some 2^22 nonzeros a matrix
   calls_c=10000; calls_py=5000
   t_cub=90; t_redjit=120; t_peers=200; t_jax=120; jit_budget=60
 else
   sizes=(--log2n 28 --curve 10,16,20,22,24,26,28,30 --log2s 26 --rows 16384 --cols 16384
          --short-rows 33554432 --short-cols 8 --reps 50 --warmup 5 --budget-ms 2000)
   cube=(--cube 1024,512,512)
+  spmv=(--spmv-log2nnz 26 --spmv-grid 4096)     # 2^21 rows of 32, 2^24 Poisson rows, 2^25 rows of 1..3
   calls_c=100000; calls_py=20000
   t_cub=150; t_redjit=330; t_peers=330; t_jax=150; jit_budget=120
 fi
-if [ "$only" = compositions ]; then   # the curve serves sum(x) alone: no 2^30 input to build
+if [ -n "$only" ]; then   # the curve serves sum(x) alone: no 2^30 input to build
   for i in "${!sizes[@]}"; do
     [ "${sizes[i]}" = --curve ] && sizes[i+1]=${sizes[1]}    # sizes[1]: --log2n's value
   done
+fi
+if [ "$only" = sparse ]; then   # of the dense inputs the sparse cases read only layout rand's offsets
+  sizes+=(--log2n 20 --curve 20 --rows 1024 --cols 1024 --short-rows 1024)
+  # shellcheck disable=SC2054  # the commas are inside an option value
+  cube=(--cube 64,64,64)
 fi
 
 # a step's time limit: its own, or what is left of the budget (keeping 20 s for the report)
@@ -90,7 +102,7 @@ cat "$out/gpu.txt"
 cub=$build/cub_bench
 nvcc_pid=
 if [ -n "$only" ]; then
-  echo "compositions only: no cub_bench (CUB has no form of them)"
+  echo "$only only: no cub_bench (CUB has no form of them)"
 elif [ -x "$cub" ] && [ "$cub" -nt bench/cub_bench.cu ] && [ "$cub" -nt bench/bench_data.h ]; then
   echo "cub_bench is up to date"
 else
@@ -137,16 +149,21 @@ if [ -z "$only" ] && [ -x "$cub" ]; then
   run_step cub "$(limit $t_cub)" "$cub" "${sizes[@]}" --calls $calls_c "${cases[@]}"
 fi
 if [ -x "$build/bench/redjit_bench" ]; then
-  run_step redjit "$(limit $t_redjit)" "$build/bench/redjit_bench" "${sizes[@]}" "${cube[@]}" --calls $calls_c \
-    "${cases[@]}"
+  run_step redjit "$(limit $t_redjit)" "$build/bench/redjit_bench" "${sizes[@]}" "${cube[@]}" "${spmv[@]}" \
+    --calls $calls_c "${cases[@]}"
 fi
 # the Python peers: CuPy, PyTorch and torch.compile in one process, JAX in a second one (its CUDA
 # libraries apart from PyTorch's); a peer that does not import or compile is left out, with the
 # reason on stderr, which is shown here
-run_step peers "$(limit $t_peers)" "$py" bench/peers.py "${sizes[@]}" "${cube[@]}" --calls $calls_py "${cases[@]}" \
-  --systems cupy,torch,torch_compile --jit-budget-s $jit_budget
-XLA_PYTHON_CLIENT_PREALLOCATE=false run_step peers_jax "$(limit $t_jax)" "$py" bench/peers.py "${sizes[@]}" \
-  "${cube[@]}" --calls $calls_py "${cases[@]}" --systems jax --jit-budget-s $jit_budget
+# (the sparse cases alone: neither JIT compiler runs them, so no torch.compile and no JAX process)
+systems=cupy,torch,torch_compile
+[ "$only" = sparse ] && systems=cupy,torch
+run_step peers "$(limit $t_peers)" "$py" bench/peers.py "${sizes[@]}" "${cube[@]}" "${spmv[@]}" --calls $calls_py \
+  "${cases[@]}" --systems $systems --jit-budget-s $jit_budget
+if [ "$only" != sparse ]; then
+  XLA_PYTHON_CLIENT_PREALLOCATE=false run_step peers_jax "$(limit $t_jax)" "$py" bench/peers.py "${sizes[@]}" \
+    "${cube[@]}" "${spmv[@]}" --calls $calls_py "${cases[@]}" --systems jax --jit-budget-s $jit_budget
+fi
 grep -h -e "left out" -e "skipped" -e "from_dlpack failed" "$out/peers.err" "$out/peers_jax.err" 2>/dev/null |
   sed 's/^/  /'
 # sum(x) f32 over the curve and two cases short of their targets again, CUB and redjit each with
