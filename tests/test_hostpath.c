@@ -426,8 +426,9 @@ static void test_key_vec_choice(red_ctx *ctx)
 
 /* CSR rows take rj_seg1a where they average 8 elements or more and every
  * array the fold loads at the ranged index has stride 1 and starts on 16
- * bytes; rj_seg1s where those arrays have stride 1 otherwise; rj_seg1 where
- * not.  The average is the element count the stand-in's rj_count "writes"
+ * bytes; rj_seg1s where those arrays have stride 1 otherwise; else the merge
+ * path (rj_segm, rj_segmf) from an average of 8 where the fold does not read
+ * the row index, and rj_seg1 where it does or the rows are shorter.  The average is the element count the stand-in's rj_count "writes"
  * (0 where it writes none). */
 static void test_csr_choice(red_ctx *ctx)
 {
@@ -447,7 +448,10 @@ static void test_csr_choice(red_ctx *ctx)
         {"sum(x[k]) over k in ptr[r]..ptr[r+1]", 0, 1, 10, "rj_seg1a"},       /* longer rows */
         {"max(x[k]) over k in ptr[r]..ptr[r+1]", 0, 1, 7, "rj_seg1s"},        /* (another plan: counted anew) */
         {"sum(x[k]) over k in ptr[r]..ptr[r+1]", 1, 1, 10, "rj_seg1s"},       /* off 16 bytes */
-        {"sum(x[k]) over k in ptr[r]..ptr[r+1]", 0, 2, 10, "rj_seg1"},        /* strided */
+        {"sum(x[k]) over k in ptr[r]..ptr[r+1]", 0, 2, 10, "rj_segmf"},       /* strided: the merge path */
+        /* (strided, so that each is counted anew: the plans of cases 4 and 5 with other arrays) */
+        {"sum(x[k] * x[k+1]) over k in ptr[r]..ptr[r+1]", 0, 2, 10, "rj_segmf"}, /* (its fix-up kernel last) */
+        {"sum(x[k] * r) over k in ptr[r]..ptr[r+1]", 0, 2, 10, "rj_seg1"},     /* the row index: no merge path */
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         red_binding b[2] = {{"x", {0}}, {"ptr", {0}}};

@@ -140,7 +140,7 @@ static void emit_cast(gen *g, const ir *x)
 
 /* The index of a subscript `v` or `v + c` (c a constant, stored in *c), or
  * NULL for any other subscript. */
-static const ir *index_plus_const(const ir *s, int64_t *c)
+const ir *cg_index_plus_const(const ir *s, int64_t *c)
 {
     *c = 0;
     if (s->kind == IR_OP && s->op == OP_ADD && s->args[1]->kind == IR_CONST && s->args[0]->kind == IR_INDEX) {
@@ -155,7 +155,7 @@ static const ir *index_plus_const(const ir *s, int64_t *c)
  * elements it runs over [lo[v] + c, lo[v] + c + sz[v]). */
 int cg_ranged_subscript(const gen *g, const ir *s, int *v, int64_t *c)
 {
-    s = index_plus_const(s, c);
+    s = cg_index_plus_const(s, c);
     if (!s) return 0;
     for (int d = 0; d < g->ps->nred; d++)
         if (g->ps->red[d] == s->slot && g->p->vars[s->slot].lo) {
@@ -176,7 +176,7 @@ int cg_proven_in_range(gen *g, const ir *x, int d)
     int64_t c;
     int rv;
     if (g->hoisted && g->in_elem && cg_ranged_subscript(g, x->args[d], &rv, &c)) return 1;
-    const ir *s = index_plus_const(x->args[d], &c);
+    const ir *s = cg_index_plus_const(x->args[d], &c);
     if (!s) return 0;
     const plan_var *v = &g->p->vars[s->slot];
     if (v->lo || v->key_pass >= 0) return 0;

@@ -43,6 +43,8 @@ static const struct {
     {"rj_splitb", "RJ_ENTRY rj_splitb(Params P) { rj_split_blocks(P); }\n"},
     {"rj_splitf", "RJ_ENTRY rj_splitf(Params P) { rj_split_final(P); }\n"},
     {"rj_splitbv", "RJ_ENTRY rj_splitbv(Params P) { rj_split_blocks_vec(P); }\n"},
+    {"rj_segm", "RJ_ENTRY rj_segm(Params P) { rj_merge_rows(P); }\n"},
+    {"rj_segmf", "RJ_ENTRY rj_segmf(Params P) { rj_merge_fix(P); }\n"},
 };
 
 static const char *const group_entries[CG_NGROUPS] = {   /* names, each NUL-terminated */
@@ -68,6 +70,7 @@ static const char *const group_entries[CG_NGROUPS] = {   /* names, each NUL-term
     [CG_G_SEG1S] = "rj_seg1s\0",
     [CG_G_SEGNV] = "rj_segnv\0",
     [CG_G_SPLITBV] = "rj_splitbv\0rj_splitf\0",
+    [CG_G_SEGM] = "rj_segm\0rj_segmf\0",
 };
 
 int cg_group_has(int group, const char *entry)
@@ -96,6 +99,7 @@ int cg_group_usable(int group, const cg_kernel *k)
         group == CG_G_SPLITBV)
         return k->vec > 0 && kind == CG_PARTIAL && !k->rvec;
     if (group == CG_G_SEG1A || group == CG_G_SEG1S) return k->rvec;
+    if (group == CG_G_SEGM) return k->merge;
     if (group == CG_G_KSORTEDV) return k->vec > 0 && kind == CG_KEYED;
     if (group == CG_G_KSORTED || group == CG_G_KOFFS || group == CG_G_KPRIV) return kind == CG_KEYED;
     if (group == CG_G_SPLIT1 || group == CG_G_SPLITB) return kind == CG_PARTIAL || kind == CG_KEYED;

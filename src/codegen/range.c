@@ -33,6 +33,54 @@ static void emit_range_checks(gen *g, const ir *x)
     }
 }
 
+/* x with its conversions taken off: the load under them, or NULL. */
+static const ir *under_casts(const ir *x)
+{
+    while (x->kind == IR_CAST) x = x->args[0];
+    return x->kind == IR_LOAD && x->slot >= 0 && x->nargs == 1 ? x : NULL;
+}
+
+/* Whether lo and hi are the same conversions of loads of one 1-D array at
+ * `r + c` and `r + c + 1`, r the pass's free index: row o's range ends where
+ * row o + 1's begins (CSR offsets, `ptr[r]..ptr[r+1]`). */
+static int csr_bounds(const gen *g, const ir *lo, const ir *hi)
+{
+    for (; lo->kind == IR_CAST || hi->kind == IR_CAST; lo = lo->args[0], hi = hi->args[0])
+        if (lo->kind != hi->kind || lo->type != hi->type) return 0;
+    const ir *a = under_casts(lo), *b = under_casts(hi);
+    if (!a || !b || a != lo || b != hi || a->slot != b->slot) return 0;
+    int64_t ca, cb;
+    const ir *ia = cg_index_plus_const(a->args[0], &ca), *ib = cg_index_plus_const(b->args[0], &cb);
+    return ia && ib && ia->slot == g->ps->free[0] && ib->slot == ia->slot && cb == ca + 1;
+}
+
+/* Does x read the pass's free index? */
+static int reads_free(const plan_pass *ps, const ir *x)
+{
+    if (x->kind == IR_INDEX && x->slot == ps->free[0]) return 1;
+    for (int i = 0; i < x->nargs; i++)
+        if (reads_free(ps, x->args[i])) return 1;
+    return 0;
+}
+
+/* A candidate for rj_segm (rj_segment.cuh, the merge path over CSR rows): one
+ * output index r, one reduced index over `ptr[r]..ptr[r+1]` (csr_bounds),
+ * no keys, an element code that does not read r (rj_segm evaluates elements
+ * before it knows their rows), no epilogue, and an accumulator small enough
+ * for a tile of them in shared memory.  The runtime checks that the offsets
+ * never decrease and fall back to a thread a row where they do. */
+static int merge_pass(const gen *g)
+{
+    const plan_pass *ps = g->ps;
+    if (g->k->kind != CG_PARTIAL || ps->nfree != 1 || ps->nred != 1 || ps->key || g->k->acc_size > 64) return 0;
+    const plan_var *pv = &g->p->vars[ps->red[0]];
+    if (!pv->lo || !csr_bounds(g, pv->lo, pv->hi)) return 0;
+    for (int q = 0; q < ps->nreds; q++)
+        for (int c = 0; c < ps->reds[q].ncomp; c++)
+            if (reads_free(ps, ps->reds[q].map[c])) return 0;
+    return 1;
+}
+
 /* out_range: the domain of output o; lo[d], sz[d] per reduced index, and for
  * keyed passes lo[RJ_NRED] = the segment's first linear position.  Partial
  * passes check ranged subscripts here (g->hoisted, emit_range_checks). */
@@ -50,6 +98,7 @@ void cg_emit_out_range(gen *g)
      * rather than out_range's, nor keyed ones */
     g->hoisted = ranged && g->k->kind == CG_PARTIAL;
     if (ranged) cg_emit_free_vars(g, "o");
+    g->k->merge = merge_pass(g) && !cg_epilogue_kind(p, g->pi);
     util_buf_puts(o, "    long long cnt = 1;\n");
     for (int d = 0; d < ps->nred; d++) {
         const plan_var *pv = &p->vars[ps->red[d]];
@@ -63,8 +112,10 @@ void cg_emit_out_range(gen *g)
             /* an extent past 2^40 (a stray bound) is a fault, reported
              * like an index error, rather than a loop for days */
             util_buf_printf(o, "; sz[%d] = h > lo[%d] ? (long long)((unsigned long long)h - (unsigned long long)lo[%d]) : 0; "
-                               "if ((unsigned long long)sz[%d] > (1ull << 40)) { rj_fault(P, %d, %d, %d, h); sz[%d] = 0; } }\n",
-                            d, d, d, d, RED_ERR_LIMIT, g->pi, d, d);
+                               "if ((unsigned long long)sz[%d] > (1ull << 40)) { rj_fault(P, %d, %d, %d, h); sz[%d] = 0; }%s }\n",
+                            d, d, d, d, RED_ERR_LIMIT, g->pi, d, d,
+                            /* rj_segm's test of the offsets: the raw end */
+                            g->k->merge ? " sz[RJ_NRED] = h;" : "");
         } else {
             util_buf_printf(o, "    lo[%d] = P.v[%d]; sz[%d] = P.v[%d];\n", d, g->k->lay.var_lo[ps->red[d]], d,
                             g->k->lay.var_sz[ps->red[d]]);

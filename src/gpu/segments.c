@@ -119,6 +119,32 @@ static int epilogue_on(run_ctx *r, pass_entry *e, int k)
     return (k == GPU_E_SEGBV || k == GPU_E_SEG32V || k == GPU_E_SEGNV) && epi_vec_ok(r, e) ? 2 : 1;
 }
 
+/* CSR rows along the merge path (cg_kernel.merge): rj_segm on a grid of resident blocks,
+ * each an equal share of rows and elements, leaving each block's first and last rows' parts
+ * (two records a block), then rj_segmf, which ends the rows that cross blocks, or runs every
+ * row by itself where rj_segm raised its flag (offsets it could not follow). */
+static int run_merge(run_ctx *r, pass_entry *e, long long nout)
+{
+    gpu_dev *g = r->g;
+    util_diag *diag = r->diag;
+    long long *P = r->params;
+    long long grid;
+    int rc = gpu_occupancy_grid(r, e, GPU_E_SEGM, &grid);
+    if (rc) return rc;
+    size_t rec = 16 + ((size_t)e->k.acc_size + 15) / 16 * 16;   /* rj_mrec, generously aligned */
+    CUdeviceptr part;
+    rc = gpu_run_get(r, 2 * (size_t)grid * rec, &part, 1);
+    if (rc) return rc;
+    P[RJ_PARTIALS] = (long long)part;
+    P[RJ_NBLK] = grid;
+    CU(g->cu.MemsetD8Async(r->ws + RJ_WS_MFLAG, 0, 8, r->s), "cuMemsetD8Async");
+    rc = gpu_launch(r, e, GPU_E_SEGM, grid);
+    if (rc) return rc;
+    long long fix = cdiv(nout, BLOCK);   /* the fallback's thread a row, else a thread a block */
+    if (fix > (long long)g->nsm * 8) fix = (long long)g->nsm * 8;
+    return gpu_launch(r, e, GPU_E_SEGMF, fix);
+}
+
 /* Segments: one reduction per output (partial reductions, sorted keys).
  * `total` is the elements of all outputs' domains, or -1 when ranges make
  * it unknown.  Forced strategies pick the kernel: tree a block per output,
@@ -139,6 +165,9 @@ int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total,
     case RED_STRATEGY_SEQUENTIAL: k = GPU_E_SEG1; group = 1; break;
     case RED_STRATEGY_PERSISTENT: k = GPU_E_SEG32; group = 32; break;
     default: {
+        /* CSR rows: the forced segmented strategy is the merge path (a segmented
+         * reduction of the rows' elements as one sequence) */
+        if (e->k.merge && gpu_tuning_get()->merge && strategy == RED_STRATEGY_SEGMENTED) return run_merge(r, e, nout);
         if (total < 0) {
             /* ranges: their lengths are in the data; one round trip (tens
              * of microseconds) against a kernel that can be 20x off.  The
@@ -157,6 +186,13 @@ int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total,
                 e->count_total = total;
             }
         }
+        /* ... and auto's from an average of gpu_tuning.merge_min elements a row
+         * (below it a thread a row read rows of 1..5 at twice the merge path's
+         * speed, bench/TUNING.md), where rows are not read by rj_seg1a or rj_seg1s
+         * (contiguous loads at the row's index alone, at 3-3.7 TB/s) */
+        if (e->k.merge && gpu_tuning_get()->merge && (double)total >= gpu_tuning_get()->merge_min * (double)nout &&
+            !(e->k.rvec && gpu_ranged_scalar_ok(r, e)))
+            return run_merge(r, e, nout);
         gpu_seg_choice c = gpu_choose_segments(nout, total, gpu_column_layout(&e->k, r->bufs), g->nsm);
         if (c.chunks) {
             size_t bytes = (size_t)(c.chunks * nout) * (size_t)e->k.acc_size;

@@ -32,6 +32,9 @@ static void tuning_load(void)
     v = getenv("REDJIT_SEGNV");
     t->segnv = v ? atoi(v) : 16;
     if (t->segnv > 16) t->segnv = 16;
+    t->merge_min = env_row_min("REDJIT_MERGE_MIN", 8);
+    v = getenv("REDJIT_MERGE");
+    t->merge = !v || atoi(v) != 0;
     v = getenv("REDJIT_EPI");
     t->epi = !v || atoi(v) != 0;
     v = getenv("REDJIT_NVRTC_OPTS");

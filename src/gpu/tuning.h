@@ -22,6 +22,10 @@ typedef struct gpu_tuning {
     /* REDJIT_EPI=0: a map over a reduction's results runs as a pass of its own, never
      * inside the reduction's kernel (rj_epilogue), for comparing the two. */
     int epi;
+    /* REDJIT_MERGE=0: CSR rows (cg_kernel.merge) under auto and segmented by the row kernels
+     * gpu_choose_segments picks, not along the merge path (rj_segm), for comparing them. */
+    int merge;
+    double merge_min;   /* REDJIT_MERGE_MIN: auto's merge path from this average row length */
     /* REDJIT_NVRTC_OPTS: up to 4 more NVRTC options, separated by spaces ("" none). */
     char nvrtc_opts[256];
     /* REDJIT_DUMP_CUBIN: the folder each compiled kernel's source and cubin go to ("" none). */

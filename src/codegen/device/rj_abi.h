@@ -32,6 +32,7 @@
 #define RJ_WS_KSTATS   64   // key statistics (RJ_KSTATS): min key, max key, flag
 #define RJ_WS_KFLAG    80   // the key statistics' third word: sorted / flag raised
 #define RJ_WS_KSTATS_BYTES 24
+#define RJ_WS_MFLAG    96   // rj_segm's flag (offsets it cannot follow), zeroed before each
 #define RJ_WS_HEAD     128  // the run's small host-bound results from here, 16-byte aligned
 #define RJ_WS_BYTES    4096 // the workspace's size
 

@@ -337,3 +337,340 @@ __device__ __forceinline__ void rj_count_all(const Params &P)
     }
     if ((threadIdx.x & 31) == 0 && s) atomicAdd((unsigned long long *)P.v[RJ_KSTATS], (unsigned long long)s);
 }
+
+#if RJ_MERGE
+// ---- CSR rows along the merge path (rj_segm, rj_segmf) ----------------------
+// Merrill and Garland's merge-based CSR: the rows' ends and the elements make
+// one sequence of nout + nnz items, element j coming before the end of row i
+// where j < end(i); each block takes an equal share of it (whatever the row
+// lengths: one row of 2^18 elements among rows of 2), in tiles of RJ_MT items.
+// A tile stages its rows' ends in shared memory, then its elements, each
+// evaluated alone (coalesced loads, every thread's in flight together); each
+// thread walks RJ_MITEMS items of the tile in order, writing the rows it ends;
+// the parts of rows that cross threads are combined by a segmented scan in
+// thread order, across tiles by the block's carry, across blocks by rj_segmf
+// from each block's head and tail records.  Every combine keeps the
+// elements' order, so ordered operators stay ordered, and the grid is fixed
+// per device, so the bits are the same every run.
+// The offsets are trusted nowhere: each staged row is checked (its raw end
+// is lo + cnt: not decreasing, and in range of every array, as out_range
+// checks it), each block's start must lie on the path and its walk must end
+// where the next block starts; anything else raises a flag in the workspace,
+// the block stops, and rj_segmf runs every row as rj_seg1 does instead.
+// (Elements are evaluated before their row is known: the element code does
+// not read the output index, merge_pass's condition.)
+
+// Items a thread: 15 instead of 7 for sums of f32 made every case 5-10% slower (H200)
+#define RJ_MITEMS (sizeof(Acc) <= 8 ? 7 : sizeof(Acc) <= 16 ? 5 : sizeof(Acc) <= 32 ? 3 : 1)
+#define RJ_MT (RJ_BLOCK * RJ_MITEMS)
+
+struct rj_mrec {   // a block's first or last row and its part there
+    long long row, ends;
+    Acc acc;
+};
+
+// row o's end relative to the first row's start; *ok: its range is sound
+__device__ __forceinline__ long long rj_mend(const Params &P, long long o, long long k0, bool *ok)
+{
+    long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+    long long cnt = out_range(P, o, lo, sz);
+    *ok = sz[RJ_NRED] == lo[0] + cnt;   // not decreasing, no fault
+    return lo[0] + cnt - k0;
+}
+
+// The path's coordinates on diagonals d0 and d1 (rows ended; d - that many
+// elements taken), searched by the whole block: each round every thread
+// tests one row of the interval left (is its end, rj_mend, before the
+// diagonal's element?), which cuts the interval 256-fold, three rounds for
+// millions of rows where a binary search by one thread waited for twenty
+// loads in a row.  On offsets that decrease the answer is some row, which
+// the checks in rj_merge_rows then reject.
+__device__ __forceinline__ void rj_msearch2(const Params &P, long long d0, long long d1, long long nout,
+                                            long long nnz, long long k0, long long *r0, long long *r1)
+{
+    long long x[2][2] = {{d0 - nnz > 0 ? d0 - nnz : 0, d0 < nout ? d0 : nout},
+                         {d1 - nnz > 0 ? d1 - nnz : 0, d1 < nout ? d1 : nout}};
+    const long long dd[2] = {d0, d1};
+    while (x[0][0] < x[0][1] || x[1][0] < x[1][1]) {
+#pragma unroll
+        for (int s = 0; s < 2; s++) {
+            long long span = x[s][1] - x[s][0];
+            long long m = x[s][0] + span * threadIdx.x / RJ_BLOCK;
+            bool ok, before = false;
+            if (span > 0 && (threadIdx.x == 0 || m > x[s][0] + span * (threadIdx.x - 1) / RJ_BLOCK))
+                before = rj_mend(P, m, k0, &ok) <= dd[s] - m - 1;
+            int c = __syncthreads_count(before);   // probes, in order, whose row ends first
+            if (span > 0) {
+                // the probes are distinct rows; the first c of them are before
+                long long lo = x[s][0];
+                if (span <= RJ_BLOCK) {
+                    x[s][0] = x[s][1] = lo + c;
+                } else {
+                    if (c > 0) x[s][0] = lo + span * (c - 1) / RJ_BLOCK + 1;
+                    if (c < RJ_BLOCK) x[s][1] = lo + span * c / RJ_BLOCK;
+                    if (x[s][0] > x[s][1]) x[s][0] = x[s][1];
+                }
+            }
+        }
+    }
+    *r0 = x[0][0];
+    *r1 = x[1][0];
+}
+
+// The same within a tile: the nst row ends e[0..] staged of rows ci..,
+// relative to the tile's first element (the answer is among them:
+// rj_merge_rows stages enough)
+__device__ __forceinline__ int rj_msearch_tile(const int *e, int d, int nst, long long nels)
+{
+    int x0 = (long long)d - nels > 0 ? (int)(d - nels) : 0, x1 = d < nst ? d : nst;
+    while (x0 < x1) {
+        int m = (x0 + x1) >> 1;
+        if (e[m] <= d - m - 1) x0 = m + 1;
+        else x1 = m;
+    }
+    return x0;
+}
+
+// A tile's rows' ends into e (rj_merge_rows' s_end), each checked: a row a
+// thread at a time, until the rows staged reach past the tile's last item
+// (rows of 30 take one round; a tile can end td rows at most); *nst: rows
+// staged.  True (for the whole block) where a row is unsound.
+__device__ __forceinline__ bool rj_mstage(const Params &P, long long ci, long long cj, long long k0, int td,
+                                          long long nrows, int *e, int *nst)
+{
+    const int t = threadIdx.x;
+    bool badrow = nrows <= 0;
+    *nst = 0;
+    for (int q0 = 0; nrows > 0; q0 += RJ_BLOCK) {
+        int q = q0 + t;
+        if (q <= td && q < nrows) {
+            bool ok;
+            long long x = rj_mend(P, ci + q, k0, &ok) - cj;
+            e[q] = x > td ? td + 1 : x < 0 ? -1 : (int)x;
+            badrow |= !ok || (q == 0 && x < 0);   // (the start's second test)
+        }
+        int last = q0 + RJ_BLOCK - 1;   // staged: rows up to here
+        if (last > td) last = td;
+        if (last >= nrows - 1) last = (int)nrows - 1;
+        // enough: row `last` ends past the tile's items (its end and the
+        // rows before it are more items than the tile has), or no rows left
+        __syncthreads();
+        *nst = last + 1;
+        if (last >= td || last >= nrows - 1 || e[last] + last + 1 > td) break;
+    }
+    return __syncthreads_or(badrow);
+}
+
+// The segmented scan of the threads' carries (myrow, a) in thread order:
+// within each warp by shuffles, then across the warps (their last lanes'
+// values in wrow, wfirst, wacc).  Returns the thread's row's parts so far.
+__device__ __forceinline__ Acc rj_mscan(Acc a, long long myrow, long long *wrow, long long *wfirst, Acc *wacc)
+{
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+        int src = lane >= off ? lane - off : lane;
+        Acc o = acc_shfl_idx(a, src);
+        long long orow = __shfl_sync(0xffffffffu, myrow, src);
+        if (lane >= off && orow == myrow) {
+            acc_combine(o, a);
+            a = o;
+        }
+    }
+    long long first = __shfl_sync(0xffffffffu, myrow, 0);
+    if (lane == 31) {
+        wrow[w] = myrow;
+        wfirst[w] = first;
+        wacc[w] = a;
+    }
+    __syncthreads();
+    if (myrow == first)   // the row began in an earlier warp, or at the tile's start
+        for (int q = w - 1; q >= 0 && wrow[q] == myrow; q--) {
+            Acc o = wacc[q];
+            acc_combine(o, a);
+            a = o;
+            if (wfirst[q] != myrow) break;
+        }
+    return a;
+}
+
+__device__ __forceinline__ void rj_merge_rows(const Params &P)
+{
+    // the staged rows' ends, relative to the tile's first element and held
+    // to -1 .. td + 1, which keeps every comparison with the tile's items
+    __shared__ int s_end[RJ_MT + 1];
+    __shared__ Acc s_val[RJ_MT];
+    __shared__ long long s_row[RJ_BLOCK];
+    __shared__ Acc s_acc[RJ_BLOCK];
+    __shared__ long long s_at[1];
+    __shared__ long long s_wrow[RJ_BLOCK / 32], s_wfirst[RJ_BLOCK / 32];
+    __shared__ Acc s_wacc[RJ_BLOCK / 32];
+    unsigned long long *flag = (unsigned long long *)(P.v[RJ_ERR] + RJ_WS_MFLAG);
+    rj_mrec *rec = (rj_mrec *)P.v[RJ_PARTIALS];   // heads, then tails
+    long long nout = P.v[RJ_NOUT], nb = gridDim.x, b = blockIdx.x;
+    const int t = threadIdx.x;
+    const long long lo0[RJ_NRED + 1] = {0}, sz0[RJ_NRED + 1] = {0};
+    long long k0;
+    {
+        long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+        out_range(P, 0, lo, sz);
+        k0 = lo[0];
+    }
+    bool ok0;
+    long long nnz = rj_mend(P, nout - 1, k0, &ok0);
+    long long total = nout + nnz, per = (total + nb - 1) / nb;
+    long long d0 = b * per < total ? b * per : total, d1 = d0 + per < total ? d0 + per : total;
+    long long ia = 0, ib = 0;
+    if (nnz >= 0) rj_msearch2(P, d0, d1, nout, nnz, k0, &ia, &ib);
+    if (t == 0) {
+        // the start lies on the path: a[i0 - 1] <= j0 <= a[i0] (the second
+        // checked with the first tile's rows)
+        bool okp = true;
+        long long prev = ia > 0 ? rj_mend(P, ia - 1, k0, &okp) : 0;
+        s_at[0] = nnz >= 0 && ok0 && okp && prev <= d0 - ia ? prev : -1;   // -1: unsound
+    }
+    __syncthreads();
+    const long long i0 = ia, prev = s_at[0];
+    long long ci = ia, cj = d0 - ia, iend = ib, jend = d1 - ib;
+    bool bad = prev < 0;
+    bool mid = !bad && cj > prev;   // the block starts inside row ci
+    // the carry: the row in progress at the tile's start and its part so far
+    long long crow = ci;
+    Acc cacc;
+    acc_init(cacc);
+    bool head_done = false;   // the block's first row ended (mid blocks)
+    rj_flt F;
+    rj_flt_init(F);
+    for (long long d = d0; !bad && d < d1;) {
+        int td = d1 - d < RJ_MT ? (int)(d1 - d) : RJ_MT;
+        long long nrows = nout - ci;   // rows left (none: items past the last row, unsound)
+        int nst;
+        if (rj_mstage(P, ci, cj, k0, td, nrows, s_end, &nst)) {
+            bad = true;
+            break;
+        }
+        long long nels = nnz - cj;
+        int te = rj_msearch_tile(s_end, td, nst, nels);   // rows the tile ends
+        int ne = td - te;                                         // its elements
+        {   // every load issued before the first store (which may alias them)
+            Acc x[RJ_MITEMS];
+#pragma unroll
+            for (int u = 0; u < RJ_MITEMS; u++) {
+                acc_init(x[u]);
+                if (t + u * RJ_BLOCK < ne) acc_elem(x[u], F, P, 0, lo0, sz0, k0 + cj + t + u * RJ_BLOCK);
+            }
+#pragma unroll
+            for (int u = 0; u < RJ_MITEMS; u++)
+                if (t + u * RJ_BLOCK < ne) s_val[t + u * RJ_BLOCK] = x[u];
+        }
+        __syncthreads();
+        // this thread's items [a0, a1) of the tile, walked in order
+        int a0 = t * RJ_MITEMS < td ? t * RJ_MITEMS : td, a1 = a0 + RJ_MITEMS < td ? a0 + RJ_MITEMS : td;
+        const int i_first = rj_msearch_tile(s_end, a0, nst, nels);
+        int i = i_first, j = a0 - i;
+        Acc a, hd;
+        acc_init(a);
+        acc_init(hd);
+        bool ended = false;
+#pragma unroll 4
+        for (int u = 0; u < RJ_MITEMS; u++) {
+            if (a0 + u >= a1) break;
+            if (i < nst && j < s_end[i]) {
+                acc_combine(a, s_val[j]);
+                j++;
+            } else {
+                if (!ended) hd = a;   // the first row it ends: earlier parts still to come
+                else acc_write(P, ci + i, a);
+                ended = true;
+                acc_init(a);
+                i++;
+            }
+        }
+        // the carries: each thread's last row and its part; a segmented
+        // scan in thread order, the tile's carry-in before thread 0
+        long long myrow = ci + i;
+        if (t == 0 && !ended) {   // thread 0 continues the carry's row
+            Acc c = cacc;
+            acc_combine(c, a);
+            a = c;
+        }
+        a = rj_mscan(a, myrow, s_wrow, s_wfirst, s_wacc);
+        s_row[t] = myrow;
+        s_acc[t] = a;
+        __syncthreads();
+        if (ended) {   // the first row it ended: the parts before it, then its own
+            Acc v;
+            if (t == 0) v = cacc;
+            else v = s_acc[t - 1];
+            acc_combine(v, hd);
+            long long fr = ci + i_first;
+            if (mid && fr == i0 && !head_done) {   // the block's first row: rj_segmf ends it
+                rec[b].row = fr;
+                rec[b].ends = 1;
+                rec[b].acc = v;
+            } else {
+                acc_write(P, fr, v);
+            }
+        }
+        // the next tile starts where this one ends; its carry is the last
+        // thread's row and scanned part
+        long long nci = ci + te, ncj = cj + ne;
+        crow = s_row[RJ_BLOCK - 1];
+        cacc = s_acc[RJ_BLOCK - 1];
+        if (nci > i0) head_done = true;
+        __syncthreads();   // s_end, s_val, s_row, s_acc are reused
+        ci = nci;
+        cj = ncj;
+        d += td;
+    }
+    if (!bad && (ci != iend || cj != jend)) bad = true;   // the walk ends where the next block starts
+    if (bad) {
+        if (t == 0) atomicExch(flag, 1ull);
+        return;
+    }
+    if (t == 0) {
+        // head: the first row's part here, where the block starts inside it
+        // and does not end it (else written above); tail: the row in
+        // progress at the end, for the next block
+        if (!mid) rec[b].row = -1;
+        else if (!head_done) {
+            rec[b].row = i0;
+            rec[b].ends = 0;
+            rec[b].acc = cacc;
+        }
+        rec[nb + b].row = crow < nout ? crow : -1;
+        rec[nb + b].ends = 0;
+        rec[nb + b].acc = cacc;
+    }
+    rj_flush(P, F);
+}
+
+// After rj_segm: with the flag raised, every row as rj_seg1 does; else the
+// rows that cross blocks, each from the block that ends it, back over the
+// blocks' tails and heads (P.v[RJ_NBLK] blocks).
+__device__ __forceinline__ void rj_merge_fix(const Params &P)
+{
+    const unsigned long long *flag = (const unsigned long long *)(P.v[RJ_ERR] + RJ_WS_MFLAG);
+    long long gid = (long long)blockIdx.x * RJ_BLOCK + threadIdx.x, ng = (long long)gridDim.x * RJ_BLOCK;
+    if (*(volatile const unsigned long long *)flag) {
+        auto none = [](long long, const long long *, const long long *, long long) { return 0; };
+        rj_rows_split(P, gid, ng, none, [&](long long o, const long long *lo, const long long *sz, long long cnt,
+                                            int) { return rj_thread_run(P, o, lo, sz, 0, cnt, 1); });
+        return;
+    }
+    long long nb = P.v[RJ_NBLK];
+    const rj_mrec *rec = (const rj_mrec *)P.v[RJ_PARTIALS];
+    for (long long b = gid; b < nb; b += ng) {
+        long long row = rec[b].row;
+        if (row < 0 || !rec[b].ends) continue;
+        Acc a = rec[b].acc;
+        for (long long q = b - 1; q >= 0 && rec[nb + q].row == row; q--) {
+            Acc x = rec[nb + q].acc;
+            acc_combine(x, a);
+            a = x;
+            if (rec[q].row != row || rec[q].ends) break;   // the row began in block q
+        }
+        acc_write(P, row, a);
+    }
+}
+#endif
