@@ -43,6 +43,8 @@ void cg_ref(gen *g, const ir *x);
 void cg_emit(gen *g, const ir *x);
 void cg_begin_function(gen *g);
 int cg_ranged_subscript(const gen *g, const ir *s, int *v, int64_t *c);
+/* Does any reduction of pass ps read an index other than its reduced ones (vec.c)? */
+int cg_fold_reads_free(const plan_pass *ps);
 /* The index of a subscript `v` or `v + c` (c a constant, stored in *c), or NULL. */
 const ir *cg_index_plus_const(const ir *s, int64_t *c);
 int cg_proven_in_range(gen *g, const ir *x, int d);

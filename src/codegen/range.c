@@ -33,13 +33,6 @@ static void emit_range_checks(gen *g, const ir *x)
     }
 }
 
-/* x with its conversions taken off: the load under them, or NULL. */
-static const ir *under_casts(const ir *x)
-{
-    while (x->kind == IR_CAST) x = x->args[0];
-    return x->kind == IR_LOAD && x->slot >= 0 && x->nargs == 1 ? x : NULL;
-}
-
 /* Whether lo and hi are the same conversions of loads of one 1-D array at
  * `r + c` and `r + c + 1`, r the pass's free index: row o's range ends where
  * row o + 1's begins (CSR offsets, `ptr[r]..ptr[r+1]`). */
@@ -47,20 +40,10 @@ static int csr_bounds(const gen *g, const ir *lo, const ir *hi)
 {
     for (; lo->kind == IR_CAST || hi->kind == IR_CAST; lo = lo->args[0], hi = hi->args[0])
         if (lo->kind != hi->kind || lo->type != hi->type) return 0;
-    const ir *a = under_casts(lo), *b = under_casts(hi);
-    if (!a || !b || a != lo || b != hi || a->slot != b->slot) return 0;
+    if (lo->kind != IR_LOAD || hi->kind != IR_LOAD || lo->slot < 0 || lo->slot != hi->slot || lo->nargs != 1) return 0;
     int64_t ca, cb;
-    const ir *ia = cg_index_plus_const(a->args[0], &ca), *ib = cg_index_plus_const(b->args[0], &cb);
+    const ir *ia = cg_index_plus_const(lo->args[0], &ca), *ib = cg_index_plus_const(hi->args[0], &cb);
     return ia && ib && ia->slot == g->ps->free[0] && ib->slot == ia->slot && cb == ca + 1;
-}
-
-/* Does x read the pass's free index? */
-static int reads_free(const plan_pass *ps, const ir *x)
-{
-    if (x->kind == IR_INDEX && x->slot == ps->free[0]) return 1;
-    for (int i = 0; i < x->nargs; i++)
-        if (reads_free(ps, x->args[i])) return 1;
-    return 0;
 }
 
 /* A candidate for rj_segm (rj_segment.cuh, the merge path over CSR rows): one
@@ -74,11 +57,7 @@ static int merge_pass(const gen *g)
     const plan_pass *ps = g->ps;
     if (g->k->kind != CG_PARTIAL || ps->nfree != 1 || ps->nred != 1 || ps->key || g->k->acc_size > 64) return 0;
     const plan_var *pv = &g->p->vars[ps->red[0]];
-    if (!pv->lo || !csr_bounds(g, pv->lo, pv->hi)) return 0;
-    for (int q = 0; q < ps->nreds; q++)
-        for (int c = 0; c < ps->reds[q].ncomp; c++)
-            if (reads_free(ps, ps->reds[q].map[c])) return 0;
-    return 1;
+    return pv->lo && csr_bounds(g, pv->lo, pv->hi) && !cg_fold_reads_free(ps);
 }
 
 /* out_range: the domain of output o; lo[d], sz[d] per reduced index, and for

@@ -178,6 +178,15 @@ static int uses_free_index(const plan_pass *ps, const ir *x)
     return 0;
 }
 
+/* Does any reduction of the pass read an index other than its reduced ones? */
+int cg_fold_reads_free(const plan_pass *ps)
+{
+    for (int q = 0; q < ps->nreds; q++)
+        for (int c = 0; c < ps->reds[q].ncomp; c++)
+            if (uses_free_index(ps, ps->reds[q].map[c])) return 1;
+    return 0;
+}
+
 /* A candidate for rj_seg1a (rj_reduce.cuh): one output index, one reduced
  * index over a range (`over k in ptr[r]..ptr[r+1]`), folded with a
  * commutative operator from loads at the reduced index alone
@@ -186,11 +195,8 @@ static int uses_free_index(const plan_pass *ps, const ir *x)
 static int ranged_vec_pass(gen *g)
 {
     const plan_pass *ps = g->ps;
-    if (g->k->kind != CG_PARTIAL || ps->nfree != 1 || ps->nred != 1 || ps->key || g->k->ordered) return 0;
-    for (int q = 0; q < ps->nreds; q++)
-        for (int c = 0; c < ps->reds[q].ncomp; c++)
-            if (uses_free_index(ps, ps->reds[q].map[c])) return 0;
-    return 1;
+    return g->k->kind == CG_PARTIAL && ps->nfree == 1 && ps->nred == 1 && !ps->key && !g->k->ordered &&
+           !cg_fold_reads_free(ps);
 }
 
 /* acc_load_v and acc_elem_v: the elements u*RJ_VEC .. u*RJ_VEC + RJ_VEC-1

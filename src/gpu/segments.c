@@ -165,9 +165,10 @@ int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total,
     case RED_STRATEGY_SEQUENTIAL: k = GPU_E_SEG1; group = 1; break;
     case RED_STRATEGY_PERSISTENT: k = GPU_E_SEG32; group = 32; break;
     default: {
+        const gpu_tuning *tu = gpu_tuning_get();
         /* CSR rows: the forced segmented strategy is the merge path (a segmented
          * reduction of the rows' elements as one sequence) */
-        if (e->k.merge && gpu_tuning_get()->merge && strategy == RED_STRATEGY_SEGMENTED) return run_merge(r, e, nout);
+        if (e->k.merge && tu->merge && strategy == RED_STRATEGY_SEGMENTED) return run_merge(r, e, nout);
         if (total < 0) {
             /* ranges: their lengths are in the data; one round trip (tens
              * of microseconds) against a kernel that can be 20x off.  The
@@ -190,7 +191,7 @@ int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total,
          * (below it a thread a row read rows of 1..5 at twice the merge path's
          * speed, bench/TUNING.md), where rows are not read by rj_seg1a or rj_seg1s
          * (contiguous loads at the row's index alone, at 3-3.7 TB/s) */
-        if (e->k.merge && gpu_tuning_get()->merge && (double)total >= gpu_tuning_get()->merge_min * (double)nout &&
+        if (e->k.merge && tu->merge && (double)total >= tu->merge_min * (double)nout &&
             !(e->k.rvec && gpu_ranged_scalar_ok(r, e)))
             return run_merge(r, e, nout);
         gpu_seg_choice c = gpu_choose_segments(nout, total, gpu_column_layout(&e->k, r->bufs), g->nsm);
@@ -230,7 +231,6 @@ int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total,
          * are long, several lanes each where a thread's would be 16
          * vectors or more); shorter CSR rows with stride-1 arrays take
          * rj_seg1s, scalar loads without a stride to multiply */
-        const gpu_tuning *tu = gpu_tuning_get();
         int occupancy = c.occupancy_grid;
         if (group == 1 && e->k.rvec && (double)total >= tu->seg1a_min * (double)nout && gpu_ranged_vec_ok(r, e)) {
             k = GPU_E_SEG1A;

@@ -502,7 +502,7 @@ __device__ __forceinline__ void rj_merge_rows(const Params &P)
     __shared__ Acc s_val[RJ_MT];
     __shared__ long long s_row[RJ_BLOCK];
     __shared__ Acc s_acc[RJ_BLOCK];
-    __shared__ long long s_at[1];
+    __shared__ long long s_prev;
     __shared__ long long s_wrow[RJ_BLOCK / 32], s_wfirst[RJ_BLOCK / 32];
     __shared__ Acc s_wacc[RJ_BLOCK / 32];
     unsigned long long *flag = (unsigned long long *)(P.v[RJ_ERR] + RJ_WS_MFLAG);
@@ -527,15 +527,14 @@ __device__ __forceinline__ void rj_merge_rows(const Params &P)
         // checked with the first tile's rows)
         bool okp = true;
         long long prev = ia > 0 ? rj_mend(P, ia - 1, k0, &okp) : 0;
-        s_at[0] = nnz >= 0 && ok0 && okp && prev <= d0 - ia ? prev : -1;   // -1: unsound
+        s_prev = nnz >= 0 && ok0 && okp && prev <= d0 - ia ? prev : -1;   // -1: unsound
     }
     __syncthreads();
-    const long long i0 = ia, prev = s_at[0];
+    const long long i0 = ia, prev = s_prev;
     long long ci = ia, cj = d0 - ia, iend = ib, jend = d1 - ib;
     bool bad = prev < 0;
     bool mid = !bad && cj > prev;   // the block starts inside row ci
-    // the carry: the row in progress at the tile's start and its part so far
-    long long crow = ci;
+    // the carry: the part so far of the row in progress at the tile's start (ci)
     Acc cacc;
     acc_init(cacc);
     bool head_done = false;   // the block's first row ended (mid blocks)
@@ -612,10 +611,9 @@ __device__ __forceinline__ void rj_merge_rows(const Params &P)
                 acc_write(P, fr, v);
             }
         }
-        // the next tile starts where this one ends; its carry is the last
-        // thread's row and scanned part
+        // the next tile starts where this one ends, in the last thread's row
+        // (ci + te), its carry that thread's scanned part
         long long nci = ci + te, ncj = cj + ne;
-        crow = s_row[RJ_BLOCK - 1];
         cacc = s_acc[RJ_BLOCK - 1];
         if (nci > i0) head_done = true;
         __syncthreads();   // s_end, s_val, s_row, s_acc are reused
@@ -638,7 +636,7 @@ __device__ __forceinline__ void rj_merge_rows(const Params &P)
             rec[b].ends = 0;
             rec[b].acc = cacc;
         }
-        rec[nb + b].row = crow < nout ? crow : -1;
+        rec[nb + b].row = ci < nout ? ci : -1;
         rec[nb + b].ends = 0;
         rec[nb + b].acc = cacc;
     }
