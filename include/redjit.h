@@ -156,7 +156,11 @@ typedef enum red_dtype {
     RED_F16  = 6,   /* IEEE half; input only, computed in f32   */
     RED_BF16 = 7,   /* bfloat16; input only, computed in f32    */
     RED_F32  = 8,
-    RED_F64  = 9
+    RED_F64  = 9,
+    RED_I8   = 10,  /* 8- and 16-bit integers: inputs, computed in */
+    RED_U8   = 11,  /* i32 (a sum or product of them in i64)       */
+    RED_I16  = 12,
+    RED_U16  = 13
 } red_dtype;
 
 /* Size in bytes of one element of `t`, 0 for an unknown type.  No status. */

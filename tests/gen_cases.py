@@ -31,16 +31,20 @@ warnings.simplefilter("ignore")
 # Types.  Codes are red_dtype's values; BAD is a deliberately invalid code.
 DTYPES = ["bool", "i32", "i64", "u32", "u64", "f16", "bf16", "f32", "f64"]
 CODE = {"bool": 1, "i32": 2, "i64": 3, "u32": 4, "u64": 5, "f16": 6, "bf16": 7,
-        "f32": 8, "f64": 9, "bad": 42}
+        "f32": 8, "f64": 9, "i8": 10, "u8": 11, "i16": 12, "u16": 13, "bad": 42}
 STORE = {"bool": np.uint8, "i32": np.int32, "i64": np.int64, "u32": np.uint32,
          "u64": np.uint64, "f16": np.float16, "bf16": np.uint16,
-         "f32": np.float32, "f64": np.float64, "bad": np.uint8}
+         "f32": np.float32, "f64": np.float64, "i8": np.int8, "u8": np.uint8,
+         "i16": np.int16, "u16": np.uint16, "bad": np.uint8}
 # The NumPy type a case's `expect` sees: f16 and bf16 appear as the exact
 # float32 values their bits represent ("computed as f32").
 REF = {"bool": np.bool_, "i32": np.int32, "i64": np.int64, "u32": np.uint32,
        "u64": np.uint64, "f16": np.float32, "bf16": np.float32,
-       "f32": np.float32, "f64": np.float64}
+       "f32": np.float32, "f64": np.float64, "i8": np.int32, "u8": np.int32,
+       "i16": np.int32, "u16": np.int32}
 INTS = ["i32", "i64", "u32", "u64"]
+# 8- and 16-bit integers: stored narrow, computed as i32 (their reference type)
+SMALL = ["i8", "u8", "i16", "u16"]
 FLOATS = ["f16", "bf16", "f32", "f64"]
 SIGNED = ["i32", "i64"]
 UNSIGNED = ["u32", "u64"]
@@ -311,7 +315,7 @@ def pyval(tok):
 def gen_values(dt, shape, gen, args, rng, ns):
     """The logical values of an input, in its reference type."""
     n = int(np.prod(shape)) if shape else 1
-    isint = dt in INTS or dt == "bool"
+    isint = dt in INTS or dt in SMALL or dt == "bool"
     if gen == "randn":
         scale = float(args[0]) if args else 1.0
         shift = float(args[1]) if len(args) > 1 else 0.0
@@ -324,7 +328,7 @@ def gen_values(dt, shape, gen, args, rng, ns):
         v = rng.uniform(lo, hi, n)
     elif gen == "randint":
         lo, hi = int(pyval(args[0])), int(pyval(args[1]))
-        if dt in INTS:
+        if dt in INTS or dt in SMALL:
             v = rng.integers(lo, hi, n, dtype=STORE[dt], endpoint=False)
         else:
             v = rng.integers(lo, hi, n).astype(np.float64)
@@ -338,7 +342,7 @@ def gen_values(dt, shape, gen, args, rng, ns):
             vals = vals * n
         if len(vals) != n:
             raise CaseError("values: %d values for %d elements" % (len(vals), n))
-        if dt in INTS and all(isinstance(x, int) for x in vals):
+        if (dt in INTS or dt in SMALL) and all(isinstance(x, int) for x in vals):
             # exactly, in the target type: np.array() of large Python ints
             # would go through float64 and lose the low bits
             v = np.array(vals, dtype=STORE[dt])
@@ -375,6 +379,9 @@ def to_ref(v, dt):
         if v.dtype.kind == "f":
             return v.astype(np.int64).astype(REF[dt]) if dt != "u64" else v.astype(np.uint64)
         return v.astype(REF[dt])
+    if dt in SMALL:
+        # the stored value (wrapped into the narrow type), widened to i32
+        return np.asarray(v).astype(np.int64).astype(STORE[dt]).astype(np.int32)
     if dt == "f16":
         return v.astype(np.float16).astype(np.float32)
     if dt == "bf16":
@@ -427,7 +434,7 @@ def layout(values, dt, opts, rng):
     elif dt == "bool":
         buf = np.full(total, 1, np.uint8)
     else:
-        buf = np.full(total, np.iinfo(store).max // 3 + 12345, store)
+        buf = np.full(total, np.iinfo(store).max // 3 + (12345 if np.iinfo(store).bits > 16 else 7), store)
     sv = to_store(values, dt)
     isz = buf.dtype.itemsize
     if any(s == 0 for s in shape):
@@ -538,7 +545,7 @@ def default_rtol(dt):
 def expected_of(rec, ns):
     dts = [d.strip() for d in rec["dtype"].split(",")]
     for d in dts:
-        if d not in REF or d in ("f16", "bf16"):
+        if d not in REF or d in ("f16", "bf16") or d in SMALL:
             raise CaseError("result dtype %r" % d)
     if rec["py"]:
         exec("\n".join(rec["py"]), ns)

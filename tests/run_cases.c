@@ -126,13 +126,14 @@ static int status_code(const char *name)
 
 static const char *dtype_str(int t)
 {
-    static const char *names[] = {"?", "bool", "i32", "i64", "u32", "u64", "f16", "bf16", "f32", "f64"};
-    return t >= 1 && t <= 9 ? names[t] : "?";
+    static const char *names[] = {"?",   "bool", "i32", "i64", "u32", "u64", "f16",
+                                  "bf16", "f32", "f64", "i8",  "u8",  "i16", "u16"};
+    return t >= 1 && t <= 13 ? names[t] : "?";
 }
 
 static int dtype_code(const char *s)
 {
-    for (int t = 1; t <= 9; t++)
+    for (int t = 1; t <= 13; t++)
         if (strcmp(dtype_str(t), s) == 0) return t;
     return -1;
 }
@@ -140,8 +141,8 @@ static int dtype_code(const char *s)
 static size_t dtype_bytes(int t)
 {
     switch (t) {
-    case RED_BOOL: return 1;
-    case RED_F16: case RED_BF16: return 2;
+    case RED_BOOL: case RED_I8: case RED_U8: return 1;
+    case RED_F16: case RED_BF16: case RED_I16: case RED_U16: return 2;
     case RED_I32: case RED_U32: case RED_F32: return 4;
     case RED_I64: case RED_U64: case RED_F64: return 8;
     default: return 0;
@@ -149,7 +150,7 @@ static size_t dtype_bytes(int t)
 }
 
 static int is_float(int t) { return t == RED_F16 || t == RED_BF16 || t == RED_F32 || t == RED_F64; }
-static int is_unsigned(int t) { return t == RED_U32 || t == RED_U64; }
+static int is_unsigned(int t) { return t == RED_U32 || t == RED_U64 || t == RED_U8 || t == RED_U16; }
 
 static void *xmalloc(size_t n)
 {
@@ -592,6 +593,10 @@ static double elem_f64(const void *p, int t, int64_t k)
     const unsigned char *b = (const unsigned char *)p + k * (int64_t)dtype_bytes(t);
     switch (t) {
     case RED_BOOL: return *b ? 1 : 0;
+    case RED_I8: return (int8_t)*b;
+    case RED_U8: return *b;
+    case RED_I16: { int16_t v; memcpy(&v, b, 2); return v; }
+    case RED_U16: { uint16_t v; memcpy(&v, b, 2); return v; }
     case RED_I32: { int32_t v; memcpy(&v, b, 4); return v; }
     case RED_I64: { int64_t v; memcpy(&v, b, 8); return (double)v; }
     case RED_U32: { uint32_t v; memcpy(&v, b, 4); return v; }

@@ -203,11 +203,47 @@ static void test_eval_f64(void)
     red_close(ctx);
 }
 
+/* red_result_copy converts as a cast does: into 8- and 16-bit integers floats
+ * saturate and integers wrap; a source array of them reads as their values. */
+static void test_result_copy_small_integers(void)
+{
+    red_ctx *ctx;
+    red_open(&ctx);
+    red_set_option(ctx, RED_OPT_DEVICE, RED_DEVICE_CPU);
+    double f[6] = {-1e9, -128.7, 3.9, 127.5, 300, 0.0 / 0.0};
+    int8_t s8[6] = {-128, 127, -1, 0, 5, 100};
+    int64_t n = 6;
+    red_array fa, sa, d8, du16;
+    red_array_init(&fa, f, RED_F64, 1, &n, NULL);
+    red_array_init(&sa, s8, RED_I8, 1, &n, NULL);
+    red_expr *e = NULL;
+    CHECK(red_prepare(ctx, "f[i] * 1, s[i] * 1000", &e) == RED_OK, "prepare: %s", red_errmsg(ctx));
+    red_bind_array(e, "f", &fa);
+    red_bind_array(e, "s", &sa);
+    CHECK(red_run(e) == RED_OK, "run: %s", red_expr_errmsg(e));
+    int8_t o8[6];
+    uint16_t o16[6];
+    red_array_init(&d8, o8, RED_I8, 1, &n, NULL);
+    red_array_init(&du16, o16, RED_U16, 1, &n, NULL);
+    CHECK(red_result_copy(e, 0, &d8) == RED_OK, "f64 -> i8: %s", red_expr_errmsg(e));
+    const int8_t w8[6] = {-128, -128, 3, 127, 127, 0};
+    CHECK(memcmp(o8, w8, sizeof w8) == 0, "f64 -> i8 saturates: %d %d %d %d %d %d", o8[0], o8[1], o8[2], o8[3],
+          o8[4], o8[5]);
+    CHECK(red_result_copy(e, 1, &du16) == RED_OK, "i32 -> u16: %s", red_expr_errmsg(e));
+    const uint16_t w16[6] = {3072, 61464, 64536, 0, 5000, 34464};   /* mod 65536 */
+    CHECK(memcmp(o16, w16, sizeof w16) == 0, "i32 -> u16 wraps: %u %u %u", o16[0], o16[1], o16[5]);
+    CHECK(red_dtype_size(RED_I8) == 1 && red_dtype_size(RED_U16) == 2 && strcmp(red_dtype_name(RED_U8), "u8") == 0,
+          "sizes and names of the small types");
+    red_finalize(e);
+    red_close(ctx);
+}
+
 int main(void)
 {
     test_options_fixed_at_prepare();
     test_messages();
     test_eval_f64();
+    test_result_copy_small_integers();
     printf("test_api: %d passed, %d failed\n", npass, nfail);
     return nfail ? 1 : 0;
 }

@@ -92,6 +92,10 @@ static void store(red_dtype t, void *base, int64_t i, double v)
     case RED_I64: ((int64_t *)base)[i] = (int64_t)v; break;
     case RED_U32: ((uint32_t *)base)[i] = (uint32_t)v; break;
     case RED_U64: ((uint64_t *)base)[i] = (uint64_t)v; break;
+    case RED_I8: ((int8_t *)base)[i] = (int8_t)(int64_t)v; break;
+    case RED_U8: ((uint8_t *)base)[i] = (uint8_t)(int64_t)v; break;
+    case RED_I16: ((int16_t *)base)[i] = (int16_t)(int64_t)v; break;
+    case RED_U16: ((uint16_t *)base)[i] = (uint16_t)(int64_t)v; break;
     case RED_F32: ((float *)base)[i] = (float)v; break;
     default: ((double *)base)[i] = v; break;
     }
@@ -177,7 +181,8 @@ static const struct {
     const char *name;
     red_dtype t;
 } gen_dtypes[] = {{"bool", RED_BOOL}, {"i32", RED_I32}, {"i64", RED_I64}, {"u32", RED_U32},
-                  {"u64", RED_U64},   {"f32", RED_F32}, {"f64", RED_F64}};
+                  {"u64", RED_U64},   {"f32", RED_F32}, {"f64", RED_F64}, {"i8", RED_I8},
+                  {"u8", RED_U8},     {"i16", RED_I16}, {"u16", RED_U16}};
 
 /* Parse the arguments text of generator `kind` (between the brackets). */
 static int parse_call(repl_session *s, const char *fname, int kind, char *args, gen_call *c)
@@ -203,7 +208,7 @@ static int parse_call(repl_session *s, const char *fname, int kind, char *args, 
             while (k < sizeof gen_dtypes / sizeof gen_dtypes[0] && strcmp(tn, gen_dtypes[k].name) != 0)
                 k++;
             if (k == sizeof gen_dtypes / sizeof gen_dtypes[0]) {
-                session_error(s, "%s: unknown dtype '%s' (bool, i32, i64, u32, u64, f32, f64)", fname, tn);
+                session_error(s, "%s: unknown dtype '%s' (bool, i8, u8, i16, u16, i32, i64, u32, u64, f32, f64)", fname, tn);
                 return 1;
             }
             c->dtype = gen_dtypes[k].t;

@@ -61,6 +61,7 @@ static const struct npy_type {
 } npy_types[] = {
     {RED_BOOL, 'b', 1}, {RED_I32, 'i', 4}, {RED_I64, 'i', 8}, {RED_U32, 'u', 4},
     {RED_U64, 'u', 8},  {RED_F16, 'f', 2}, {RED_F32, 'f', 4}, {RED_F64, 'f', 8},
+    {RED_I8, 'i', 1},   {RED_U8, 'u', 1},  {RED_I16, 'i', 2}, {RED_U16, 'u', 2},
 };
 
 static const struct npy_type *npy_type_of(red_dtype t)

@@ -68,6 +68,10 @@ void print_fmt_elem(char *buf, size_t n, red_dtype t, const void *p, bool json)
     case RED_I64: { int64_t v; memcpy(&v, p, 8); snprintf(buf, n, "%" PRId64, v); return; }
     case RED_U32: { uint32_t v; memcpy(&v, p, 4); snprintf(buf, n, "%" PRIu32, v); return; }
     case RED_U64: { uint64_t v; memcpy(&v, p, 8); snprintf(buf, n, "%" PRIu64, v); return; }
+    case RED_I8: snprintf(buf, n, "%d", *(const int8_t *)p); return;
+    case RED_U8: snprintf(buf, n, "%d", *(const uint8_t *)p); return;
+    case RED_I16: { int16_t v; memcpy(&v, p, 2); snprintf(buf, n, "%d", v); return; }
+    case RED_U16: { uint16_t v; memcpy(&v, p, 2); snprintf(buf, n, "%d", v); return; }
     default: break;
     }
     char num[40];
@@ -103,8 +107,8 @@ void print_fmt_elem(char *buf, size_t n, red_dtype t, const void *p, bool json)
 size_t print_dtype_size(red_dtype t)
 {
     switch (t) {
-    case RED_BOOL: return 1;
-    case RED_F16: case RED_BF16: return 2;
+    case RED_BOOL: case RED_I8: case RED_U8: return 1;
+    case RED_F16: case RED_BF16: case RED_I16: case RED_U16: return 2;
     case RED_I32: case RED_U32: case RED_F32: return 4;
     case RED_I64: case RED_U64: case RED_F64: return 8;
     }

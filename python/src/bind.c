@@ -111,7 +111,8 @@ void rjp_raise_bind(const char *fmt, ...)
 }
 
 static const char supported_types[] =
-    "redjit reads bool, int32, int64, uint32, uint64, float16, bfloat16, float32 and float64";
+    "redjit reads bool, int8, uint8, int16, uint16, int32, int64, uint32, uint64, float16, bfloat16, float32 "
+    "and float64";
 
 /* ---- host arrays: the buffer protocol ----------------------------------------------- */
 
@@ -134,9 +135,9 @@ static red_dtype format_dtype(const char *f, Py_ssize_t size, int *swapped)
     case 'f': return size == 4 ? RED_F32 : 0;
     case 'd': return size == 8 ? RED_F64 : 0;
     case 'b': case 'h': case 'i': case 'l': case 'q': case 'n':
-        return size == 4 ? RED_I32 : size == 8 ? RED_I64 : 0;
+        return size == 1 ? RED_I8 : size == 2 ? RED_I16 : size == 4 ? RED_I32 : size == 8 ? RED_I64 : 0;
     case 'B': case 'H': case 'I': case 'L': case 'Q': case 'N':
-        return size == 4 ? RED_U32 : size == 8 ? RED_U64 : 0;
+        return size == 1 ? RED_U8 : size == 2 ? RED_U16 : size == 4 ? RED_U32 : size == 8 ? RED_U64 : 0;
     }
     return 0;
 }
@@ -526,6 +527,10 @@ static red_dtype typestr_dtype(const char *s)
     if (!s || !s[0] || s[0] == '>') return 0;
     if (s[0] == '<' || s[0] == '|' || s[0] == '=') s++;
     if (strcmp(s, "b1") == 0) return RED_BOOL;
+    if (strcmp(s, "i1") == 0) return RED_I8;
+    if (strcmp(s, "u1") == 0) return RED_U8;
+    if (strcmp(s, "i2") == 0) return RED_I16;
+    if (strcmp(s, "u2") == 0) return RED_U16;
     if (strcmp(s, "i4") == 0) return RED_I32;
     if (strcmp(s, "i8") == 0) return RED_I64;
     if (strcmp(s, "u4") == 0) return RED_U32;

@@ -114,6 +114,10 @@ static PyObject *scalar_object(red_dtype t, const void *p)
     case RED_I64: return PyLong_FromLongLong(*(const int64_t *)p);
     case RED_U32: return PyLong_FromUnsignedLong(*(const uint32_t *)p);
     case RED_U64: return PyLong_FromUnsignedLongLong(*(const uint64_t *)p);
+    case RED_I8: return PyLong_FromLong(*(const int8_t *)p);
+    case RED_U8: return PyLong_FromLong(*(const uint8_t *)p);
+    case RED_I16: return PyLong_FromLong(*(const int16_t *)p);
+    case RED_U16: return PyLong_FromLong(*(const uint16_t *)p);
     case RED_F16: return PyFloat_FromDouble(half_to_float(*(const uint16_t *)p));
     case RED_BF16: return PyFloat_FromDouble(bf16_to_float(*(const uint16_t *)p));
     case RED_F32: return PyFloat_FromDouble(*(const float *)p);
@@ -163,6 +167,10 @@ PyObject *rjp_host_array(const red_array *a)
     case RED_I64: fmt = "q"; break;
     case RED_U32: fmt = "I"; break;
     case RED_U64: fmt = "Q"; break;
+    case RED_I8: fmt = "b"; break;
+    case RED_U8: fmt = "B"; break;
+    case RED_I16: fmt = "h"; break;
+    case RED_U16: fmt = "H"; break;
     case RED_F16: fmt = "e"; break;
     case RED_F32: fmt = "f"; break;
     case RED_F64: fmt = "d"; break;

@@ -10,7 +10,8 @@ import redjit
 
 rng = np.random.default_rng(7)
 
-DTYPES = [np.float16, np.float32, np.float64, np.int32, np.int64, np.uint32, np.uint64, np.bool_]
+DTYPES = [np.float16, np.float32, np.float64, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.int64,
+          np.uint32, np.uint64, np.bool_]
 
 
 def sample(dtype, shape):
@@ -44,8 +45,8 @@ def test_dtypes_sum_min_max(cpu, dtype):
         assert isinstance(s, float)
 
 
-@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32, np.int64, np.uint32, np.uint64],
-                         ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int8, np.uint8, np.int16, np.uint16,
+                                   np.int32, np.int64, np.uint32, np.uint64], ids=lambda d: np.dtype(d).name)
 def test_dtypes_elementwise_array_result(cpu, dtype):
     x = sample(dtype, (7, 9))
     r = cpu.eval("sum(f64(x[i,j])) over j", x=x)
@@ -120,7 +121,7 @@ def test_strided_views(cpu, view):
     close(cpu.eval("sum(A*B)", A=a, B=b), (a * b).sum())
 
 
-BIG_ENDIAN = [">f2", ">f4", ">f8", ">i4", ">i8", ">u4", ">u8"]
+BIG_ENDIAN = [">f2", ">f4", ">f8", ">i2", ">u2", ">i4", ">i8", ">u4", ">u8"]
 
 
 @pytest.mark.parametrize("dtype", BIG_ENDIAN)
@@ -201,6 +202,28 @@ def test_buffer_protocol_inputs(cpu):
     assert cpu.eval("sum(x)", x=array.array("d", [1.0, 2.0, 3.5])) == 6.5
     assert cpu.eval("sum(x)", x=memoryview(array.array("i", [1, 2, 3]))) == 6
     assert cpu.eval("max(x)", x=array.array("Q", [1, 2**63])) == 2**63
+    assert cpu.eval("sum(x), min(x)", x=array.array("b", [-128, 127, -1])) == (-2, -128)
+    assert cpu.eval("sum(x)", x=array.array("H", [65535, 1])) == 65536
+
+
+def test_small_integers(cpu):
+    # int8..uint16 are read narrow and computed in int32: sums in int64, no wrap at 8 bits,
+    # casts to them wrap integers and saturate floats (docs/language.md, Types)
+    a = rng.integers(0, 256, 10_000).astype(np.uint8)
+    b = rng.integers(0, 256, 10_000).astype(np.uint8)
+    s, m = cpu.eval("sum(abs(a - b)), max(a)", a=a, b=b)
+    assert s == np.abs(a.astype(np.int64) - b).sum() and m == a.max() and isinstance(m, int)
+    r = cpu.eval("u8(a[i] + b[i])", a=a, b=b)
+    assert r.dtype == np.int32 and np.array_equal(r, (a + b).astype(np.int32))   # NumPy's uint8 wrap
+    f = np.array([-1e9, -129.5, -0.5, 3.7, 300.0, np.nan], np.float32)
+    assert cpu.eval("i8(f[i])", f=f).tolist() == [-128, -128, 0, 3, 127, 0]
+    seg = np.sort(rng.integers(0, 40, 5000)).astype(np.int16)
+    v = rng.integers(-128, 128, 5000).astype(np.int8)
+    got = cpu.eval("sum(v[i]) by seg[i]", v=v, seg=seg)
+    assert np.array_equal(got, np.bincount(seg, weights=v, minlength=40).astype(np.int64))
+    cols = rng.integers(0, 100, 3000).astype(np.uint16)
+    x = rng.standard_normal(100)
+    close(cpu.eval("sum(x[c[k]]) over k", x=x, c=cols), x[cols].sum())
 
 
 class OnlyDLPack:

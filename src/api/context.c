@@ -55,6 +55,10 @@ RED_API const char *red_dtype_name(red_dtype t)
     case RED_BF16: return "bf16";
     case RED_F32: return "f32";
     case RED_F64: return "f64";
+    case RED_I8: return "i8";
+    case RED_U8: return "u8";
+    case RED_I16: return "i16";
+    case RED_U16: return "u16";
     }
     return "?";
 }
@@ -97,7 +101,11 @@ RED_API int red_array_from_dlpack(red_array *a, const void *dltensor)
     memset(a, 0, sizeof *a);
     if (t->dtype.lanes != 1) return RED_ERR_BIND;
     int code = t->dtype.code, bits = t->dtype.bits;
-    if (code == kDLInt && bits == 32) a->dtype = RED_I32;
+    if (code == kDLInt && bits == 8) a->dtype = RED_I8;
+    else if (code == kDLUInt && bits == 8) a->dtype = RED_U8;
+    else if (code == kDLInt && bits == 16) a->dtype = RED_I16;
+    else if (code == kDLUInt && bits == 16) a->dtype = RED_U16;
+    else if (code == kDLInt && bits == 32) a->dtype = RED_I32;
     else if (code == kDLInt && bits == 64) a->dtype = RED_I64;
     else if (code == kDLUInt && bits == 32) a->dtype = RED_U32;
     else if (code == kDLUInt && bits == 64) a->dtype = RED_U64;

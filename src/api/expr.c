@@ -326,7 +326,7 @@ RED_API int red_bind_array(red_expr *e, const char *name, const red_array *a)
     b->weak = 0;
     if (!b->is_array) {
         /* a 0-d array is a scalar of its type, read now */
-        b->sdtype = a->dtype == RED_F16 || a->dtype == RED_BF16 ? RED_F32 : a->dtype;
+        b->sdtype = plan_dtype_of_ct(plan_ct_of_dtype(a->dtype));
         b->scalar = core_read_dtype(a->dtype, a->data);
     }
     return RED_OK;

@@ -128,7 +128,13 @@ static int copy_array(const red_array *src, const red_array *dst)
         unsigned char out[8];
         core_convert(dct, out, sct, tmp, 1);
         char *dp = (char *)dst->data + doff * (int64_t)dsz;
-        if (dst->dtype == RED_F16 || dst->dtype == RED_BF16) {
+        if ((int)dsz < plan_ct_size(dct) && dct == CT_I32) {
+            /* 8 and 16 bits: as the language's casts, floats saturate, integers wrap */
+            int32_t x;
+            memcpy(&x, out, 4);
+            if (sct == CT_F32 || sct == CT_F64) x = core_saturate_small(dst->dtype, sct == CT_F32 ? (float)v.f : v.f);
+            core_store_small(dst->dtype, dp, x);
+        } else if (dst->dtype == RED_F16 || dst->dtype == RED_BF16) {
             float f;
             memcpy(&f, out, 4);
             uint16_t h = dst->dtype == RED_BF16 ? core_f32_to_bf16(f) : core_f32_to_f16(f);

@@ -252,7 +252,31 @@ static const struct {
     red_dtype dtype;
 } casts[] = {{"bool", RED_BOOL}, {"i32", RED_I32}, {"i64", RED_I64}, {"u32", RED_U32},
              {"u64", RED_U64},   {"f16", RED_F16}, {"bf16", RED_BF16}, {"f32", RED_F32},
-             {"f64", RED_F64}};
+             {"f64", RED_F64}, {"i8", RED_I8},   {"u8", RED_U8},     {"i16", RED_I16},
+             {"u16", RED_U16}};
+
+/* i8(x) .. u16(x): computed in i32, the value is x's in the narrow type.  A
+ * float truncates and saturates at the type's limits (NaN gives 0, as min and
+ * max pass it on and the cast to i32 makes it 0); an integer wraps, kept to
+ * its low bits and, for the signed types, sign-extended from the top one. */
+static ir *narrow_cast(ck *c, red_dtype t, ir *x)
+{
+    int bits = t == RED_I8 || t == RED_U8 ? 8 : 16, sign = t == RED_I8 || t == RED_I16;
+    int64_t lo = sign ? -((int64_t)1 << (bits - 1)) : 0;
+    int64_t hi = sign ? ((int64_t)1 << (bits - 1)) - 1 : ((int64_t)1 << bits) - 1;
+    if (x->type == CT_F32 || x->type == CT_F64) {
+        x = ck_op2(c, OP_MAX, x->type, x, ir_const_f(c->b, x->type, (double)lo));
+        x = ck_op2(c, OP_MIN, x->type, x, ir_const_f(c->b, x->type, (double)hi));
+        return ir_cast(c->b, CT_I32, x);
+    }
+    ir *r = ir_cast(c->b, CT_I32, x);
+    if (x->type == CT_BOOL) return r;
+    r = ck_op2(c, OP_BAND, CT_I32, r, ir_const_i(c->b, CT_I32, ((int64_t)1 << bits) - 1));
+    if (!sign) return r;
+    int64_t top = (int64_t)1 << (bits - 1);
+    r = ck_op2(c, OP_BXOR, CT_I32, r, ir_const_i(c->b, CT_I32, top));
+    return ck_op2(c, OP_SUB, CT_I32, r, ir_const_i(c->b, CT_I32, top));
+}
 
 static const char *const red_names[] = {"sum",    "prod",    "min",    "max",    "any",    "all",   "count",
                                         "mean",   "argmin",  "argmax", "nansum", "nanprod", "nanmin",
@@ -285,6 +309,10 @@ int ck_lower_call(ck *c, scope *s, const ast_node *n, val *out)
         TRY(ck_lower(c, s, n->args[0], &x));
         TRY(ck_single(c, n->args[0], &x));
         int t = plan_ct_of_dtype(casts[i].dtype);
+        if ((int)red_dtype_size(casts[i].dtype) < plan_ct_size(t) && t == CT_I32) {
+            *out = ck_mk(narrow_cast(c, casts[i].dtype, x.c[0]), 0);
+            return 0;
+        }
         ir *r = ir_cast(c->b, t, x.c[0]);
         if (casts[i].dtype == RED_F16) r = ck_op1(c, OP_F16ROUND, CT_F32, r);
         if (casts[i].dtype == RED_BF16) r = ck_op1(c, OP_BF16ROUND, CT_F32, r);

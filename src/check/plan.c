@@ -17,6 +17,10 @@ int plan_ct_of_dtype(red_dtype t)
 {
     switch (t) {
     case RED_BOOL: return CT_BOOL;
+    case RED_I8:
+    case RED_U8:
+    case RED_I16:
+    case RED_U16:
     case RED_I32: return CT_I32;
     case RED_I64: return CT_I64;
     case RED_U32: return CT_U32;

@@ -70,6 +70,10 @@ static void emit_load_value(util_buf *o, red_dtype t, int base, const char *off,
     case RED_I64: ty = "long long"; break;
     case RED_U32: ty = "unsigned"; break;
     case RED_U64: ty = "unsigned long long"; break;
+    case RED_I8: ty = "signed char"; break;
+    case RED_U8: ty = "unsigned char"; break;
+    case RED_I16: ty = "short"; break;
+    case RED_U16: ty = "unsigned short"; break;
     case RED_F16: ty = "rj_u16", pre = "rj_f16_to_f32(", post = ")"; break;
     case RED_BF16: ty = "rj_u16", pre = "rj_bf16_to_f32(", post = ")"; break;
     case RED_F32: ty = "float"; break;

@@ -10,7 +10,8 @@
 RED_API size_t red_dtype_size(red_dtype t)
 {
     switch (t) {
-    case RED_BOOL: return 1;
+    case RED_BOOL: case RED_I8: case RED_U8: return 1;
+    case RED_I16: case RED_U16: return 2;
     case RED_I32: case RED_U32: case RED_F32: return 4;
     case RED_I64: case RED_U64: case RED_F64: return 8;
     case RED_F16: case RED_BF16: return 2;
@@ -151,6 +152,24 @@ void core_convert(int to, void *dst, int from, const void *src, int64_t n)
     }
 }
 
+int32_t core_saturate_small(red_dtype t, double f)
+{
+    double lo = t == RED_I8 ? -128 : t == RED_I16 ? -32768 : 0;
+    double hi = t == RED_I8 ? 127 : t == RED_U8 ? 255 : t == RED_I16 ? 32767 : 65535;
+    return f != f ? 0 : f <= lo ? (int32_t)lo : f >= hi ? (int32_t)hi : (int32_t)f;
+}
+
+void core_store_small(red_dtype t, void *p, int32_t x)
+{
+    switch (t) {
+    case RED_I8: *(int8_t *)p = (int8_t)x; break;
+    case RED_U8: *(uint8_t *)p = (uint8_t)x; break;
+    case RED_I16: *(int16_t *)p = (int16_t)x; break;
+    case RED_U16: *(uint16_t *)p = (uint16_t)x; break;
+    default: break;
+    }
+}
+
 plan_value core_read_dtype(red_dtype t, const void *p)
 {
     plan_value v = {.u = 0};
@@ -160,6 +179,10 @@ plan_value core_read_dtype(red_dtype t, const void *p)
     case RED_I64: v.i = *(const int64_t *)p; break;
     case RED_U32: v.u = *(const uint32_t *)p; break;
     case RED_U64: v.u = *(const uint64_t *)p; break;
+    case RED_I8: v.i = *(const int8_t *)p; break;
+    case RED_U8: v.i = *(const uint8_t *)p; break;
+    case RED_I16: v.i = *(const int16_t *)p; break;
+    case RED_U16: v.i = *(const uint16_t *)p; break;
     case RED_F16: v.f = core_f16_to_f32(*(const uint16_t *)p); break;
     case RED_BF16: v.f = core_bf16_to_f32(*(const uint16_t *)p); break;
     case RED_F32: v.f = *(const float *)p; break;

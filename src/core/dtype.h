@@ -22,6 +22,11 @@ float core_round_bf16(float x);
 void core_convert(int to, void *dst, int from, const void *src, int64_t n);
 /* One element of dtype `t` at `p`, as a value of its compute type. */
 plan_value core_read_dtype(red_dtype t, const void *p);
+/* The 8- and 16-bit integer types (computed as i32): the value of f truncated
+ * and saturated at t's limits (NaN gives 0), and x stored in t's width
+ * (wrapping, as integer casts do). */
+int32_t core_saturate_small(red_dtype t, double f);
+void core_store_small(red_dtype t, void *p, int32_t x);
 /* Element `off` of an array of compute type `ct`, written or read (inline:
  * the CPU folds call them per element). */
 static inline void core_write_ct(void *base, int ct, int64_t off, plan_value v)

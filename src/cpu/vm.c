@@ -227,6 +227,10 @@ static void load_strided(red_dtype t, const void *base, int64_t start, int64_t s
     case RED_I64: LOAD_STRIDED(int64_t, int64_t, ID); break;
     case RED_U32: LOAD_STRIDED(uint32_t, uint32_t, ID); break;
     case RED_U64: LOAD_STRIDED(uint64_t, uint64_t, ID); break;
+    case RED_I8: LOAD_STRIDED(int8_t, int32_t, ID); break;
+    case RED_U8: LOAD_STRIDED(uint8_t, int32_t, ID); break;
+    case RED_I16: LOAD_STRIDED(int16_t, int32_t, ID); break;
+    case RED_U16: LOAD_STRIDED(uint16_t, int32_t, ID); break;
     case RED_F16: LOAD_STRIDED(uint16_t, float, core_f16_to_f32); break;
     case RED_BF16: LOAD_STRIDED(uint16_t, float, core_bf16_to_f32); break;
     case RED_F32: LOAD_STRIDED(float, float, ID); break;
@@ -242,6 +246,10 @@ static void load_gather(red_dtype t, const void *base, const int64_t *restrict o
     case RED_I64: LOAD_GATHER(int64_t, int64_t, ID); break;
     case RED_U32: LOAD_GATHER(uint32_t, uint32_t, ID); break;
     case RED_U64: LOAD_GATHER(uint64_t, uint64_t, ID); break;
+    case RED_I8: LOAD_GATHER(int8_t, int32_t, ID); break;
+    case RED_U8: LOAD_GATHER(uint8_t, int32_t, ID); break;
+    case RED_I16: LOAD_GATHER(int16_t, int32_t, ID); break;
+    case RED_U16: LOAD_GATHER(uint16_t, int32_t, ID); break;
     case RED_F16: LOAD_GATHER(uint16_t, float, core_f16_to_f32); break;
     case RED_BF16: LOAD_GATHER(uint16_t, float, core_bf16_to_f32); break;
     case RED_F32: LOAD_GATHER(float, float, ID); break;
@@ -300,8 +308,7 @@ static int run_load(vm_state *s, const vm_instr *in, int n, void *dst)
             }
         }
         if (simple) {
-            if (step == 1 && plan_ct_of_dtype(b->dtype) == in->type && b->dtype != RED_BOOL &&
-                b->dtype != RED_F16 && b->dtype != RED_BF16) {
+            if (step == 1 && plan_dtype_of_ct(in->type) == b->dtype && b->dtype != RED_BOOL) {
                 /* contiguous and already in the compute type: read in place */
                 s->rp[in->dst] = (char *)b->data + start * (int64_t)red_dtype_size(b->dtype);
                 return 0;

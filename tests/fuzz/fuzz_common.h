@@ -105,8 +105,8 @@ typedef struct fz_store {
     int r, c;               /* shape of the 2-D arrays */
 } fz_store;
 
-static const red_dtype fz_types[] = {RED_BOOL, RED_I32, RED_I64, RED_U32, RED_U64,
-                                     RED_F16,  RED_BF16, RED_F32, RED_F64};
+static const red_dtype fz_types[] = {RED_BOOL, RED_I32, RED_I64, RED_U32, RED_U64, RED_F16, RED_BF16,
+                                     RED_F32,  RED_F64, RED_I8,  RED_U8,  RED_I16, RED_U16};
 
 static void *fz_alloc(fz_store *st, size_t bytes)
 {
@@ -127,6 +127,10 @@ static void fz_put(void *p, red_dtype t, double v, uint64_t raw, int special)
     case RED_U32: *(uint32_t *)p = special ? (uint32_t)raw : (uint32_t)(int32_t)v; break;
     case RED_U64: *(uint64_t *)p = special ? raw : (uint64_t)(int64_t)v; break;
     case RED_F16: case RED_BF16: *(uint16_t *)p = (uint16_t)raw; break;
+    case RED_I8: *(int8_t *)p = (int8_t)(special ? (int64_t)raw : (int64_t)v); break;
+    case RED_U8: *(uint8_t *)p = (uint8_t)(special ? (int64_t)raw : (int64_t)v); break;
+    case RED_I16: { int16_t x = (int16_t)(special ? (int64_t)raw : (int64_t)v); memcpy(p, &x, 2); break; }
+    case RED_U16: { uint16_t x = (uint16_t)(special ? (int64_t)raw : (int64_t)v); memcpy(p, &x, 2); break; }
     case RED_F32: { float f = special ? (float)(special == 1 ? 1.0 / 0.0 : 0.0 / 0.0) : (float)v; memcpy(p, &f, 4); break; }
     case RED_F64: { double d = special ? (special == 1 ? -1.0 / 0.0 : 0.0 / 0.0) : v; memcpy(p, &d, 8); break; }
     }

@@ -150,11 +150,21 @@ else
 fi
 
 # ---- every dtype, byte order and format version loads ----
-for dt in i32 i64 u32 u64 f16 f32 f64; do
+for dt in i8 u8 i16 u16 i32 i64 u32 u64 f16 f32 f64; do
     "$MKNPY" d.npy $dt 3 1 2 3
     run redjit -e 'sum(x)' --load x=d.npy
     expect "dtype $dt loads" "6"
 done
+"$MKNPY" d.npy i8 3 -128 127 -1
+run redjit -e 'min(x), max(x), sum(x), u8(x[i])' --load x=d.npy
+expect "i8 limits load and cast" "-128
+127
+-2
+[128 127 255]"
+"$MKNPY" d.npy u16 2 --big 65535 258
+run redjit -e 'sum(x), i16(x[i])' --load x=d.npy
+expect "big-endian u16 loads" "65793
+[ -1 258]"
 "$MKNPY" d.npy bool 3 1 0 1
 run redjit -e 'sum(x)' --load x=d.npy
 expect "dtype bool loads" "2"

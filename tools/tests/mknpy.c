@@ -28,7 +28,8 @@ static const struct {
 } types[] = {
     {"bool", RED_BOOL, 'b', 1}, {"i32", RED_I32, 'i', 4}, {"i64", RED_I64, 'i', 8},
     {"u32", RED_U32, 'u', 4},   {"u64", RED_U64, 'u', 8}, {"f16", RED_F16, 'f', 2},
-    {"f32", RED_F32, 'f', 4},   {"f64", RED_F64, 'f', 8},
+    {"f32", RED_F32, 'f', 4},   {"f64", RED_F64, 'f', 8}, {"i8", RED_I8, 'i', 1},
+    {"u8", RED_U8, 'u', 1},     {"i16", RED_I16, 'i', 2}, {"u16", RED_U16, 'u', 2},
 };
 
 static int die(const char *msg, const char *arg)
@@ -84,6 +85,12 @@ static void put(unsigned char *p, int k, const char *v, double iota)
     case RED_U64: { uint64_t x = v ? strtoull(v, NULL, 10) : (uint64_t)iota; memcpy(p, &x, 8); break; }
     case RED_F16: { uint16_t x = f2h((float)d); memcpy(p, &x, 2); break; }
     case RED_F32: { float x = (float)d; memcpy(p, &x, 4); break; }
+    case RED_I8: case RED_U8: *p = (unsigned char)(v ? strtoll(v, NULL, 10) : (long long)iota); break;
+    case RED_I16: case RED_U16: {
+        uint16_t x = (uint16_t)(v ? strtoll(v, NULL, 10) : (long long)iota);
+        memcpy(p, &x, 2);
+        break;
+    }
     default: memcpy(p, &d, 8); break;
     }
 }
@@ -204,6 +211,10 @@ static int dump(const char *path)
         case RED_U64: { uint64_t v; memcpy(&v, p, 8); printf(" %" PRIu64, v); break; }
         case RED_F16: { uint16_t v; memcpy(&v, p, 2); printf(" %.17g", (double)h2f(v)); break; }
         case RED_F32: { float v; memcpy(&v, p, 4); printf(" %.17g", (double)v); break; }
+        case RED_I8: printf(" %d", (int8_t)*p); break;
+        case RED_U8: printf(" %d", *p); break;
+        case RED_I16: { int16_t v; memcpy(&v, p, 2); printf(" %d", v); break; }
+        case RED_U16: { uint16_t v; memcpy(&v, p, 2); printf(" %d", v); break; }
         default: { double v; memcpy(&v, p, 8); printf(" %.17g", v); break; }
         }
         for (int d = a.ndim - 1; d >= 0; d--) {

@@ -131,8 +131,8 @@ static void expect_raw_error(int version, const char *dict, const void *data, si
 static size_t elsize(red_dtype t)
 {
     switch (t) {
-    case RED_BOOL: return 1;
-    case RED_F16: case RED_BF16: return 2;
+    case RED_BOOL: case RED_I8: case RED_U8: return 1;
+    case RED_F16: case RED_BF16: case RED_I16: case RED_U16: return 2;
     case RED_I32: case RED_U32: case RED_F32: return 4;
     default: return 8;
     }
@@ -221,6 +221,7 @@ static void test_round_trips(void)
     } types[] = {
         {RED_BOOL, "|b1"}, {RED_I32, "<i4"}, {RED_I64, "<i8"}, {RED_U32, "<u4"},
         {RED_U64, "<u8"},  {RED_F16, "<f2"}, {RED_F32, "<f4"}, {RED_F64, "<f8"},
+        {RED_I8, "|i1"},   {RED_U8, "|u1"},  {RED_I16, "<i2"}, {RED_U16, "<u2"},
     };
     static const int64_t s0[1] = {0}, s1[1] = {5}, s2[2] = {3, 4}, s3[3] = {2, 3, 4},
                          s8[8] = {1, 2, 1, 2, 1, 2, 1, 3}, sbig[1] = {12345678}, sz[2] = {4, 0};
@@ -452,8 +453,8 @@ static void test_bad_files(void)
 
     expect_raw_error(1, "{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", d, 16,
                      "unsupported dtype '<c8'");
-    expect_raw_error(1, "{'descr': '<i2', 'fortran_order': False, 'shape': (2,), }", d, 4,
-                     "unsupported dtype '<i2'");
+    expect_raw_error(1, "{'descr': '<m8', 'fortran_order': False, 'shape': (2,), }", d, 16,
+                     "unsupported dtype '<m8'");
     expect_raw_error(1, "{'descr': '|f4', 'fortran_order': False, 'shape': (2,), }", d, 8,
                      "unsupported dtype '|f4'");
     expect_raw_error(1, "{'descr': '<U10', 'fortran_order': False, 'shape': (2,), }", d, 8,
