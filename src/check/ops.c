@@ -280,7 +280,7 @@ static ir *narrow_cast(ck *c, red_dtype t, ir *x)
 
 static const char *const red_names[] = {"sum",    "prod",    "min",    "max",    "any",    "all",   "count",
                                         "mean",   "argmin",  "argmax", "nansum", "nanprod", "nanmin",
-                                        "nanmax", "nanmean"};
+                                        "nanmax", "nanmean", "nanargmin", "nanargmax"};
 
 int ck_lower_call(ck *c, scope *s, const ast_node *n, val *out)
 {
@@ -359,11 +359,6 @@ int ck_lower_call(ck *c, scope *s, const ast_node *n, val *out)
     if (ck_find_op(c, name) >= 0)
         return ck_err_at(c, n->name_pos, RED_ERR_NAME,
                          "'%s' is a reduction operator; use it as reduce(%s, ...)", name, name);
-    if (strcmp(name, "nanargmin") == 0 || strcmp(name, "nanargmax") == 0)
-        return ck_err_at(c, n->name_pos, RED_ERR_NAME,
-                         "'%s' is not in the language yet; %s(isnan(x) ? %s : x) gives its index wherever "
-                         "a value that is not NaN is %s", name, name + 3, name[7] == 'i' ? "inf" : "-inf",
-                         name[7] == 'i' ? "below inf" : "above -inf");
     suggest sg = {name, NULL, 0};
     for (size_t i = 0; i < sizeof red_names / sizeof red_names[0]; i++) ck_suggest_offer(&sg, red_names[i]);
     for (size_t i = 0; i < sizeof funcs / sizeof funcs[0]; i++) ck_suggest_offer(&sg, funcs[i].name);

@@ -61,6 +61,13 @@ const char *plan_rop_name(int rop)
     return rop >= 0 && rop <= ROP_USER ? n[rop] : "?";
 }
 
+const char *plan_red_name(const plan_red *rd)
+{
+    if (rd->rop == ROP_USER) return rd->uname;
+    if (rd->skipnan) return rd->rop == ROP_ARGMAX ? "nanargmax" : "nanargmin";
+    return plan_rop_name(rd->rop);
+}
+
 /* ---- hash-consing ------------------------------------------------------ */
 
 struct plan_builder {
@@ -422,7 +429,7 @@ void plan_explain(util_buf *o, const plan *p)
                 util_buf_printf(o, " = reduce(%s%s, identity (", rd->ordered ? "ordered " : "",
                                 rd->uname);
             else
-                util_buf_printf(o, " = reduce(%s, identity ", plan_rop_name(rd->rop));
+                util_buf_printf(o, " = reduce(%s, identity ", plan_red_name(rd));
             for (int c = 0; c < rd->ncomp; c++) {
                 if (c) util_buf_puts(o, ", ");
                 plan_value id = rd->rop == ROP_USER ? rd->identity[c] : plan_identity(rd->rop, rd->acc[c]);

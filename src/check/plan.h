@@ -136,9 +136,15 @@ typedef struct plan_red {
                            identity may only be a fill value for empty results) */
     int online;         /* PLAN_ONLINE_*: which planner-made operator, for
                            backends that fold it natively (combine says the same) */
+    int skipnan;        /* argmin/argmax as nanargmin/nanargmax: an element whose
+                           value is NaN is not folded (all NaN: none, an error) */
     ir *combine[PLAN_MAX_COMP]; /* over IR_PARAM 2k (a's field k), 2k+1 (b's) */
     plan_value identity[PLAN_MAX_COMP];
 } plan_red;
+
+/* The name a reduction is written with: plan_rop_name's, "nanargmin" or
+ * "nanargmax" for a skipnan one, the user operator's. */
+const char *plan_red_name(const plan_red *rd);
 
 typedef struct plan_pass {
     int nfree, free[RED_MAX_DIMS];   /* output dims, outermost first     */

@@ -262,7 +262,8 @@ int ck_add_reduction(ck *c, int pass, const plan_red *rd, int ncomp_out, int *te
             temps_out[0] = o->temp[0];   /* the max, as the first field of fuse.c's pair */
             return 0;
         }
-        if (o->rop != rd->rop || o->ncomp != rd->ncomp || o->uname != rd->uname) continue;
+        if (o->rop != rd->rop || o->ncomp != rd->ncomp || o->uname != rd->uname || o->skipnan != rd->skipnan)
+            continue;
         int same = 1;
         for (int k = 0; k < rd->ncomp && same; k++) same = o->map[k] == rd->map[k] && o->acc[k] == rd->acc[k];
         if (!same) continue;
@@ -623,16 +624,18 @@ static int read_result(ck *c, const ast_node *n, int pass, plan_red *rd, int nre
  * have none, and then the form is the plain one). */
 static int nan_form(ck *c, const ast_node *n, const char *name, int rop, val *body, ir **valid)
 {
-    if (rop != ROP_SUM && rop != ROP_PROD && rop != ROP_MIN && rop != ROP_MAX)
+    if (rop != ROP_SUM && rop != ROP_PROD && rop != ROP_MIN && rop != ROP_MAX && rop != ROP_ARGMIN &&
+        rop != ROP_ARGMAX)
         return ck_err_at(c, n->name_pos, RED_ERR_NAME,
                          "unknown reduction operator '%s': the NaN-skipping ones are nansum, nanprod, "
-                         "nanmin, nanmax and nanmean", name);
+                         "nanmin, nanmax, nanmean, nanargmin and nanargmax", name);
     if (body->tuple)
         return ck_err_at(c, n->args[0]->pos, RED_ERR_TYPE, "'%s' reduces single values, not a tuple of %d",
                          name, body->n);
     ir *x = body->c[0];
     *valid = NULL;
-    if (!CT_IS_FLOAT(x->type)) return 0;
+    /* nanargmin / nanargmax: the operand as it is, its NaNs not folded (skipnan) */
+    if (!CT_IS_FLOAT(x->type) || rop == ROP_ARGMIN || rop == ROP_ARGMAX) return 0;
     ir *ok = ck_op1(c, OP_NOT, CT_BOOL, ck_op1(c, OP_ISNAN, CT_BOOL, x));
     plan_value id = plan_identity(rop, x->type);
     ir *args[3] = {ok, x, ir_const(c->b, x->type, id)};
@@ -681,6 +684,7 @@ int ck_lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val 
     rd.rop = rop;
     rd.pos = n->pos;
     rd.ncomp = 1;
+    rd.skipnan = is_nan && (rop == ROP_ARGMIN || rop == ROP_ARGMAX) && CT_IS_FLOAT(body.c[0]->type);
     int nres = 1;
     if (rop == ROP_USER) TRY(map_user(c, n, uop, &body, &rd, &nres));
     else TRY(map_builtin(c, n, opname, is_mean, is_count, &body, &rd));

@@ -199,14 +199,23 @@ void cg_emit_fold(gen *g)
         if (cg_is_arg(rd->rop)) {
             /* selects, not a branch: the loads of the elements a thread
              * folds in a row can all be issued before the first compare */
-            util_buf_printf(o, "    { const bool tk = !a.h%d || rj_%s_better(", q,
-                            rd->rop == ROP_ARGMAX ? "argmax" : "argmin");
+            util_buf_puts(o, "    { const bool tk = ");
+            if (rd->skipnan) {   /* nanargmin / nanargmax: a NaN is not folded */
+                cg_ref(g, rd->map[0]);
+                util_buf_puts(o, " == ");
+                cg_ref(g, rd->map[0]);
+                util_buf_puts(o, " && (");
+            }
+            util_buf_printf(o, "!a.h%d || rj_%s_better(", q, rd->rop == ROP_ARGMAX ? "argmax" : "argmin");
             cg_ref(g, rd->map[0]);
-            util_buf_printf(o, ", a.r%d_0); a.r%d_0 = tk ? ", q, q);
+            util_buf_printf(o, ", a.r%d_0)%s; a.r%d_0 = tk ? ", q, rd->skipnan ? ")" : "", q);
             cg_ref(g, rd->map[0]);
             util_buf_printf(o, " : a.r%d_0; ", q);
-            if (ps->nred == 1) util_buf_printf(o, "a.x%d = tk ? i%d : a.x%d; a.h%d = true; }\n", q, ps->red[0], q, q);
-            else util_buf_printf(o, "a.x%d = tk ? t : a.x%d; a.h%d = true; }\n", q, q, q);
+            const char *h = rd->skipnan ? "a.h%d || tk" : "true";
+            char hs[32];
+            snprintf(hs, sizeof hs, h, q);
+            if (ps->nred == 1) util_buf_printf(o, "a.x%d = tk ? i%d : a.x%d; a.h%d = %s; }\n", q, ps->red[0], q, q, hs);
+            else util_buf_printf(o, "a.x%d = tk ? t : a.x%d; a.h%d = %s; }\n", q, q, q, hs);
         } else if (rd->rop == ROP_USER) {
             if (rd->neutral) {
                 util_buf_printf(o, "    uop%d(", q);

@@ -206,7 +206,8 @@ static int check_args_found(const pass_ctx *pc, const core_results *out, util_di
                 for (int d = 0; d < pc->dom.nf; d++) is_free_lo |= pc->dom.flo[d] > 0;
                 if (is_free_lo) continue;
                 return util_diag_at(diag, pc->p->src, rd->pos, RED_ERR_EMPTY,
-                                    "%s of an empty set: there is no index to return", plan_rop_name(rd->rop));
+                                    "%s of an empty set%s: there is no index to return", plan_red_name(rd),
+                                    rd->skipnan ? " (or of NaN only)" : "");
             }
     }
     return 0;

@@ -190,7 +190,7 @@ plan_value cpu_fold_values(int rop, int ct, const void *vals, int n);
 /* online.c: n elements of a planner-made online operator (plan_red.online)
  * folded into a by a typed loop; 0 where it has none (the combine program then) */
 int cpu_fold_online(const plan_red *rd, void *const *vals, int n, cacc *a);
-void cpu_fold_arg(int rop, int ct, const void *vals, int n, int64_t idx0, cacc *a);
+void cpu_fold_arg(int rop, int skipnan, int ct, const void *vals, int n, int64_t idx0, cacc *a);
 void cpu_acc_fold_run(const plan_red *rd, ustate *u, vm_state *st, int root, const run *r, int64_t idx0, cacc *a);
 void cpu_acc_combine(const plan_red *rd, ustate *u, cacc *a, const cacc *b);
 

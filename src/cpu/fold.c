@@ -239,9 +239,40 @@ static int arg_better(int rop, int ct, plan_value cand, plan_value best)
             while (x[j] != (m)) j++;                                           \
     } while (0)
 
-void cpu_fold_arg(int rop, int ct, const void *vals, int n, int64_t idx0, cacc *a)
+/* nanargmin / nanargmax: the run's elements that are not NaN, in order, each
+ * taken where it beats the best so far (a later equal one does not). */
+#define FOLD_SKIPNAN(T)                                                                     \
+    do {                                                                                    \
+        const T *x = vals;                                                                  \
+        int has = a->has;                                                                   \
+        T best = has ? (T)a->v[0].f : 0;                                                    \
+        int64_t at = has ? a->idx : -1;                                                     \
+        for (int j = 0; j < n; j++) {                                                       \
+            T v = x[j];                                                                     \
+            if (v == v && (!has || (rop == ROP_ARGMAX ? v > best : v < best))) {            \
+                best = v;                                                                   \
+                at = idx0 + j;                                                              \
+                has = 1;                                                                    \
+            }                                                                               \
+        }                                                                                   \
+        if (has) {                                                                          \
+            a->v[0].f = best;                                                               \
+            a->idx = at;                                                                    \
+            a->has = 1;                                                                     \
+        }                                                                                   \
+    } while (0)
+
+void cpu_fold_arg(int rop, int skipnan, int ct, const void *vals, int n, int64_t idx0, cacc *a)
 {
     if (n <= 0) return;
+    if (skipnan && ct == CT_F32) {
+        FOLD_SKIPNAN(float);
+        return;
+    }
+    if (skipnan && ct == CT_F64) {
+        FOLD_SKIPNAN(double);
+        return;
+    }
     plan_value m = cpu_fold_values(rop == ROP_ARGMAX ? ROP_MAX : ROP_MIN, ct, vals, n);
     if (a->has && !arg_better(rop, ct, m, a->v[0])) return;
     int j = 0;
@@ -351,7 +382,7 @@ void cpu_acc_fold_run(const plan_red *rd, ustate *u, vm_state *st, int root, con
     }
     const unsigned char *v = (const unsigned char *)vm_reg(st, st->prog->out[root]) + (size_t)start * plan_ct_size(rd->acc[0]);
     if (rd->rop == ROP_ARGMIN || rd->rop == ROP_ARGMAX) {
-        cpu_fold_arg(rd->rop, rd->acc[0], v, n, idx0, a);
+        cpu_fold_arg(rd->rop, rd->skipnan, rd->acc[0], v, n, idx0, a);
         return;
     }
     plan_value x = cpu_fold_values(rd->rop, rd->acc[0], v, n);

@@ -92,9 +92,9 @@ static void write_whole(const pass_ctx *pc, const tstate *ts, const run *runs, i
                 int64_t off = out_offset(pc, t0, runs[k].o);
                 if (rd->rop == ROP_ARGMIN || rd->rop == ROP_ARGMAX) {
                     cacc a;
-                    a.has = 0;   /* cpu_fold_arg sets the rest: the run is not empty */
-                    cpu_fold_arg(rd->rop, ct, y, runs[k].len, arg_index(pc, runs[k].o, 0), &a);
-                    ((int64_t *)dst)[off] = a.idx;
+                    a.has = 0;   /* cpu_fold_arg sets the rest, unless nothing but NaN is skipped */
+                    cpu_fold_arg(rd->rop, rd->skipnan, ct, y, runs[k].len, arg_index(pc, runs[k].o, 0), &a);
+                    ((int64_t *)dst)[off] = a.has ? a.idx : -1;   /* nanargmin of NaN only: none */
                 } else {
                     core_write_ct(dst, ct, off, cpu_fold_values(rd->rop, ct, y, runs[k].len));
                 }

@@ -60,13 +60,14 @@ int gpu_report_device_fault(run_ctx *r, const unsigned long long err[4], const c
     if ((int)err[0] == RED_ERR_EMPTY) {
         int pi = (int)(err[1] >> 16), q = (int)(err[1] & 0xffff);
         util_pos pos = {0, 0};
-        const char *what = "argmin/argmax";
+        const char *what = "argmin/argmax", *nan = "";
         if (pi < p->npasses && q < p->passes[pi].nreds) {
             pos = p->passes[pi].reds[q].pos;
-            what = plan_rop_name(p->passes[pi].reds[q].rop);
+            what = plan_red_name(&p->passes[pi].reds[q]);
+            if (p->passes[pi].reds[q].skipnan) nan = " (or of NaN only)";
         }
-        return util_diag_at(r->diag, p->src, pos, RED_ERR_EMPTY, "%s of an empty set: there is no index to return",
-                            what);
+        return util_diag_at(r->diag, p->src, pos, RED_ERR_EMPTY, "%s of an empty set%s: there is no index to return",
+                            what, nan);
     }
     if ((int)err[0] == RED_ERR_LIMIT && err[2] == ~0ull)   /* out_range: the product of the extents */
         return util_diag_set(r->diag, RED_ERR_LIMIT, "reduction domain too large: an output's ranges span more "
