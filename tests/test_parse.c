@@ -59,7 +59,15 @@ static void print_program(util_buf *b, const ast_program *p)
             break;
         case STMT_ASSIGN:
             util_buf_printf(b, "%s[", s->name);
-            for (int k = 0; k < s->nidx; k++) util_buf_printf(b, "%s%s", k ? ", " : "", s->idx[k]);
+            for (int k = 0; k < s->nidx; k++) {
+                util_buf_printf(b, "%s%s", k ? ", " : "", s->idx[k]);
+                if (s->idx_lo && s->idx_lo[k]) {
+                    util_buf_puts(b, " in ");
+                    ast_print(b, s->idx_lo[k]);
+                    util_buf_puts(b, "..");
+                    ast_print(b, s->idx_hi[k]);
+                }
+            }
             util_buf_puts(b, "] = ");
             ast_print(b, s->exprs[0]);
             break;
@@ -244,6 +252,13 @@ static void test_constructs(void)
     ok("sum(x) over i, sum (y)", "(sum(x) over i), sum(y)");
     ok("sum(x) over i, 2, -y, (z), !w, true", "(sum(x) over i), 2, (-y), z, (!w), true");
     ok("sum(x) over i, y", "sum(x) over i, y");
+    ok("sum(x[i]) over i, x[i] - 1", "(sum(x[i]) over i), (x[i] - 1)");
+    /* A result's index with a range: on the left of '=' only (the checker says so elsewhere). */
+    ok("C[x in 0..10] = sum(a[x*100+y]) over y in 0..100",
+       "C[x in 0..10] = sum(a[((x * 100) + y)]) over y in 0..100");
+    ok("C[x in 2..n-1, j] = A[x, j]", "C[x in 2..(n - 1), j] = A[x, j]");
+    ok("a[x in 0..3]", "a[x in 0..3]");
+    ok("sum(x) over i, y [j]", "(sum(x) over i), y[j]");
     ok("f(sum(x) over i,\n y)", "f(sum(x) over i, y)");
     ok("f(sum(x) over i, g(y))", "f((sum(x) over i), g(y))");
     ok("(sum(x) over i, sum(y) over j)", "((sum(x) over i), sum(y) over j)");
@@ -410,9 +425,9 @@ static void test_errors(void)
 
     /* The left side of '='. */
     err("a + 1 = 3", SYN,
-        "1:1: left side of '=' must be a name or name[i, j, ...]\n  a + 1 = 3\n  ^~~~~", 0);
+        "1:1: left side of '=' must be a name or name[i, j, ...] (an index may take a range: x in lo..hi)\n  a + 1 = 3\n  ^~~~~", 0);
     err("C[i+1, j] = x", SYN,
-        "1:3: left side of '=' must be a name or name[i, j, ...]\n  C[i+1, j] = x\n    ^~~", 0);
+        "1:3: left side of '=' must be a name or name[i, j, ...] (an index may take a range: x in lo..hi)\n  C[i+1, j] = x\n    ^~~", 0);
     err("C[i, 2] = x", SYN, NULL, 0);
     err("f(x) = 1", SYN, NULL, 0);
     err("true = 1", SYN, NULL, 0);

@@ -194,6 +194,10 @@ static int lower_node(ck *c, scope *s, const ast_node *n, val *out)
     case AST_COND: return ck_lower_cond(c, s, n, out);
     case AST_CALL: return ck_lower_call(c, s, n, out);
     case AST_REDUCE: return ck_lower_reduce(c, s, n, n->name, out);
+    case AST_RANGE:
+        return ck_err_at(c, n->pos, RED_ERR_SYNTAX,
+                         "'%s in lo..hi' gives a result's index its range: it belongs on the left side of "
+                         "'=', as in R[%s in lo..hi] = ...", n->name, n->name);
     case AST_TUPLE: {
         if (n->nargs > PLAN_MAX_COMP)
             return ck_err_at(c, n->pos, RED_ERR_LIMIT, "a tuple of more than %d values", PLAN_MAX_COMP);
@@ -276,6 +280,94 @@ static void scan_idx_names(ck *c, const ast_node *n, int in_sub)
     scan_idx_names(c, n->by, in_sub);
 }
 
+/* `R[x in lo..hi] = ...`: x's range, lowered where no index is in scope (a
+ * result is a box: a bound may not use another of its indices). */
+static const ast_node *find_name(const ast_node *n, const char *name)
+{
+    if (!n) return NULL;
+    if (n->kind == AST_NAME && strcmp(n->name, name) == 0) return n;
+    for (int i = 0; i < n->nargs; i++) {
+        const ast_node *r = find_name(n->args[i], name);
+        if (r) return r;
+    }
+    for (int i = 0; i < n->nover; i++) {
+        const ast_node *r = find_name(n->over[i].lo, name);
+        if (!r) r = find_name(n->over[i].hi, name);
+        if (r) return r;
+    }
+    return find_name(n->by, name);
+}
+
+static int lhs_range(ck *c, const ast_stmt *st, int i, int v)
+{
+    scope alone = {.accepts = 1};
+    val b[2];
+    for (int k = 0; k < 2; k++) {
+        const ast_node *e = k ? st->idx_hi[i] : st->idx_lo[i];
+        for (int j = 0; j < st->nidx; j++) {
+            const ast_node *at = ck_find_bind(c, st->idx[j]) < 0 && ck_find_let(c, st->idx[j]) < 0
+                                     ? find_name(e, st->idx[j]) : NULL;
+            if (at)
+                return ck_err_at(c, at->pos, RED_ERR_SHAPE,
+                                 "the range of '%s' uses the index '%s': a result's ranges may use scalars "
+                                 "and arrays, not indices", st->idx[i], st->idx[j]);
+        }
+        TRY(ck_lower(c, &alone, e, &b[k]));
+        TRY(ck_single(c, e, &b[k]));
+        varset used = {0};
+        ck_collect_vars(c, b[k].c[0], &used);
+        if (used.n)
+            return ck_err_at(c, e->pos, RED_ERR_SHAPE,
+                             "the range of '%s' uses the index '%s': a result's ranges may use scalars "
+                             "and arrays, not indices", st->idx[i], c->p->vars[used.v[0]].name);
+    }
+    val lo = b[0], hi = b[1];
+    if (!CT_IS_INT(lo.c[0]->type) || !CT_IS_INT(hi.c[0]->type))
+        return ck_err_at(c, (CT_IS_INT(lo.c[0]->type) ? st->idx_hi[i] : st->idx_lo[i])->pos, RED_ERR_TYPE,
+                         "range bounds of '%s' must be integers", st->idx[i]);
+    c->p->vars[v].lo = ir_cast(c->b, CT_I64, lo.c[0]);
+    c->p->vars[v].hi = ir_cast(c->b, CT_I64, hi.c[0]);
+    return c->p->vars[v].lo && c->p->vars[v].hi ? 0 : ck_nomem(c);
+}
+
+/* A result's index x given as `x in lo..hi` with lo not 0: its element k is
+ * the value at x = lo + k, so the result is read through a new index x'
+ * over 0..hi-lo (dims[j] becomes it, and x becomes x' + lo in *x).  The
+ * reductions inside keep x: their results are stored from 0 up to hi. */
+static int shift_ranged(ck *c, const ast_stmt *st, int *dims, int nd, ir **x)
+{
+    plan *p = c->p;
+    int from[RED_MAX_DIMS], n = 0;
+    ir *to[RED_MAX_DIMS];
+    for (int j = 0; j < nd && st->idx_lo; j++) {
+        ir *lo = p->vars[dims[j]].lo;
+        if (!st->idx_lo[j] || (lo->kind == IR_CONST && lo->c.i == 0)) continue;
+        int w = ck_new_var(c, st->idx[j], st->idx_pos[j]);
+        if (w == -2) return ck_nomem(c);
+        if (w < 0) return ck_err_at(c, st->idx_pos[j], RED_ERR_LIMIT, "too many index variables");
+        plan_var *pv = &p->vars[dims[j]], *pw = &p->vars[w];
+        pw->lo = ir_const_i(c->b, CT_I64, 0);
+        pw->hi = ck_op2(c, OP_SUB, CT_I64, pv->hi, pv->lo);
+        from[n] = dims[j];
+        to[n++] = ck_op2(c, OP_ADD, CT_I64, ir_index(c->b, w), pv->lo);
+        dims[j] = w;
+    }
+    if (n) *x = ck_subst_expr(c, *x, n, from, to);
+    return *x ? 0 : ck_nomem(c);
+}
+
+/* The name of the assignment whose left side lists the index at `pos`, or
+ * "R" for an index that is free in a result without one. */
+static const char *lhs_name(const ast_program *prog, util_pos pos)
+{
+    for (int i = 0; i < prog->nstmts; i++) {
+        const ast_stmt *st = &prog->stmts[i];
+        for (int j = 0; st->kind == STMT_ASSIGN && j < st->nidx; j++)
+            if (st->idx_pos[j].off == pos.off) return st->name;
+    }
+    return "R";
+}
+
 static int lower_result(ck *c, const ast_stmt *st, const ast_node *e, const char *name)
 {
     plan *p = c->p;
@@ -289,6 +381,7 @@ static int lower_result(ck *c, const ast_stmt *st, const ast_node *e, const char
             int v = ck_new_var(c, st->idx[i], st->idx_pos[i]);
             if (v == -2) return ck_nomem(c);
             if (v < 0) return ck_err_at(c, st->idx_pos[i], RED_ERR_LIMIT, "too many index variables");
+            if (st->idx_lo && st->idx_lo[i]) TRY(lhs_range(c, st, i, v));
             TRY(ck_scope_add(c, &top, v, st->idx_pos[i]));
         }
     }
@@ -321,6 +414,7 @@ static int lower_result(ck *c, const ast_stmt *st, const ast_node *e, const char
                                      RED_MAX_DIMS);
                 dims[nd++] = top.vars[j];
             }
+            TRY(shift_ranged(c, st, dims, nd, &x));
         } else {
             for (int i = 0; i < used.n; i++) {
                 if (nd >= RED_MAX_DIMS)
@@ -492,16 +586,21 @@ int chk_build(const ast_program *prog, const chk_binding *binds, int nbinds, con
         plan_var *pv = &p->vars[v];
         if (!pv->lo && !pv->nconstraints && pv->key_pass < 0) {
             /* only variables some pass or result actually uses matter */
-            int used = 0;
-            for (int i = 0; i < p->npasses && !used; i++) {
+            int used = 0, reduced = 0;
+            for (int i = 0; i < p->npasses; i++) {
                 plan_pass *ps = &p->passes[i];
                 for (int k = 0; k < ps->nfree; k++) used |= ps->free[k] == v;
-                for (int k = 0; k < ps->nred; k++) used |= ps->red[k] == v;
+                for (int k = 0; k < ps->nred; k++) reduced |= ps->red[k] == v;
             }
-            if (used)
+            if (reduced)
                 return ck_err_at(&c, pv->pos, RED_ERR_SHAPE,
                                  "index '%s' has no extent: give one with 'over %s in lo..hi' or use "
                                  "it as a subscript", pv->name, pv->name);
+            if (used)   /* an index of a result */
+                return ck_err_at(&c, pv->pos, RED_ERR_SHAPE,
+                                 "index '%s' has no extent: use it as a subscript, or give the result's "
+                                 "index a range on the left of '=': %s[%s in lo..hi] = ...",
+                                 pv->name, lhs_name(prog, pv->pos), pv->name);
         }
     }
     p->nir = plan_builder_count(c.b);

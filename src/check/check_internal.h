@@ -180,6 +180,8 @@ int ck_walk_seen(ck *c, int on, const ir *x);
 ir *ck_load_temp(ck *c, int temp, int nd, const int *vars, util_pos pos);
 /* `x` with index variables from[k] renamed to[k] (NULL: out of memory). */
 ir *ck_subst(ck *c, ir *x, int n, const int *from, const int *to);
+/* The same with from[i] replaced by the expression to[i] (i64). */
+ir *ck_subst_expr(ck *c, ir *x, int n, const int *from, ir *const *to);
 /* Do index variables a and b run over the same extent (the same range, or the
  * same constraints in the same order)? */
 int ck_same_domain_var(const plan *p, int a, int b);

@@ -71,7 +71,7 @@ static int resolve_free(const plan *p, int var, const core_buf *bufs, const core
     int64_t cap = padding_cap(p, bufs);
     if (v->hi[var] > cap)
         return util_diag_at(diag, p->src, pv->pos, RED_ERR_LIMIT,
-                            "index '%s' runs to %lld: a nested result is stored from index 0, and "
+                            "index '%s' runs to %lld: a result along it is stored from index 0, and "
                             "%lld elements is more than the %lld allowed (2^24, or the size of the "
                             "largest bound array)",
                             pv->name, (long long)v->hi[var], (long long)v->hi[var], (long long)cap);

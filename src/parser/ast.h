@@ -25,7 +25,9 @@ typedef enum ast_kind {
                      reduction shorthand (sum, min, ...); the checker decides     */
     AST_REDUCE,   /* reduce(opname, args[0]) [over ...] [by key]                 */
     AST_TUPLE,    /* (args[0], args[1], ...), at least two elements              */
-    AST_FIELD     /* args[0].field                                               */
+    AST_FIELD,    /* args[0].field                                               */
+    AST_RANGE     /* name in args[0]..args[1]: a subscript of the left side of
+                     '=' that gives its index a range (anywhere else an error)  */
 } ast_kind;
 
 typedef enum ast_binop {
@@ -92,6 +94,8 @@ typedef struct ast_stmt {
     int nidx;               /* ASSIGN: index names on the left side          */
     const char **idx;
     util_pos *idx_pos;
+    ast_node **idx_lo, **idx_hi;   /* ASSIGN: `x in lo..hi` on the left, else
+                                      NULL (both arrays NULL when none has one) */
     int nexprs;             /* EXPR: the results; LET/ASSIGN: 1 (the value);
                                OP: 2 (exprs[0] combine, exprs[1] identity)  */
     ast_node **exprs;

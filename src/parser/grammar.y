@@ -147,9 +147,18 @@ unary(A) ::= TILDE(T) unary(X).                  { A = parse_unary(ctx, &T, &X);
 power(A) ::= postfix(X). [YIELD]                 { A = X; }
 power(A) ::= postfix(X) POW(T) unary(Y).         { A = parse_binary(ctx, &X, BOP_POW, &T, &Y); }
 postfix(A) ::= primary(X).                       { A = X; }
-postfix(A) ::= postfix(X) LB(L) exprs(S) RB(R).  { A = parse_index(ctx, &X, &L, &S, &R); }
+postfix(A) ::= postfix(X) LB(L) subs(S) RB(R).   { A = parse_index(ctx, &X, &L, &S, &R); }
 postfix(A) ::= postfix(X) DOT(D) INT(N).         { A = parse_field(ctx, &X, &D, &N); }
 postfix(A) ::= postfix(X) DOT(D) NAME(N).        { A = parse_method(ctx, &X, &D, &N); }
+
+/* Subscripts; on the left of '=' one may give its index a range,
+ * `C[x in lo..hi] = ...` (an AST_RANGE, which parse_stmt_assign takes and
+ * the checker refuses anywhere else, saying where it belongs). */
+%type subs {parse_exlist}
+subs(A) ::= sub(X).                              { parse_list_init(ctx, &A, &X); }
+subs(A) ::= subs(A1) comma sub(X).               { A = A1; parse_list_add(ctx, &A, &X); }
+sub(A) ::= expr(X).                              { A = X; }
+sub(A) ::= NAME(N) IN add(L) DOTDOT add(H).      { A = parse_range_sub(ctx, &N, &L, &H); }
 
 /* ---- Primaries --------------------------------------------------------- */
 

@@ -287,6 +287,21 @@ parse_ex parse_name(parse_ctx *ctx, const lex_token *t)
     return ex_of(n);
 }
 
+parse_ex parse_range_sub(parse_ctx *ctx, const lex_token *name, const parse_ex *lo, const parse_ex *hi)
+{
+    if (ctx->status) return failed(ctx);
+    ast_node *n = new_node(ctx, AST_RANGE, span_of(name->pos, hi->span));
+    if (!n) return failed(ctx);
+    n->name = token_text(ctx, name);
+    n->name_pos = name->pos;
+    if (set_args(ctx, n, 2)) {
+        n->args[0] = lo->node;
+        n->args[1] = hi->node;
+    }
+    set_depth(ctx, n, name->pos);
+    return ex_of(n);
+}
+
 parse_ex parse_unary(parse_ctx *ctx, const lex_token *op, const parse_ex *x)
 {
     if (ctx->status) return failed(ctx);
@@ -599,14 +614,17 @@ void parse_stmt_assign(parse_ctx *ctx, const parse_ex *lhs, const parse_ex *rhs)
     const ast_node *l = lhs->node;
     int ok = l->kind == AST_NAME || l->kind == AST_INDEX;
     util_pos bad = lhs->span;
+    int ranged = 0;
     for (int i = 0; ok && l->kind == AST_INDEX && i < l->nargs; i++) {
-        if (l->args[i]->kind != AST_NAME) {
+        if (l->args[i]->kind != AST_NAME && l->args[i]->kind != AST_RANGE) {
             ok = 0;
             bad = l->args[i]->pos;
         }
+        ranged |= l->args[i]->kind == AST_RANGE;
     }
     if (!ok) {
-        parse_error(ctx, bad, RED_ERR_SYNTAX, "left side of '=' must be a name or name[i, j, ...]");
+        parse_error(ctx, bad, RED_ERR_SYNTAX,
+                    "left side of '=' must be a name or name[i, j, ...] (an index may take a range: x in lo..hi)");
         return;
     }
     ast_stmt *s = new_stmt(ctx, l->kind == AST_NAME ? STMT_LET : STMT_ASSIGN,
@@ -623,9 +641,22 @@ void parse_stmt_assign(parse_ctx *ctx, const parse_ex *lhs, const parse_ex *rhs)
             return;
         }
         s->nidx = l->nargs;
+        if (ranged) {
+            s->idx_lo = util_arena_alloc(ctx->arena, (size_t)l->nargs * sizeof *s->idx_lo);
+            s->idx_hi = util_arena_alloc(ctx->arena, (size_t)l->nargs * sizeof *s->idx_hi);
+            if (!s->idx_lo || !s->idx_hi) {
+                parse_nomem(ctx);
+                return;
+            }
+        }
         for (int i = 0; i < l->nargs; i++) {
-            s->idx[i] = l->args[i]->name;
-            s->idx_pos[i] = l->args[i]->pos;
+            const ast_node *a = l->args[i];
+            s->idx[i] = a->name;
+            s->idx_pos[i] = a->kind == AST_RANGE ? a->name_pos : a->pos;
+            if (ranged) {
+                s->idx_lo[i] = a->kind == AST_RANGE ? a->args[0] : NULL;
+                s->idx_hi[i] = a->kind == AST_RANGE ? a->args[1] : NULL;
+            }
         }
     }
 }
@@ -651,9 +682,9 @@ void parse_stmt_op(parse_ctx *ctx, const lex_token *kw, const lex_token *name,
 /* ---- The driver ------------------------------------------------------------- */
 
 /* Whether the comma just read is followed by a name that does not start a
- * call: the one comma that can continue an `over` list (grammar.y, ICOMMA).
- * A name followed by '(' is a call and cannot be an index, so there the
- * comma ends the list and starts another expression. */
+ * call or a subscript: the one comma that can continue an `over` list
+ * (grammar.y, ICOMMA).  A name followed by '(' or '[' cannot be an index, so
+ * there the comma ends the list and starts another expression. */
 static int comma_before_index(const parse_ctx *ctx)
 {
     util_diag scratch;
@@ -661,7 +692,8 @@ static int comma_before_index(const parse_ctx *ctx)
     lex_token t;
     peek.diag = &scratch;
     if (lex_next(&peek, &t) != TK_NAME) return 0;
-    return lex_next(&peek, &t) != TK_LP;
+    int next = lex_next(&peek, &t);
+    return next != TK_LP && next != TK_LB;
 }
 
 int ast_parse(util_arena *arena, const char *src, ast_program **out, util_diag *diag,
@@ -872,6 +904,12 @@ static void print_node(util_buf *b, const ast_node *n)
         util_buf_printf(b, "%s[", n->name);
         print_list(b, n->args, n->nargs);
         util_buf_puts(b, "]");
+        break;
+    case AST_RANGE:
+        util_buf_printf(b, "%s in ", n->name);
+        print_sub(b, n->args[0], 1);
+        util_buf_puts(b, "..");
+        print_sub(b, n->args[1], 1);
         break;
     case AST_UNARY:
         util_buf_printf(b, "(%c", n->op);

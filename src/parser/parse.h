@@ -105,6 +105,7 @@ parse_ex parse_reduce(parse_ctx *ctx, const lex_token *kw, const lex_token *op,
                       const parse_ex *x, const lex_token *rp);
 parse_ex parse_clauses(parse_ctx *ctx, const parse_ex *call, const parse_overlist *over,
                        const parse_ex *by);
+parse_ex parse_range_sub(parse_ctx *ctx, const lex_token *name, const parse_ex *lo, const parse_ex *hi);
 parse_idx *parse_over_idx(parse_ctx *ctx, const lex_token *name, const parse_ex *lo,
                           const parse_ex *hi);
 
