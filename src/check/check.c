@@ -325,35 +325,33 @@ static int lhs_range(ck *c, const ast_stmt *st, int i, int v)
     if (!CT_IS_INT(lo.c[0]->type) || !CT_IS_INT(hi.c[0]->type))
         return ck_err_at(c, (CT_IS_INT(lo.c[0]->type) ? st->idx_hi[i] : st->idx_lo[i])->pos, RED_ERR_TYPE,
                          "range bounds of '%s' must be integers", st->idx[i]);
-    c->p->vars[v].lo = ir_cast(c->b, CT_I64, lo.c[0]);
-    c->p->vars[v].hi = ir_cast(c->b, CT_I64, hi.c[0]);
-    return c->p->vars[v].lo && c->p->vars[v].hi ? 0 : ck_nomem(c);
-}
-
-/* A result's index x given as `x in lo..hi` with lo not 0: its element k is
- * the value at x = lo + k, so the result is read through a new index x'
- * over 0..hi-lo (dims[j] becomes it, and x becomes x' + lo in *x).  The
- * reductions inside keep x: their results are stored from 0 up to hi. */
-static int shift_ranged(ck *c, const ast_stmt *st, int *dims, int nd, ir **x)
-{
-    plan *p = c->p;
-    int from[RED_MAX_DIMS], n = 0;
-    ir *to[RED_MAX_DIMS];
-    for (int j = 0; j < nd && st->idx_lo; j++) {
-        ir *lo = p->vars[dims[j]].lo;
-        if (!st->idx_lo[j] || (lo->kind == IR_CONST && lo->c.i == 0)) continue;
-        int w = ck_new_var(c, st->idx[j], st->idx_pos[j]);
-        if (w == -2) return ck_nomem(c);
-        if (w < 0) return ck_err_at(c, st->idx_pos[j], RED_ERR_LIMIT, "too many index variables");
-        plan_var *pv = &p->vars[dims[j]], *pw = &p->vars[w];
-        pw->lo = ir_const_i(c->b, CT_I64, 0);
-        pw->hi = ck_op2(c, OP_SUB, CT_I64, pv->hi, pv->lo);
-        from[n] = dims[j];
-        to[n++] = ck_op2(c, OP_ADD, CT_I64, ir_index(c->b, w), pv->lo);
-        dims[j] = w;
+    plan_var *pv = &c->p->vars[v];
+    ir *l = ir_cast(c->b, CT_I64, lo.c[0]), *h = ir_cast(c->b, CT_I64, hi.c[0]);
+    if (!l || !h) return ck_nomem(c);
+    if (l->kind == IR_CONST && l->c.i == 0) {
+        pv->lo = l;
+        pv->hi = h;
+        return 0;
     }
-    if (n) *x = ck_subst_expr(c, *x, n, from, to);
-    return *x ? 0 : ck_nomem(c);
+    /* Element k is the value at x = lo + k: the variable runs over 0..hi-lo
+     * and the name x reads as it + lo, in the reductions inside too (their
+     * results then start at 0: no padding, no negative index).  A width past
+     * int64 (hi - lo wrapping below 0 while hi > lo) becomes INT64_MAX, which
+     * the extent limit refuses. */
+    ir *w = ck_op2(c, OP_SUB, CT_I64, h, l);
+    ir *wraps = ck_op2(c, OP_LAND, CT_BOOL, ck_op2(c, OP_GT, CT_BOOL, h, l),
+                       ck_op2(c, OP_LT, CT_BOOL, w, ir_const_i(c->b, CT_I64, 0)));
+    ir *args[3] = {wraps, ir_const_i(c->b, CT_I64, INT64_MAX), w};
+    pv->lo = ir_const_i(c->b, CT_I64, 0);
+    int64_t cw;
+    if (l->kind == IR_CONST && h->kind == IR_CONST)   /* folded, for --explain */
+        pv->hi = ir_const_i(c->b, CT_I64, __builtin_sub_overflow(h->c.i, l->c.i, &cw) ? INT64_MAX : cw);
+    else
+        pv->hi = ir_op(c->b, OP_SELECT, CT_I64, 3, args);
+    if (c->nalias == RED_MAX_DIMS) return ck_err_at(c, st->idx_pos[i], RED_ERR_LIMIT, "too many ranged indices");
+    c->alias_var[c->nalias] = v;
+    c->alias_ir[c->nalias++] = ck_op2(c, OP_ADD, CT_I64, ir_index(c->b, v), l);
+    return pv->hi && c->alias_ir[c->nalias - 1] ? 0 : ck_nomem(c);
 }
 
 /* The name of the assignment whose left side lists the index at `pos`, or
@@ -372,6 +370,7 @@ static int lower_result(ck *c, const ast_stmt *st, const ast_node *e, const char
 {
     plan *p = c->p;
     scope top = {.accepts = 1};
+    c->nalias = 0;   /* a statement's own */
     if (st->kind == STMT_ASSIGN) {
         for (int i = 0; i < st->nidx; i++) {
             for (int j = 0; j < i; j++)
@@ -414,7 +413,6 @@ static int lower_result(ck *c, const ast_stmt *st, const ast_node *e, const char
                                      RED_MAX_DIMS);
                 dims[nd++] = top.vars[j];
             }
-            TRY(shift_ranged(c, st, dims, nd, &x));
         } else {
             for (int i = 0; i < used.n; i++) {
                 if (nd >= RED_MAX_DIMS)

@@ -78,6 +78,10 @@ typedef struct ck {
     int op_types[PLAN_MAX_COMP];
     /* lowering range bounds of this reduction: its own indices are banned */
     const ast_node *bound_owner;
+    /* a result's index written `x in lo..hi` with lo not 0 (check.c): the
+     * variable runs over 0..hi-lo and the name reads as that + lo */
+    int nalias, alias_var[RED_MAX_DIMS];
+    ir *alias_ir[RED_MAX_DIMS];
     /* calls of ck_lower() open now: named values and operator bodies are
      * lowered where they are used, inside the levels of the text around
      * them, so the parser's bound on nesting is enforced again here */
@@ -126,6 +130,8 @@ int ck_check_chain(ck *c, util_pos pos, const val *v);
 /* ---- types (ops.c) ---------------------------------------------------------- */
 
 int ck_single(ck *c, const ast_node *n, const val *v);
+/* The value of index variable v where its name is read: ir_index(v), or its alias. */
+ir *ck_index_value(ck *c, int v);
 
 static inline val ck_mk(ir *x, int weak)
 {
@@ -180,8 +186,6 @@ int ck_walk_seen(ck *c, int on, const ir *x);
 ir *ck_load_temp(ck *c, int temp, int nd, const int *vars, util_pos pos);
 /* `x` with index variables from[k] renamed to[k] (NULL: out of memory). */
 ir *ck_subst(ck *c, ir *x, int n, const int *from, const int *to);
-/* The same with from[i] replaced by the expression to[i] (i64). */
-ir *ck_subst_expr(ck *c, ir *x, int n, const int *from, ir *const *to);
 /* Do index variables a and b run over the same extent (the same range, or the
  * same constraints in the same order)? */
 int ck_same_domain_var(const plan *p, int a, int b);

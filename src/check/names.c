@@ -114,6 +114,13 @@ static void suggest_names(ck *c, const scope *s, suggest *sg)
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) ck_suggest_offer(sg, words[i]);
 }
 
+ir *ck_index_value(ck *c, int v)
+{
+    for (int i = 0; i < c->nalias; i++)
+        if (c->alias_var[i] == v) return c->alias_ir[i];
+    return ir_index(c->b, v);
+}
+
 /* An index variable named `name` used at `pos`: the existing one in scope,
  * or a new one reduced by the nearest reduction without `over` (or free at
  * the top level). */
@@ -162,8 +169,8 @@ int ck_lower_name(ck *c, scope *s, const ast_node *n, val *out)
     }
     int v = find_var(s, c->p, name);
     if (v >= 0) {
-        *out = ck_mk(ir_index(c->b, v), 0);
-        return 0;
+        *out = ck_mk(ck_index_value(c, v), 0);
+        return *out->c ? 0 : ck_nomem(c);
     }
     int l = ck_find_let(c, name);
     if (l >= 0) {

@@ -63,14 +63,12 @@ static void collect_vars(ck *c, int on, const ir *x, varset *vs)
 
 void ck_collect_vars(ck *c, const ir *x, varset *vs) { collect_vars(c, ck_walk_begin(c), x, vs); }
 
-/* x with index variable from[i] replaced by variable to[i], or, where toe is
- * not NULL, by the expression toe[i]. */
-static ir *subst(ck *c, int on, ir *x, int n, const int *from, const int *to, ir *const *toe)
+static ir *subst(ck *c, int on, ir *x, int n, const int *from, const int *to)
 {
     if (!x) return NULL;
     if (x->kind == IR_INDEX) {
         for (int i = 0; i < n; i++)
-            if (x->slot == from[i]) return toe ? toe[i] : ir_index(c->b, to[i]);
+            if (x->slot == from[i]) return ir_index(c->b, to[i]);
         return x;
     }
     if (!x->nargs) return x;
@@ -79,7 +77,7 @@ static ir *subst(ck *c, int on, ir *x, int n, const int *from, const int *to, ir
     ir *args[RED_MAX_DIMS + 3];
     int changed = 0;
     for (int i = 0; i < x->nargs; i++) {
-        args[i] = subst(c, on, x->args[i], n, from, to, toe);
+        args[i] = subst(c, on, x->args[i], n, from, to);
         if (!args[i]) return NULL;
         changed |= args[i] != x->args[i];
     }
@@ -104,14 +102,7 @@ ir *ck_load_temp(ck *c, int temp, int nd, const int *vars, util_pos pos)
 /* Rebuild `x` with index variables renamed by `map` (from -> to). */
 ir *ck_subst(ck *c, ir *x, int n, const int *from, const int *to)
 {
-    return subst(c, ck_walk_begin(c), x, n, from, to, NULL);
-}
-
-ir *ck_subst_expr(ck *c, ir *x, int n, const int *from, ir *const *to)
-{
-    for (int i = 0; i < n; i++)
-        if (!to[i]) return NULL;
-    return subst(c, ck_walk_begin(c), x, n, from, NULL, to);
+    return subst(c, ck_walk_begin(c), x, n, from, to);
 }
 
 /* ---- reductions ----------------------------------------------------------------- */

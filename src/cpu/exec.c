@@ -189,6 +189,20 @@ static int pass_walk(pass_ctx *pc, util_diag *diag)
     return rc;
 }
 
+/* Whether element i of temporary t (C order) lies below a free index's start:
+ * padding that no output of the pass writes (a nested ranged result is
+ * stored from index 0 up). */
+static int below_free_lo(const pass_ctx *pc, const core_buf *t, int64_t i)
+{
+    if (t->ndim != pc->dom.nf) return 0;   /* keyed: one dimension of keys, from 0 */
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        int64_t ext = t->shape[d];
+        if (ext && i % ext < pc->dom.flo[d]) return 1;
+        i = ext ? i / ext : 0;
+    }
+    return 0;
+}
+
 /* argmin/argmax over nothing */
 static int check_args_found(const pass_ctx *pc, const core_results *out, util_diag *diag)
 {
@@ -201,10 +215,7 @@ static int check_args_found(const pass_ctx *pc, const core_results *out, util_di
         for (int d = 0; d < t->ndim; d++) n *= t->shape[d];
         for (int64_t i = 0; i < n; i++)
             if (((const int64_t *)t->data)[i] < 0) {
-                int is_free_lo = 0;
-                /* positions below a free index's start are padding */
-                for (int d = 0; d < pc->dom.nf; d++) is_free_lo |= pc->dom.flo[d] > 0;
-                if (is_free_lo) continue;
+                if (below_free_lo(pc, t, i)) continue;
                 return util_diag_at(diag, pc->p->src, rd->pos, RED_ERR_EMPTY,
                                     "%s of an empty set%s: there is no index to return", plan_red_name(rd),
                                     rd->skipnan ? " (or of NaN only)" : "");
