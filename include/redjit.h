@@ -160,7 +160,9 @@ typedef enum red_dtype {
     RED_I8   = 10,  /* 8- and 16-bit integers: inputs, computed in */
     RED_U8   = 11,  /* i32 (a sum or product of them in i64)       */
     RED_I16  = 12,
-    RED_U16  = 13
+    RED_U16  = 13,
+    RED_C64  = 14,  /* complex: (re, im) pairs of f32 / f64, as     */
+    RED_C128 = 15   /* NumPy's complex64 / complex128 (arrays only) */
 } red_dtype;
 
 /* Size in bytes of one element of `t`, 0 for an unknown type.  No status. */
@@ -463,12 +465,14 @@ RED_API int red_result_count(red_expr *e);
 RED_API int red_result(red_expr *e, int i, red_array *out, const char **name);
 
 /* Convert scalar result `i` (or an array result of one element) to double /
- * int64.  Also RED_ERR_ARG: an array of another size, `v` NULL. */
+ * int64.  Also RED_ERR_ARG: an array of another size, a complex result (read
+ * it with red_result), `v` NULL. */
 RED_API int red_result_f64(red_expr *e, int i, double *v);
 RED_API int red_result_i64(red_expr *e, int i, int64_t *v);
 
 /* Copy result `i` into the caller's array `dst`: the shape must match; the
- * dtype may differ (values are converted as by a cast).  Into device memory
+ * dtype may differ (values are converted as by a cast; a complex result goes
+ * only into a complex array, and a real one only into a real array).  Into device memory
  * (RED_MEM_CUDA), after a GPU run only: the same dtype, contiguous.  Also
  *   RED_ERR_BIND         rank, extents, an unknown dtype or memory kind, or
  *                        NULL data of `dst`;

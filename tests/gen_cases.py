@@ -31,20 +31,24 @@ warnings.simplefilter("ignore")
 # Types.  Codes are red_dtype's values; BAD is a deliberately invalid code.
 DTYPES = ["bool", "i32", "i64", "u32", "u64", "f16", "bf16", "f32", "f64"]
 CODE = {"bool": 1, "i32": 2, "i64": 3, "u32": 4, "u64": 5, "f16": 6, "bf16": 7,
-        "f32": 8, "f64": 9, "i8": 10, "u8": 11, "i16": 12, "u16": 13, "bad": 42}
+        "f32": 8, "f64": 9, "i8": 10, "u8": 11, "i16": 12, "u16": 13, "c64": 14, "c128": 15,
+        "bad": 42}
 STORE = {"bool": np.uint8, "i32": np.int32, "i64": np.int64, "u32": np.uint32,
          "u64": np.uint64, "f16": np.float16, "bf16": np.uint16,
          "f32": np.float32, "f64": np.float64, "i8": np.int8, "u8": np.uint8,
-         "i16": np.int16, "u16": np.uint16, "bad": np.uint8}
+         "i16": np.int16, "u16": np.uint16, "c64": np.complex64, "c128": np.complex128,
+         "bad": np.uint8}
 # The NumPy type a case's `expect` sees: f16 and bf16 appear as the exact
 # float32 values their bits represent ("computed as f32").
 REF = {"bool": np.bool_, "i32": np.int32, "i64": np.int64, "u32": np.uint32,
        "u64": np.uint64, "f16": np.float32, "bf16": np.float32,
        "f32": np.float32, "f64": np.float64, "i8": np.int32, "u8": np.int32,
-       "i16": np.int32, "u16": np.int32}
+       "i16": np.int32, "u16": np.int32, "c64": np.complex64, "c128": np.complex128}
 INTS = ["i32", "i64", "u32", "u64"]
 # 8- and 16-bit integers: stored narrow, computed as i32 (their reference type)
 SMALL = ["i8", "u8", "i16", "u16"]
+# complex: stored as NumPy's complex64 / complex128, results compared part by part
+CPLX = ["c64", "c128"]
 FLOATS = ["f16", "bf16", "f32", "f64"]
 SIGNED = ["i32", "i64"]
 UNSIGNED = ["u32", "u64"]
@@ -309,6 +313,8 @@ def pyval(tok):
         return True
     if t in ("false", "False"):
         return False
+    if t.endswith("j"):
+        return complex(t)
     return int(t, 0) if re.match(r"^[-+]?(0x[0-9a-fA-F]+|\d+)$", t) else float(t)
 
 
@@ -322,10 +328,14 @@ def gen_values(dt, shape, gen, args, rng, ns):
         v = rng.standard_normal(n) * scale + shift
         if isint:
             v = np.rint(v)
+        if dt in CPLX:
+            v = v + 1j * rng.standard_normal(n) * scale
     elif gen == "rand":
         lo = float(args[0]) if args else 0.0
         hi = float(args[1]) if len(args) > 1 else 1.0
         v = rng.uniform(lo, hi, n)
+        if dt in CPLX:
+            v = v + 1j * rng.uniform(lo, hi, n)
     elif gen == "randint":
         lo, hi = int(pyval(args[0])), int(pyval(args[1]))
         if dt in INTS or dt in SMALL:
@@ -347,7 +357,7 @@ def gen_values(dt, shape, gen, args, rng, ns):
             # would go through float64 and lose the low bits
             v = np.array(vals, dtype=STORE[dt])
         else:
-            v = np.array(vals, dtype=np.float64)
+            v = np.array(vals, dtype=np.complex128 if dt in CPLX else np.float64)
     elif gen == "sortedkeys":
         v = np.sort(rng.integers(0, int(args[0]), n))
     elif gen == "csr":
@@ -382,6 +392,8 @@ def to_ref(v, dt):
     if dt in SMALL:
         # the stored value (wrapped into the narrow type), widened to i32
         return np.asarray(v).astype(np.int64).astype(STORE[dt]).astype(np.int32)
+    if dt in CPLX:
+        return np.asarray(v).astype(REF[dt])
     if dt == "f16":
         return v.astype(np.float16).astype(np.float32)
     if dt == "bf16":
@@ -431,6 +443,8 @@ def layout(values, dt, opts, rng):
     if dt in FLOATS:
         buf = np.full(total, np.nan, np.float32 if dt == "bf16" else store)
         buf = to_store(buf, dt)
+    elif dt in CPLX:
+        buf = np.full(total, complex(np.nan, np.nan), store)
     elif dt == "bool":
         buf = np.full(total, 1, np.uint8)
     else:
@@ -539,7 +553,7 @@ def make_inputs(rec, rng, ns):
 # ---------------------------------------------------------------------------
 # Expected values.
 def default_rtol(dt):
-    return {"f32": 1e-5, "f64": 1e-12}.get(dt, 0.0)
+    return {"f32": 1e-5, "f64": 1e-12, "c64": 1e-5, "c128": 1e-12}.get(dt, 0.0)
 
 
 def expected_of(rec, ns):
@@ -569,7 +583,15 @@ def expected_of(rec, ns):
     results = []
     for k, dt in enumerate(dts):
         v = exp[k]
-        if dt in ("f32", "f64"):
+        if dt in CPLX:
+            # the parts interleaved, each with the number's magnitude (or mag's)
+            e = np.asarray(v, np.complex128)
+            m = np.abs(e) if mag[k] is None else np.abs(np.broadcast_to(np.asarray(mag[k]), e.shape))
+            parts = np.stack([e.real, e.imag], -1)
+            results.append(dict(dt=dt, shape=list(e.shape), exp=parts,
+                                mag=np.stack([m, m], -1).astype(np.float64), rtol=rtol[k], atol=atol[k],
+                                name=names[k]))
+        elif dt in ("f32", "f64"):
             e = np.asarray(v, np.float64)
             m = np.abs(e) if mag[k] is None else np.abs(np.broadcast_to(np.asarray(mag[k], np.float64), e.shape))
             results.append(dict(dt=dt, shape=list(e.shape), exp=e, mag=np.array(m, np.float64),

@@ -126,14 +126,14 @@ static int status_code(const char *name)
 
 static const char *dtype_str(int t)
 {
-    static const char *names[] = {"?",   "bool", "i32", "i64", "u32", "u64", "f16",
-                                  "bf16", "f32", "f64", "i8",  "u8",  "i16", "u16"};
-    return t >= 1 && t <= 13 ? names[t] : "?";
+    static const char *names[] = {"?",   "bool", "i32", "i64", "u32", "u64", "f16",  "bf16",
+                                  "f32", "f64",  "i8",  "u8",  "i16", "u16", "c64", "c128"};
+    return t >= 1 && t <= 15 ? names[t] : "?";
 }
 
 static int dtype_code(const char *s)
 {
-    for (int t = 1; t <= 13; t++)
+    for (int t = 1; t <= 15; t++)
         if (strcmp(dtype_str(t), s) == 0) return t;
     return -1;
 }
@@ -144,12 +144,14 @@ static size_t dtype_bytes(int t)
     case RED_BOOL: case RED_I8: case RED_U8: return 1;
     case RED_F16: case RED_BF16: case RED_I16: case RED_U16: return 2;
     case RED_I32: case RED_U32: case RED_F32: return 4;
-    case RED_I64: case RED_U64: case RED_F64: return 8;
+    case RED_I64: case RED_U64: case RED_F64: case RED_C64: return 8;
+    case RED_C128: return 16;
     default: return 0;
     }
 }
 
 static int is_float(int t) { return t == RED_F16 || t == RED_BF16 || t == RED_F32 || t == RED_F64; }
+static int is_cplx(int t) { return t == RED_C64 || t == RED_C128; }
 static int is_unsigned(int t) { return t == RED_U32 || t == RED_U64 || t == RED_U8 || t == RED_U16; }
 
 static void *xmalloc(size_t n)
@@ -683,7 +685,31 @@ static int check_result(run_ctx *rc, int r, const red_array *got, const char *gn
     int64_t n = s->count, bad = 0, first = -1;
     double fg = 0, fe = 0, ftol = 0;
     uint64_t ig = 0, ie = 0;
-    if (is_float(s->dtype)) {
+    if (is_cplx(s->dtype)) {
+        /* the parts, re and im in turn, each against the number's magnitude */
+        double *exp = xmalloc((size_t)n * 16), *mag = xmalloc((size_t)n * 16);
+        blob_read(rc->m, s->exp_off, exp, (size_t)n * 16);
+        blob_read(rc->m, s->mag_off, mag, (size_t)n * 16);
+        for (int64_t k = 0; k < 2 * n; k++) {
+            double g = s->dtype == RED_C64 ? ((const float *)data)[k] : ((const double *)data)[k];
+            double e = exp[k], tol = s->rtol * mag[k] + s->atol;
+            int ok = isnan(e) ? isnan(g) : isinf(e) ? g == e : !isnan(g) && fabs(g - e) <= tol;
+            if (!ok && bad++ == 0) {
+                first = k;
+                fg = g;
+                fe = e;
+                ftol = tol;
+            }
+        }
+        free(exp);
+        free(mag);
+        if (bad) {
+            fmt_index(a, sizeof a, s, first / 2);
+            fail(rc, "%s: result %d%s: %s part got %.17g, expected %.17g (|diff| %.3g, tol %.3g); "
+                 "%" PRId64 " of %" PRId64 " parts differ", tag, r, s->ndim ? a : "", first % 2 ? "imaginary" : "real",
+                 fg, fe, fabs(fg - fe), ftol, bad, 2 * n);
+        }
+    } else if (is_float(s->dtype)) {
         double *exp = xmalloc((size_t)n * 8), *mag = xmalloc((size_t)n * 8);
         blob_read(rc->m, s->exp_off, exp, (size_t)n * 8);
         blob_read(rc->m, s->mag_off, mag, (size_t)n * 8);
@@ -785,7 +811,7 @@ static int check_run(run_ctx *rc, red_expr *e, snapshot *snap, const char *tag)
             continue;
         }
         /* the scalar accessors agree with the data */
-        if (a.ndim == 0 || n == 1) {
+        if ((a.ndim == 0 || n == 1) && !is_cplx(a.dtype)) {
             double v;
             int64_t iv;
             if (red_result_f64(e, r, &v) != RED_OK ||

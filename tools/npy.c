@@ -62,6 +62,7 @@ static const struct npy_type {
     {RED_BOOL, 'b', 1}, {RED_I32, 'i', 4}, {RED_I64, 'i', 8}, {RED_U32, 'u', 4},
     {RED_U64, 'u', 8},  {RED_F16, 'f', 2}, {RED_F32, 'f', 4}, {RED_F64, 'f', 8},
     {RED_I8, 'i', 1},   {RED_U8, 'u', 1},  {RED_I16, 'i', 2}, {RED_U16, 'u', 2},
+    {RED_C64, 'c', 8},  {RED_C128, 'c', 16},
 };
 
 static const struct npy_type *npy_type_of(red_dtype t)
@@ -77,7 +78,7 @@ static const struct npy_type *npy_type_of(red_dtype t)
 static const struct npy_type *npy_parse_descr(const char *d, bool *swap)
 {
     size_t len = strlen(d);
-    if (len < 3 || len > 4)
+    if (len < 3 || len > 5)
         return NULL;
     char order = d[0], kind = d[1];
     char *end;
@@ -380,8 +381,8 @@ static int npy_load_file(FILE *f, const char *path, red_array *out, void **owned
     const struct npy_type *t = npy_parse_descr(h.descr, &swap);
     if (!t) {
         npy_err(err, errlen, path,
-                "unsupported dtype '%s' (bool, int32, int64, uint32, uint64, float16, float32 "
-                "and float64 are read)", h.descr);
+                "unsupported dtype '%s' (bool, int8, uint8, int16, uint16, int32, int64, uint32, "
+                "uint64, float16, float32, float64, complex64 and complex128 are read)", h.descr);
         return -1;
     }
     if (h.too_many_dims) {
@@ -435,7 +436,9 @@ static int npy_load_file(FILE *f, const char *path, red_array *out, void **owned
         return -1;
     }
     size_t count = (size_t)(nbytes / t->size);
-    if (swap)
+    if (swap && t->kind == 'c')   /* a complex number is two floats, each swapped */
+        npy_swap(buf, 2 * count, t->size / 2);
+    else if (swap)
         npy_swap(buf, count, t->size);
     if (t->dtype == RED_BOOL) {
         /* redjit's bool is 0 or 1; NumPy can hold other bytes in a bool. */

@@ -15,7 +15,8 @@ extern "C" {
 #endif
 
 /* Read the .npy file at `path`: format versions 1.0, 2.0 and 3.0; dtypes
- * bool ('|b1'), int32, int64, uint32, uint64, float16, float32 and float64
+ * bool ('|b1'), int8 to int64, uint8 to uint64, float16, float32, float64,
+ * complex64 and complex128 (each part byte-swapped where needed)
  * in little-endian ('<'), native ('=') or not-applicable ('|') byte order;
  * big-endian ('>') data is byte-swapped while loading.  0-d to 8-d arrays,
  * C or Fortran order (Fortran order gives column-major strides; nothing is

@@ -7,6 +7,7 @@
 #include "print.h"
 #include "repl.h"
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -72,6 +73,30 @@ void print_fmt_elem(char *buf, size_t n, red_dtype t, const void *p, bool json)
     case RED_U8: snprintf(buf, n, "%d", *(const uint8_t *)p); return;
     case RED_I16: { int16_t v; memcpy(&v, p, 2); snprintf(buf, n, "%d", v); return; }
     case RED_U16: { uint16_t v; memcpy(&v, p, 2); snprintf(buf, n, "%d", v); return; }
+    case RED_C64: case RED_C128: {
+        /* 1.5-2j as NumPy writes a complex number; JSON: [re, im] */
+        char re[40], im[40];
+        if (t == RED_C64) {
+            float v[2];
+            memcpy(v, p, 8);
+            print_fmt_f32(re, sizeof re, v[0]);
+            print_fmt_f32(im, sizeof im, v[1]);
+        } else {
+            double v[2];
+            memcpy(v, p, 16);
+            print_fmt_f64(re, sizeof re, v[0]);
+            print_fmt_f64(im, sizeof im, v[1]);
+        }
+        if (json) {
+            int fr = re[0] == '-' ? isdigit((unsigned char)re[1]) : isdigit((unsigned char)re[0]);
+            int fi = im[0] == '-' ? isdigit((unsigned char)im[1]) : isdigit((unsigned char)im[0]);
+            snprintf(buf, n, fr && fi ? "[%s, %s]" : fr ? "[%s, \"%s\"]" : fi ? "[\"%s\", %s]" : "[\"%s\", \"%s\"]", re,
+                     im);
+        } else {
+            snprintf(buf, n, "%s%s%sj", re, im[0] == '-' ? "" : "+", im);
+        }
+        return;
+    }
     default: break;
     }
     char num[40];
@@ -110,7 +135,8 @@ size_t print_dtype_size(red_dtype t)
     case RED_BOOL: case RED_I8: case RED_U8: return 1;
     case RED_F16: case RED_BF16: case RED_I16: case RED_U16: return 2;
     case RED_I32: case RED_U32: case RED_F32: return 4;
-    case RED_I64: case RED_U64: case RED_F64: return 8;
+    case RED_I64: case RED_U64: case RED_F64: case RED_C64: return 8;
+    case RED_C128: return 16;
     }
     return 0;
 }

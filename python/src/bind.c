@@ -111,8 +111,8 @@ void rjp_raise_bind(const char *fmt, ...)
 }
 
 static const char supported_types[] =
-    "redjit reads bool, int8, uint8, int16, uint16, int32, int64, uint32, uint64, float16, bfloat16, float32 "
-    "and float64";
+    "redjit reads bool, int8, uint8, int16, uint16, int32, int64, uint32, uint64, float16, bfloat16, float32, "
+    "float64, complex64 and complex128";
 
 /* ---- host arrays: the buffer protocol ----------------------------------------------- */
 
@@ -128,6 +128,8 @@ static red_dtype format_dtype(const char *f, Py_ssize_t size, int *swapped)
         f++;
         *swapped = size > 1;
     }
+    if (f[0] == 'Z' && f[1] && !f[2])          /* complex: Zf, Zd */
+        return f[1] == 'f' && size == 8 ? RED_C64 : f[1] == 'd' && size == 16 ? RED_C128 : 0;
     if (!f[0] || f[1]) return 0;               /* one item, no struct, no repeat count */
     switch (f[0]) {
     case '?': return size == 1 ? RED_BOOL : 0;
@@ -272,8 +274,9 @@ static int swapped_copy(const char *name, rjp_hold *h, red_dtype dt, rjp_value *
     }
     h->copy = dst;
     const unsigned char *p = v->buf;
+    int parts = dt == RED_C64 || dt == RED_C128 ? 2 : 1;   /* a complex number: each part swapped */
     for (size_t k = 0; k < n; k++) {
-        swap_item(dst + k * isz, p, isz);
+        for (int q = 0; q < parts; q++) swap_item(dst + k * isz + q * isz / parts, p + q * isz / parts, isz / parts);
         /* the next element in C order: the last index that does not wrap steps on */
         for (int d = nd - 1; d >= 0; d--) {
             if (++idx[d] < v->shape[d]) {
@@ -538,6 +541,8 @@ static red_dtype typestr_dtype(const char *s)
     if (strcmp(s, "f2") == 0) return RED_F16;
     if (strcmp(s, "f4") == 0) return RED_F32;
     if (strcmp(s, "f8") == 0) return RED_F64;
+    if (strcmp(s, "c8") == 0) return RED_C64;
+    if (strcmp(s, "c16") == 0) return RED_C128;
     return 0;
 }
 

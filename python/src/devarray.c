@@ -80,6 +80,8 @@ static const char *typestr(red_dtype t)
     case RED_U8: return "|u1";
     case RED_I16: return "<i2";
     case RED_U16: return "<u2";
+    case RED_C64: return "<c8";
+    case RED_C128: return "<c16";
     case RED_F16: return "<f2";
     case RED_F32: return "<f4";
     case RED_F64: return "<f8";
@@ -112,7 +114,8 @@ static void fill_tensor(rjp_devarray *self, dl_tensor *t, int64_t *shape, int64_
 {
     static const uint8_t code[] = {[RED_BOOL] = 6, [RED_I32] = 0, [RED_I64] = 0, [RED_U32] = 1, [RED_U64] = 1,
                                    [RED_F16] = 2,  [RED_BF16] = 4, [RED_F32] = 2, [RED_F64] = 2,
-                                   [RED_I8] = 0,   [RED_U8] = 1,   [RED_I16] = 0, [RED_U16] = 1};
+                                   [RED_I8] = 0,   [RED_U8] = 1,   [RED_I16] = 0, [RED_U16] = 1,
+                                   [RED_C64] = 5,  [RED_C128] = 5};
     memset(t, 0, sizeof *t);
     t->data = self->a.data;
     t->device.device_type = 2; /* kDLCUDA */
@@ -285,7 +288,8 @@ static PyObject *get_dtype(rjp_devarray *self, void *unused)
                                         [RED_U32] = "uint32",    [RED_U64] = "uint64", [RED_F16] = "float16",
                                         [RED_BF16] = "bfloat16", [RED_F32] = "float32", [RED_F64] = "float64",
                                         [RED_I8] = "int8",       [RED_U8] = "uint8",    [RED_I16] = "int16",
-                                        [RED_U16] = "uint16"};
+                                        [RED_U16] = "uint16",    [RED_C64] = "complex64",
+                                        [RED_C128] = "complex128"};
     return PyUnicode_FromString(names[self->a.dtype]);
 }
 

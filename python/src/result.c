@@ -18,7 +18,7 @@ typedef struct {
     Py_ssize_t itemsize;
     Py_ssize_t shape[RED_MAX_DIMS];
     Py_ssize_t strides[RED_MAX_DIMS]; /* bytes */
-    char format[2];
+    char format[3];
 } rjp_buffer;
 
 static void buffer_dealloc(rjp_buffer *self)
@@ -122,6 +122,8 @@ static PyObject *scalar_object(red_dtype t, const void *p)
     case RED_BF16: return PyFloat_FromDouble(bf16_to_float(*(const uint16_t *)p));
     case RED_F32: return PyFloat_FromDouble(*(const float *)p);
     case RED_F64: return PyFloat_FromDouble(*(const double *)p);
+    case RED_C64: return PyComplex_FromDoubles(((const float *)p)[0], ((const float *)p)[1]);
+    case RED_C128: return PyComplex_FromDoubles(((const double *)p)[0], ((const double *)p)[1]);
     }
     PyErr_Format(rjp_Error, "result of unknown dtype %d", (int)t);
     return NULL;
@@ -174,6 +176,8 @@ PyObject *rjp_host_array(const red_array *a)
     case RED_F16: fmt = "e"; break;
     case RED_F32: fmt = "f"; break;
     case RED_F64: fmt = "d"; break;
+    case RED_C64: fmt = "Zf"; break;
+    case RED_C128: fmt = "Zd"; break;
     case RED_BF16: {
         /* the buffer protocol has no bfloat16: widen to float32 (the language computes
          * bf16 in f32, so this does not arise from today's operators) */
@@ -195,8 +199,7 @@ PyObject *rjp_host_array(const red_array *a)
         PyErr_Format(rjp_Error, "result of unknown dtype %d", (int)dt);
         return NULL;
     }
-    b->format[0] = fmt[0];
-    b->format[1] = 0;
+    snprintf(b->format, sizeof b->format, "%s", fmt);
     b->itemsize = (Py_ssize_t)red_dtype_size(dt);
     /* detached results are contiguous, row-major */
     Py_ssize_t s = b->itemsize;
@@ -221,7 +224,7 @@ static PyObject *result_object(rjp_context *owner, red_expr *e, int i)
     if (a.ndim == 0) {
         if (a.memory != RED_MEM_CUDA) return scalar_object(a.dtype, a.data);
         /* a scalar result of a device run: a Python number all the same */
-        unsigned char host[8];
+        double host[2];   /* the largest scalar: a c128 */
         int rc2;
         Py_BEGIN_ALLOW_THREADS
         rc2 = red_memcpy(owner->ctx, host, RED_MEM_HOST, a.data, RED_MEM_CUDA, red_dtype_size(a.dtype));

@@ -262,8 +262,10 @@ def test_big_endian_device_array_names_the_byte_order():
     # (the data would have to come to the host): the error says why and what to do
     with pytest.raises(redjit.BindingError, match=r"big-endian \('>f8'\).*astype\('<f8'\)"):
         describe(CAI(typestr=">f8"))
-    with pytest.raises(redjit.BindingError, match="type '>c8' is not supported"):
+    with pytest.raises(redjit.BindingError, match=r"big-endian \('>c8'\).*astype\('<c8'\)"):
         describe(CAI(typestr=">c8"))
+    with pytest.raises(redjit.BindingError, match="type '<c32' is not supported"):
+        describe(CAI(typestr="<c32"))
 
 
 @pytest.mark.parametrize("pad", range(4))

@@ -45,7 +45,8 @@ def gpu():
     return redjit.Context(device="gpu")
 
 
-CUPY_DTYPES = ["float16", "float32", "float64", "int32", "int64", "uint32", "uint64", "bool"]
+CUPY_DTYPES = ["float16", "float32", "float64", "int8", "uint8", "int16", "uint16", "int32", "int64", "uint32",
+               "uint64", "bool"]
 
 
 @pytest.mark.parametrize("dtype", CUPY_DTYPES)
@@ -119,6 +120,25 @@ def test_torch_dtypes_and_views(torch, gpu):
         r = gpu.eval("sum(A[i,j]) over j", A=v)
         got = torch.from_dlpack(r) if isinstance(r, redjit.DeviceArray) else torch.as_tensor(r)
         assert torch.allclose(got.cpu(), v.sum(1).cpu(), atol=1e-4)
+
+
+def test_device_complex(cp, torch, gpu):
+    # complex device arrays in place, complex results left on the device
+    rng = np.random.default_rng(4)
+    for dt in (np.complex64, np.complex128):
+        h = (rng.standard_normal((50, 301)) + 1j * rng.standard_normal((50, 301))).astype(dt)
+        d = cp.asarray(h)
+        assert describe(d)["data"] == d.data.ptr
+        s = gpu.eval("sum(z)", z=d)
+        assert isinstance(s, complex) and s == pytest.approx(h.astype(np.complex128).sum(), rel=1e-4)
+        r = gpu.eval("sum(A[i,j] * conj(A[i,j])) over j", A=d[:, ::2])
+        got = cp.asnumpy(cp.from_dlpack(r)) if isinstance(r, redjit.DeviceArray) else np.asarray(r)
+        assert got.dtype == dt and np.allclose(got, (np.abs(h[:, ::2]) ** 2).sum(1), rtol=1e-4)
+    t = torch.randn(4000, dtype=torch.complex64, device="cuda")
+    assert gpu.eval("sum(abs(z))", z=t) == pytest.approx(t.abs().double().sum().item(), rel=1e-4)
+    for dt in (torch.int8, torch.uint8, torch.int16):
+        t = torch.randint(0, 100, (3000,), device="cuda").to(dt)
+        assert gpu.eval("sum(x)", x=t) == t.long().sum().item(), dt
 
 
 def test_device_threads(cp, gpu):

@@ -52,15 +52,13 @@ def test_index_errors(cpu):
 
 
 def test_binding_errors(cpu):
-    with pytest.raises(redjit.BindingError, match="format 'Zf'"):
-        cpu.eval("sum(x)", x=np.ones(3, np.complex64))
+    with pytest.raises(redjit.BindingError, match="format 'Zg'"):   # complex256
+        cpu.eval("sum(x)", x=np.ones(3, np.clongdouble))
     with pytest.raises(redjit.BindingError, match="not a multiple"):
         x = np.lib.stride_tricks.as_strided(np.zeros(16, np.float32), shape=(3,), strides=(6,))
         cpu.eval("sum(x)", x=x)
     with pytest.raises(redjit.BindingError, match="neither a number"):
         cpu.eval("sum(x)", x=[1.0, 2.0])
-    with pytest.raises(redjit.BindingError, match="format '>Zd'"):   # a big-endian type it lacks
-        cpu.eval("sum(x)", x=np.ones(3, ">c16"))
     with pytest.raises(TypeError, match="by name"):
         cpu.prepare("sum(x)")(np.ones(3))
 

@@ -296,3 +296,27 @@ def test_empty_and_docs(cpu):
     assert "max(abs(x-y))" in redjit.eval.__doc__
     assert redjit.eval.__text_signature__ == "(text, /, **bindings)"
     assert redjit.library_version
+
+
+def test_complex(cpu):
+    # complex64 / complex128 arrays in, complex results out (docs/language.md, Complex numbers)
+    z = (rng.standard_normal(5000) + 1j * rng.standard_normal(5000)).astype(np.complex64)
+    w = rng.standard_normal(5000) + 1j * rng.standard_normal(5000)
+    s, m, a = cpu.eval("sum(z * w), mean(z), sum(abs(z))", z=z, w=w)
+    assert isinstance(s, complex) and isinstance(m, complex) and isinstance(a, float)
+    assert s == pytest.approx(np.sum(z.astype(np.complex128) * w), rel=1e-5)
+    assert m == pytest.approx(np.mean(z.astype(np.complex128)), rel=1e-5)
+    A = (rng.standard_normal((6, 40)) + 1j * rng.standard_normal((6, 40)))[:, ::-2]
+    r = cpu.eval("sum(A[i,j] * conj(A[i,j])) over j", A=A)
+    assert r.dtype == np.complex128 and r.shape == (6,)
+    assert np.allclose(r, (A * A.conj()).sum(1)) and np.allclose(r.imag, 0)
+    q = cpu.eval("z[i] / w[i]", z=z, w=w)
+    assert q.dtype == np.complex128 and np.allclose(q, z / w)
+    e = cpu.eval("exp(z[i])", z=z)
+    assert e.dtype == np.complex64 and np.allclose(e, np.exp(z), rtol=1e-5, atol=1e-6)
+    big = z.astype(">c8")
+    assert cpu.eval("sum(z)", z=big) == pytest.approx(np.sum(z.astype(np.complex128)), rel=1e-5)
+    with pytest.raises(redjit.TypeError, match="no order"):
+        cpu.eval("max(z)", z=z)
+    with pytest.raises(redjit.BindingError, match="complex scalar"):
+        cpu.eval("sum(x) * s", x=np.ones(3), s=np.complex64(1 + 2j))

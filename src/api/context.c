@@ -59,6 +59,8 @@ RED_API const char *red_dtype_name(red_dtype t)
     case RED_U8: return "u8";
     case RED_I16: return "i16";
     case RED_U16: return "u16";
+    case RED_C64: return "c64";
+    case RED_C128: return "c128";
     }
     return "?";
 }
@@ -113,6 +115,8 @@ RED_API int red_array_from_dlpack(red_array *a, const void *dltensor)
     else if (code == kDLFloat && bits == 32) a->dtype = RED_F32;
     else if (code == kDLFloat && bits == 64) a->dtype = RED_F64;
     else if (code == kDLBfloat && bits == 16) a->dtype = RED_BF16;
+    else if (code == 5 /* kDLComplex */ && bits == 64) a->dtype = RED_C64;
+    else if (code == 5 && bits == 128) a->dtype = RED_C128;
     else if (code == 6 /* kDLBool in DLPack >= 0.8 */ && bits == 8) a->dtype = RED_BOOL;
     else return RED_ERR_BIND;
     if (t->device.device_type == kDLCPU || t->device.device_type == kDLCUDAHost) a->memory = RED_MEM_HOST;

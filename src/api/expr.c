@@ -265,6 +265,13 @@ RED_API int red_bind_array(red_expr *e, const char *name, const red_array *a)
                       name, a->ndim, RED_MAX_DIMS);
         return expr_fail(e, RED_ERR_BIND);
     }
+    if ((a->dtype == RED_C64 || a->dtype == RED_C128) && (a->ndim == 0 || a->ndim == RED_MAX_DIMS)) {
+        /* read as an array of its parts, one dimension more (expr_inputs) */
+        util_diag_set(&e->diag, RED_ERR_BIND, "cannot bind '%s': a complex array has 1 to %d dimensions, not %d%s",
+                      name, RED_MAX_DIMS - 1, a->ndim,
+                      a->ndim == 0 ? " (bind a complex scalar as an array of one element)" : "");
+        return expr_fail(e, RED_ERR_BIND);
+    }
     int64_t n = 1;
     for (int d = 0; d < a->ndim; d++) {
         if (a->shape[d] < 0) {
@@ -532,6 +539,14 @@ static int expr_inputs(red_expr *e, const plan *p, core_buf *bufs, plan_value *s
         for (int d = 0; d < v->ndim; d++) {
             v->shape[d] = b->arr.shape[d];
             v->strides[d] = b->arr.strides[d];
+        }
+        if (v->dtype == RED_C64 || v->dtype == RED_C128) {
+            /* a complex array is read as an array of its real parts, one dimension
+             * more: [..., 2], the real part at 0 and the imaginary one at 1 */
+            v->dtype = v->dtype == RED_C64 ? RED_F32 : RED_F64;
+            for (int d = 0; d < v->ndim; d++) v->strides[d] *= 2;
+            v->shape[v->ndim] = 2;
+            v->strides[v->ndim++] = 1;
         }
     }
     for (int i = 0; i < p->nscalars; i++) {

@@ -41,6 +41,12 @@ RED_API int red_result(red_expr *e, int i, red_array *out, const char **name)
         out->shape[d] = t->shape[d];
         out->strides[d] = t->strides[d];
     }
+    if (pr->cplx) {
+        /* complex: the temporary holds the parts, [..., 2] contiguous */
+        out->dtype = t->dtype == RED_F32 ? RED_C64 : RED_C128;
+        out->ndim--;
+        for (int d = 0; d < out->ndim; d++) out->strides[d] /= 2;
+    }
     if (name) *name = pr->name;
     return RED_OK;
 }
@@ -59,6 +65,10 @@ static int scalar_result(red_expr *e, int i, const void *out, plan_value *v, int
     if (red_array_size(&a) != 1) {
         util_diag_set(&e->diag, RED_ERR_ARG, "result %d is an array of %lld elements, not a scalar", i,
                       (long long)red_array_size(&a));
+        return expr_fail(e, RED_ERR_ARG);
+    }
+    if (a.dtype == RED_C64 || a.dtype == RED_C128) {
+        util_diag_set(&e->diag, RED_ERR_ARG, "result %d is a complex number: read it with red_result", i);
         return expr_fail(e, RED_ERR_ARG);
     }
     unsigned char host[8];
@@ -101,9 +111,37 @@ RED_API int red_result_i64(red_expr *e, int i, int64_t *out)
     return RED_OK;
 }
 
+static int is_cplx(red_dtype t) { return t == RED_C64 || t == RED_C128; }
+
+/* A complex array into a complex one (c64 and c128 either way), same shape. */
+static int copy_cplx(const red_array *src, const red_array *dst)
+{
+    int64_t n = red_array_size(src), idx[RED_MAX_DIMS] = {0};
+    for (int64_t k = 0; k < n; k++) {
+        int64_t so = 0, doff = 0;
+        for (int d = 0; d < src->ndim; d++) {
+            so += idx[d] * src->strides[d];
+            doff += idx[d] * dst->strides[d];
+        }
+        double z[2];
+        for (int q = 0; q < 2; q++)
+            z[q] = src->dtype == RED_C64 ? ((const float *)src->data)[2 * so + q] : ((const double *)src->data)[2 * so + q];
+        for (int q = 0; q < 2; q++) {
+            if (dst->dtype == RED_C64) ((float *)dst->data)[2 * doff + q] = (float)z[q];
+            else ((double *)dst->data)[2 * doff + q] = z[q];
+        }
+        for (int d = src->ndim - 1; d >= 0; d--) {
+            if (++idx[d] < src->shape[d]) break;
+            idx[d] = 0;
+        }
+    }
+    return 0;
+}
+
 /* Copy a host array into another of the same shape, converting dtypes. */
 static int copy_array(const red_array *src, const red_array *dst)
 {
+    if (is_cplx(src->dtype)) return copy_cplx(src, dst);
     int64_t n = red_array_size(src);
     int nd = src->ndim;
     int64_t idx[RED_MAX_DIMS] = {0};
@@ -166,6 +204,12 @@ RED_API int red_result_copy(red_expr *e, int i, const red_array *dst)
     }
     if (red_dtype_size(dst->dtype) == 0) {
         util_diag_set(&e->diag, RED_ERR_BIND, "result %d: the destination's dtype %d is unknown", i, (int)dst->dtype);
+        return expr_fail(e, RED_ERR_BIND);
+    }
+    if (is_cplx(src.dtype) != is_cplx(dst->dtype)) {
+        util_diag_set(&e->diag, RED_ERR_BIND, "result %d is %s; the destination is %s: a copy keeps complex "
+                      "numbers complex (take real(z) or abs(z) in the expression for a real result)",
+                      i, red_dtype_name(src.dtype), red_dtype_name(dst->dtype));
         return expr_fail(e, RED_ERR_BIND);
     }
     /* (RED_MEM_CUDA goes on to the device copy below; it was refused here by mistake) */

@@ -206,6 +206,9 @@ static int lower_node(ck *c, scope *s, const ast_node *n, val *out)
             val e;
             TRY(ck_lower(c, s, n->args[i], &e));
             if (e.tuple) return ck_err_at(c, n->args[i]->pos, RED_ERR_TYPE, "tuples cannot be nested");
+            if (e.cplx)
+                return ck_err_at(c, n->args[i]->pos, RED_ERR_TYPE,
+                                 "a complex value cannot be a field of a tuple: give its parts, real(z), imag(z)");
             r.c[i] = e.c[0];
             if (i == 0 || e.weak < r.weak) r.weak = e.weak;
         }
@@ -366,6 +369,21 @@ static const char *lhs_name(const ast_program *prog, util_pos pos)
     return "R";
 }
 
+/* A complex result is stored as its parts, [..., 2] (as a complex array is
+ * bound): *x the part that a new index *cv over 0..2 selects. */
+static int cplx_result(ck *c, const ast_node *e, const val *v, int *cv, ir **x)
+{
+    int w = ck_new_var(c, "_part", e->pos);
+    if (w == -2) return ck_nomem(c);
+    if (w < 0) return ck_err_at(c, e->pos, RED_ERR_LIMIT, "too many index variables");
+    c->p->vars[w].lo = ir_const_i(c->b, CT_I64, 0);
+    c->p->vars[w].hi = ir_const_i(c->b, CT_I64, 2);
+    ir *args[3] = {ck_op2(c, OP_EQ, CT_BOOL, ir_index(c->b, w), ir_const_i(c->b, CT_I64, 0)), v->c[0], v->c[1]};
+    *x = ir_op(c->b, OP_SELECT, v->c[0]->type, 3, args);
+    *cv = w;
+    return *x ? 0 : ck_nomem(c);
+}
+
 static int lower_result(ck *c, const ast_stmt *st, const ast_node *e, const char *name)
 {
     plan *p = c->p;
@@ -386,11 +404,16 @@ static int lower_result(ck *c, const ast_stmt *st, const ast_node *e, const char
     }
     val v;
     TRY(ck_lower(c, &top, e, &v));
-    for (int k = 0; k < v.n; k++) {
+    for (int k = 0; k < (v.cplx ? 1 : v.n); k++) {
         ir *x = v.c[k];
+        int cv = -1;
+        if (v.cplx) TRY(cplx_result(c, e, &v, &cv, &x));
         /* literals alone are i64 / f64 */
         varset used = {0};
         ck_collect_vars(c, x, &used);
+        for (int i = 0, o = 0, n0 = used.n; i < n0; i++)   /* the part's index is the result's last */
+            if (used.v[i] != cv) used.v[o++] = used.v[i];
+            else used.n--;
         int dims[RED_MAX_DIMS], nd = 0;
         if (st->kind == STMT_ASSIGN) {
             for (int i = 0; i < used.n; i++) {
@@ -421,6 +444,12 @@ static int lower_result(ck *c, const ast_stmt *st, const ast_node *e, const char
                 dims[nd++] = used.v[i];
             }
         }
+        if (cv >= 0) {   /* the parts, innermost */
+            if (nd >= RED_MAX_DIMS)
+                return ck_err_at(c, e->pos, RED_ERR_LIMIT, "a complex result with more than %d dimensions",
+                                 RED_MAX_DIMS - 1);
+            dims[nd++] = cv;
+        }
         int temp = -1;
         if (x->kind == IR_LOAD && x->slot < 0 && x->nargs == nd) {
             int same = 1;
@@ -443,7 +472,8 @@ static int lower_result(ck *c, const ast_stmt *st, const ast_node *e, const char
         }
         plan_result *r = &p->results[p->nresults++];
         r->temp = temp;
-        if (name && v.n > 1) {
+        r->cplx = cv >= 0;
+        if (name && v.n > 1 && !v.cplx) {
             char buf[256];
             snprintf(buf, sizeof buf, "%s.%d", name, k);
             r->name = util_arena_strndup(c->a, buf, strlen(buf));
@@ -519,7 +549,11 @@ int chk_build(const ast_program *prog, const chk_binding *binds, int nbinds, con
     for (int i = 0; i < nbinds; i++) {
         if (binds[i].is_array) {
             c.buf_of_bind[i] = p->nbufs;
-            p->bufs[p->nbufs++] = (plan_buf){binds[i].name, binds[i].dtype, binds[i].ndim};
+            if (binds[i].dtype == RED_C64 || binds[i].dtype == RED_C128)   /* read as [..., 2] parts */
+                p->bufs[p->nbufs++] = (plan_buf){binds[i].name, binds[i].dtype == RED_C64 ? RED_F32 : RED_F64,
+                                                 binds[i].ndim + 1};
+            else
+                p->bufs[p->nbufs++] = (plan_buf){binds[i].name, binds[i].dtype, binds[i].ndim};
         } else {
             c.scalar_of_bind[i] = p->nscalars;
             p->scalars[p->nscalars++] = (plan_scalar){binds[i].name, plan_ct_of_dtype(binds[i].dtype)};

@@ -35,6 +35,8 @@ typedef struct val {
     int n;
     int tuple;
     int weak;           /* 0 typed; 1 weak integer; 2 weak float (literals) */
+    int cplx;           /* a complex number: n 2, c[0] the real part, c[1] the
+                           imaginary one, both f32 or both f64 (complex.c)  */
     ir *c[PLAN_MAX_COMP];
 } val;
 
@@ -209,6 +211,14 @@ int ck_lower_name(ck *c, scope *s, const ast_node *n, val *out);
 int ck_lower_index(ck *c, scope *s, const ast_node *n, val *out);
 /* ops.c */
 int ck_lower_unary(ck *c, scope *s, const ast_node *n, val *out);
+/* complex.c */
+int ck_is_cplx_dtype(red_dtype t);
+val ck_cplx_mk(ir *re, ir *im);
+int ck_cplx_binary(ck *c, const ast_node *n, int op, const char *text, val x, val y, val *out);
+int ck_cplx_unary(ck *c, const ast_node *n, const val *x, val *out);
+int ck_cplx_cond(ck *c, const ir *k, val x, val y, val *out);
+ir *ck_cplx_truth(ck *c, const val *x);
+int ck_cplx_call(ck *c, const ast_node *n, const char *name, const val *a, int nargs, val *out, int *done);
 int ck_lower_binary(ck *c, scope *s, const ast_node *n, val *out);
 int ck_lower_cond(ck *c, scope *s, const ast_node *n, val *out);
 int ck_lower_call(ck *c, scope *s, const ast_node *n, val *out);

@@ -121,6 +121,26 @@ ir *ck_index_value(ck *c, int v)
     return ir_index(c->b, v);
 }
 
+/* Element subs[0..ndim-1] of the array bound by bd (buffer buf); of a
+ * complex array, which is bound as [..., 2] (expr_inputs), the pair of its
+ * parts. */
+static int load_elem(ck *c, const chk_binding *bd, int buf, ir **subs, util_pos pos, val *out)
+{
+    int t = plan_ct_of_dtype(bd->dtype);
+    if (!ck_is_cplx_dtype(bd->dtype)) {
+        *out = ck_mk(ir_load(c->b, t, buf, bd->ndim, subs, pos), 0);
+        return out->c[0] ? 0 : ck_nomem(c);
+    }
+    ir *part[2];
+    for (int k = 0; k < 2; k++) {
+        subs[bd->ndim] = ir_const_i(c->b, CT_I64, k);
+        part[k] = ir_load(c->b, t, buf, bd->ndim + 1, subs, pos);
+        if (!part[k]) return ck_nomem(c);
+    }
+    *out = ck_cplx_mk(part[0], part[1]);
+    return 0;
+}
+
 /* An index variable named `name` used at `pos`: the existing one in scope,
  * or a new one reduced by the nearest reduction without `over` (or free at
  * the top level). */
@@ -221,9 +241,7 @@ int ck_lower_name(ck *c, scope *s, const ast_node *n, val *out)
             subs[d] = ir_index(c->b, home->anon[d]);
             TRY(ck_add_constraint(c, home->anon[d], c->buf_of_bind[bi], d, 0, n->pos));
         }
-        *out = ck_mk(ir_load(c->b, plan_ct_of_dtype(bd->dtype), c->buf_of_bind[bi], bd->ndim, subs,
-                          n->pos), 0);
-        return 0;
+        return load_elem(c, bd, c->buf_of_bind[bi], subs, n->pos, out);
     }
     if (ck_find_op(c, name) >= 0)
         return ck_err_at(c, n->pos, RED_ERR_NAME,
@@ -319,7 +337,5 @@ int ck_lower_index(ck *c, scope *s, const ast_node *n, val *out)
                 TRY(ck_add_constraint(c, l->slot, buf, d, r->c.i, e->pos));
         }
     }
-    *out = ck_mk(ir_load(c->b, plan_ct_of_dtype(bd->dtype), buf, n->nargs, subs, n->pos), 0);
-    if (!out->c[0]) return ck_nomem(c);
-    return 0;
+    return load_elem(c, bd, buf, subs, n->pos, out);
 }

@@ -50,6 +50,9 @@ static int common(const val *x, const val *y, int *weak)
 
 int ck_single(ck *c, const ast_node *n, const val *v)
 {
+    if (v->cplx)
+        return ck_err_at(c, n->pos, RED_ERR_TYPE,
+                         "a complex value cannot be used here: take real(z), imag(z) or abs(z)");
     if (v->tuple)
         return ck_err_at(c, n->pos, RED_ERR_TYPE,
                          "a tuple of %d values cannot be used here; select a field with .0 .. .%d",
@@ -63,6 +66,7 @@ int ck_lower_unary(ck *c, scope *s, const ast_node *n, val *out)
 {
     val x;
     TRY(ck_lower(c, s, n->args[0], &x));
+    if (x.cplx) return ck_cplx_unary(c, n, &x, out);
     TRY(ck_single(c, n->args[0], &x));
     int t = x.c[0]->type;
     switch (n->op) {
@@ -178,6 +182,10 @@ static int binary_step(ck *c, scope *s, const ast_node *n, val x, val *out)
             text = binops[i].text;
         }
     if (op < 0) return ck_err_at(c, n->pos, RED_ERR_INTERNAL, "unknown binary operator");
+    if (x.cplx || y.cplx) {
+        TRY(ck_cplx_binary(c, n, op, text, x, y, out));
+        return ck_check_chain(c, n->name_pos, out);
+    }
     if (x.tuple || y.tuple)
         return ck_err_at(c, (x.tuple ? n->args[0] : n->args[1])->pos, RED_ERR_TYPE,
                          "'%s' cannot be applied to a tuple; select a field with .0, .1, ...", text);
@@ -213,6 +221,11 @@ int ck_lower_cond(ck *c, scope *s, const ast_node *n, val *out)
     TRY(ck_single(c, n->args[0], &k));
     TRY(ck_lower(c, s, n->args[1], &x));
     TRY(ck_lower(c, s, n->args[2], &y));
+    if (x.cplx || y.cplx) {
+        if (x.tuple || y.tuple)
+            return ck_err_at(c, n->pos, RED_ERR_TYPE, "the branches of '?:' are a tuple and a complex value");
+        return ck_cplx_cond(c, k.c[0], x, y, out);
+    }
     if (x.tuple || y.tuple) {
         if (x.n != y.n)
             return ck_err_at(c, n->pos, RED_ERR_TYPE, "the branches of '?:' have %d and %d fields", x.n,
@@ -243,7 +256,8 @@ static const struct {
     {"sin", 1, OP_SIN, 0},       {"cos", 1, OP_COS, 0},     {"tan", 1, OP_TAN, 0},
     {"tanh", 1, OP_TANH, 0},     {"floor", 1, OP_FLOOR, 2}, {"ceil", 1, OP_CEIL, 2},
     {"round", 1, OP_ROUND, 2},   {"isnan", 1, OP_ISNAN, 3}, {"isfinite", 1, OP_ISFINITE, 3},
-    {"pow", 2, OP_POW, 0},       {"hypot", 2, OP_HYPOT, 0}, {"fma", 3, OP_FMA, 5},
+    {"pow", 2, OP_POW, 0},       {"hypot", 2, OP_HYPOT, 0}, {"atan2", 2, OP_ATAN2, 0},
+    {"fma", 3, OP_FMA, 5},
     {"min", 2, OP_MIN, 4},       {"max", 2, OP_MAX, 4},
 };
 
@@ -278,6 +292,9 @@ static ir *narrow_cast(ck *c, red_dtype t, ir *x)
     return ck_op2(c, OP_SUB, CT_I32, r, ir_const_i(c->b, CT_I32, top));
 }
 
+/* complex.c's: real(z) imag(z) conj(z) arg(z), and the complex casts */
+static const char *const cplx_fns[] = {"real", "imag", "conj", "arg", "c64", "c128"};
+
 static const char *const red_names[] = {"sum",    "prod",    "min",    "max",    "any",    "all",   "count",
                                         "mean",   "argmin",  "argmax", "nansum", "nanprod", "nanmin",
                                         "nanmax", "nanmean", "nanargmin", "nanargmax"};
@@ -307,6 +324,10 @@ int ck_lower_call(ck *c, scope *s, const ast_node *n, val *out)
                              n->nargs);
         val x;
         TRY(ck_lower(c, s, n->args[0], &x));
+        if (x.cplx) {
+            int done;
+            return ck_cplx_call(c, n, name, &x, 1, out, &done);
+        }
         TRY(ck_single(c, n->args[0], &x));
         int t = plan_ct_of_dtype(casts[i].dtype);
         if ((int)red_dtype_size(casts[i].dtype) < plan_ct_size(t) && t == CT_I32) {
@@ -325,10 +346,13 @@ int ck_lower_call(ck *c, scope *s, const ast_node *n, val *out)
             return ck_err_at(c, n->pos, RED_ERR_TYPE, "%s() takes %d argument%s, %d given", name,
                              funcs[i].nargs, funcs[i].nargs == 1 ? "" : "s", n->nargs);
         val a[3];
+        int any = 0, done;
         for (int k = 0; k < n->nargs; k++) {
             TRY(ck_lower(c, s, n->args[k], &a[k]));
-            TRY(ck_single(c, n->args[k], &a[k]));
+            any |= a[k].cplx;
         }
+        if (any) return ck_cplx_call(c, n, name, a, n->nargs, out, &done);
+        for (int k = 0; k < n->nargs; k++) TRY(ck_single(c, n->args[k], &a[k]));
         int t = a[0].c[0]->type;
         switch (funcs[i].kind) {
         case 1: /* abs */
@@ -359,10 +383,20 @@ int ck_lower_call(ck *c, scope *s, const ast_node *n, val *out)
     if (ck_find_op(c, name) >= 0)
         return ck_err_at(c, n->name_pos, RED_ERR_NAME,
                          "'%s' is a reduction operator; use it as reduce(%s, ...)", name, name);
+    for (size_t i = 0; i < sizeof cplx_fns / sizeof cplx_fns[0]; i++) {
+        if (strcmp(name, cplx_fns[i]) != 0) continue;
+        if (n->nargs != 1)
+            return ck_err_at(c, n->pos, RED_ERR_TYPE, "%s() takes 1 argument, %d given", name, n->nargs);
+        val x;
+        int done;
+        TRY(ck_lower(c, s, n->args[0], &x));
+        return ck_cplx_call(c, n, name, &x, 1, out, &done);
+    }
     suggest sg = {name, NULL, 0};
     for (size_t i = 0; i < sizeof red_names / sizeof red_names[0]; i++) ck_suggest_offer(&sg, red_names[i]);
     for (size_t i = 0; i < sizeof funcs / sizeof funcs[0]; i++) ck_suggest_offer(&sg, funcs[i].name);
     for (size_t i = 0; i < sizeof casts / sizeof casts[0]; i++) ck_suggest_offer(&sg, casts[i].name);
+    for (size_t i = 0; i < sizeof cplx_fns / sizeof cplx_fns[0]; i++) ck_suggest_offer(&sg, cplx_fns[i]);
     for (int i = 0; i < c->nops; i++) ck_suggest_offer(&sg, c->ops[i]->name);
     if (sg.best)
         return ck_err_at(c, n->name_pos, RED_ERR_NAME, "unknown function '%s': did you mean '%s'?", name,

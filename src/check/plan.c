@@ -29,6 +29,9 @@ int plan_ct_of_dtype(red_dtype t)
     case RED_BF16:
     case RED_F32: return CT_F32;
     case RED_F64: return CT_F64;
+    /* complex arrays are read as their parts (plan_buf.cplx): the part's type */
+    case RED_C64: return CT_F32;
+    case RED_C128: return CT_F64;
     }
     return -1;
 }
@@ -50,7 +53,7 @@ static const char *const op_names[OP_COUNT_] = {
     "neg", "not", "bnot", "abs", "sqrt", "exp", "log", "log2", "log10", "sin", "cos",
     "tan", "tanh", "floor", "ceil", "round", "isnan", "isfinite", "f16round",
     "bf16round", "+", "-", "*", "/", "%", "&", "|", "^", "<<", ">>", "<", "<=", ">",
-    ">=", "==", "!=", "&&", "||", "min", "max", "pow", "hypot", "fma", "select"};
+    ">=", "==", "!=", "&&", "||", "min", "max", "pow", "hypot", "atan2", "fma", "select"};
 
 const char *plan_op_name(int op) { return op >= 0 && op < OP_COUNT_ ? op_names[op] : "?"; }
 
@@ -339,7 +342,7 @@ void ir_print(util_buf *o, const plan *p, const ir *x)
         util_buf_puts(o, ")");
         return;
     case IR_OP:
-        if (x->nargs == 2 && !(x->op >= OP_MIN && x->op <= OP_HYPOT)) {
+        if (x->nargs == 2 && !(x->op >= OP_MIN && x->op <= OP_ATAN2)) {
             util_buf_puts(o, "(");
             ir_print(o, p, x->args[0]);
             util_buf_printf(o, " %s ", plan_op_name(x->op));

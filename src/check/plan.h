@@ -54,7 +54,7 @@ typedef enum ir_op {
     /* binary */
     OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MOD, OP_BAND, OP_BOR, OP_BXOR, OP_SHL,
     OP_SHR, OP_LT, OP_LE, OP_GT, OP_GE, OP_EQ, OP_NE, OP_LAND, OP_LOR, OP_MIN,
-    OP_MAX, OP_POW, OP_HYPOT,
+    OP_MAX, OP_POW, OP_HYPOT, OP_ATAN2,
     /* ternary */
     OP_FMA, OP_SELECT,
     OP_COUNT_
@@ -183,6 +183,7 @@ typedef struct plan_scalar {
 typedef struct plan_result {
     const char *name;   /* "" unless assigned                              */
     int temp;
+    int cplx;           /* complex: the temporary holds the parts, [..., 2] */
 } plan_result;
 
 typedef struct plan {

@@ -647,6 +647,106 @@ static int nan_form(ck *c, const ast_node *n, const char *name, int rop, val *bo
 /* A reduction, in phases: its operator, its scope and indices, its operand
  * and key, the map and accumulator types, the domain it reduces and keeps
  * free, the pass it joins, and the value reading its result. */
+/* A reduction's operator as the text gives it: rop, and the forms on top of it. */
+typedef struct red_form {
+    const char *name;          /* as written: "nanmean", "sum", a user's name */
+    const char *opname;        /* without "nan" */
+    int rop, is_mean, is_count, is_nan;
+    const ast_stmt *uop;
+} red_form;
+
+/* The phases after the operand: the map expressions and accumulator types,
+ * the domain it reduces and keeps free, the pass it joins, and the value
+ * reading its result.  online: the planner may rewrite it (fuse.c). */
+static int reduce_body(ck *c, scope *s, const ast_node *n, const scope *rs, const red_form *f, val *body,
+                       ir *valid, ir *key, int online, val *out)
+{
+    plan_red rd;
+    memset(&rd, 0, sizeof rd);
+    rd.rop = f->rop;
+    rd.pos = n->pos;
+    rd.ncomp = 1;
+    rd.skipnan = f->is_nan && (f->rop == ROP_ARGMIN || f->rop == ROP_ARGMAX) && CT_IS_FLOAT(body->c[0]->type);
+    int nres = 1;
+    if (f->rop == ROP_USER) TRY(map_user(c, n, f->uop, body, &rd, &nres));
+    else TRY(map_builtin(c, n, f->opname, f->is_mean, f->is_count, body, &rd));
+    for (int k = 0; k < rd.ncomp; k++)
+        if (!rd.map[k]) return ck_nomem(c);
+
+    /* what is reduced, what stays free */
+    int red[RED_MAX_DIMS], nred = 0, fr[RED_MAX_DIMS], nfree = 0;
+    TRY(split_domain(c, n, rs, &rd, key, red, &nred, fr, &nfree));
+
+    int done = 0;
+    if (online && !f->is_mean && !f->is_nan) TRY(ck_online_rewrite(c, n, &rd, key, nfree, fr, nred, red, out, &done));
+    if (done) return 0;
+    int pass = -1;
+    TRY(place_in_pass(c, s, n, &rd, key, nfree, fr, nred, red, &pass));
+    /* nanmin / nanmax of nothing but NaN: NaN; nanmean: over the valid elements */
+    ir *guard = valid && (f->is_mean || f->rop == ROP_MIN || f->rop == ROP_MAX) ? valid : NULL;
+    return read_result(c, n, pass, &rd, nres, nred, red, f->is_mean, guard, out);
+}
+
+/* The product of complex values: a planner-made operator over (re, im)
+ * pairs, commutative, its identity (1, 0) neutral. */
+static int cplx_prod(ck *c, scope *s, const ast_node *n, const scope *rs, const val *body, ir *key, val *out)
+{
+    int ft = body->c[0]->type;
+    plan_red rd;
+    memset(&rd, 0, sizeof rd);
+    rd.rop = ROP_USER;
+    rd.uname = "complex product";
+    rd.neutral = 1;
+    rd.pos = n->pos;
+    rd.ncomp = 2;
+    for (int k = 0; k < 2; k++) {
+        rd.acc[k] = ft;
+        rd.map[k] = body->c[k];
+    }
+    rd.identity[0].f = 1.0;
+    rd.identity[1].f = 0.0;
+    /* component k of the left operand is parameter 2k, of the right 2k + 1 */
+    ir *ar = ir_param(c->b, ft, 0), *br = ir_param(c->b, ft, 1), *ai = ir_param(c->b, ft, 2),
+       *bi = ir_param(c->b, ft, 3);
+    rd.combine[0] = ck_op2(c, OP_SUB, ft, ck_op2(c, OP_MUL, ft, ar, br), ck_op2(c, OP_MUL, ft, ai, bi));
+    rd.combine[1] = ck_op2(c, OP_ADD, ft, ck_op2(c, OP_MUL, ft, ar, bi), ck_op2(c, OP_MUL, ft, ai, br));
+    if (!rd.combine[0] || !rd.combine[1]) return ck_nomem(c);
+    int red[RED_MAX_DIMS], nred = 0, fr[RED_MAX_DIMS], nfree = 0, pass = -1;
+    TRY(split_domain(c, n, rs, &rd, key, red, &nred, fr, &nfree));
+    TRY(place_in_pass(c, s, n, &rd, key, nfree, fr, nred, red, &pass));
+    TRY(read_result(c, n, pass, &rd, 2, nred, red, 0, NULL, out));
+    *out = ck_cplx_mk(out->c[0], out->c[1]);
+    return 0;
+}
+
+/* A reduction of complex values: sum and mean as two real ones in the same
+ * pass, prod as a pair operator, count, any and all of z != 0; none of the
+ * others. */
+static int cplx_reduce(ck *c, scope *s, const ast_node *n, const scope *rs, const red_form *f, val *body,
+                       ir *key, val *out)
+{
+    if (f->is_count || f->rop == ROP_LOR || f->rop == ROP_LAND) {
+        val t = ck_mk(ck_cplx_truth(c, body), 0);
+        return reduce_body(c, s, n, rs, f, &t, NULL, key, 0, out);
+    }
+    if (f->is_nan || f->rop == ROP_USER ||
+        (f->rop != ROP_SUM && f->rop != ROP_PROD))
+        return ck_err_at(c, n->name_pos, RED_ERR_TYPE, "%s of complex values is not supported%s", f->name,
+                         f->rop == ROP_MIN || f->rop == ROP_MAX || f->rop == ROP_ARGMIN || f->rop == ROP_ARGMAX
+                             ? ": complex numbers have no order (NumPy's is by the real part, then the "
+                               "imaginary one); reduce abs(z), real(z) or imag(z)"
+                         : f->rop == ROP_USER ? ": pass the parts as a tuple, (real(z), imag(z))"
+                                              : "");
+    if (f->rop == ROP_PROD) return cplx_prod(c, s, n, rs, body, key, out);
+    val part[2];
+    for (int k = 0; k < 2; k++) {
+        val b = ck_mk(body->c[k], 0);
+        TRY(reduce_body(c, s, n, rs, f, &b, NULL, key, 0, &part[k]));
+    }
+    *out = ck_cplx_mk(part[0].c[0], part[1].c[0]);
+    return 0;
+}
+
 int ck_lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val *out)
 {
     if (c->in_op)
@@ -654,16 +754,17 @@ int ck_lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val 
                          c->in_op->name);
     /* nansum, nanprod, nanmin, nanmax, nanmean: the same over the elements
      * that are not NaN (nan_form); "nan" and a built-in name, not a user's */
-    const char *full = opname;
-    int is_nan = strncmp(opname, "nan", 3) == 0 && ck_find_op(c, opname) < 0 &&
-                 (ck_op_from_name(opname + 3) >= 0 || strcmp(opname + 3, "mean") == 0);
-    if (is_nan) opname += 3;
-    int is_mean = strcmp(opname, "mean") == 0, is_count = strcmp(opname, "count") == 0;
-    int rop = is_mean || is_count ? ROP_SUM : ck_op_from_name(opname);
-    const ast_stmt *uop = NULL;
-    if (rop < 0) {
-        TRY(find_user_op(c, n, opname, &uop));
-        rop = ROP_USER;
+    red_form f = {.name = opname};
+    f.is_nan = strncmp(opname, "nan", 3) == 0 && ck_find_op(c, opname) < 0 &&
+               (ck_op_from_name(opname + 3) >= 0 || strcmp(opname + 3, "mean") == 0);
+    if (f.is_nan) opname += 3;
+    f.opname = opname;
+    f.is_mean = strcmp(opname, "mean") == 0;
+    f.is_count = strcmp(opname, "count") == 0;
+    f.rop = f.is_mean || f.is_count ? ROP_SUM : ck_op_from_name(opname);
+    if (f.rop < 0) {
+        TRY(find_user_op(c, n, opname, &f.uop));
+        f.rop = ROP_USER;
     }
 
     /* the reduction's own scope and its explicit indices */
@@ -672,35 +773,15 @@ int ck_lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val 
 
     val body;
     TRY(ck_lower(c, &rs, n->args[0], &body));
-    ir *valid = NULL;
-    if (is_nan) TRY(nan_form(c, n, full, rop, &body, &valid));
     ir *key = NULL;
+    if (body.cplx) {
+        if (n->by) TRY(lower_key(c, &rs, n, &key));
+        TRY(check_over_tail(c, n, &rs));
+        return cplx_reduce(c, s, n, &rs, &f, &body, key, out);
+    }
+    ir *valid = NULL;
+    if (f.is_nan) TRY(nan_form(c, n, f.name, f.rop, &body, &valid));
     if (n->by) TRY(lower_key(c, &rs, n, &key));
     TRY(check_over_tail(c, n, &rs));
-
-    /* the map expressions and accumulator types */
-    plan_red rd;
-    memset(&rd, 0, sizeof rd);
-    rd.rop = rop;
-    rd.pos = n->pos;
-    rd.ncomp = 1;
-    rd.skipnan = is_nan && (rop == ROP_ARGMIN || rop == ROP_ARGMAX) && CT_IS_FLOAT(body.c[0]->type);
-    int nres = 1;
-    if (rop == ROP_USER) TRY(map_user(c, n, uop, &body, &rd, &nres));
-    else TRY(map_builtin(c, n, opname, is_mean, is_count, &body, &rd));
-    for (int k = 0; k < rd.ncomp; k++)
-        if (!rd.map[k]) return ck_nomem(c);
-
-    /* what is reduced, what stays free */
-    int red[RED_MAX_DIMS], nred = 0, fr[RED_MAX_DIMS], nfree = 0;
-    TRY(split_domain(c, n, &rs, &rd, key, red, &nred, fr, &nfree));
-
-    int done = 0;
-    if (!is_mean && !is_nan) TRY(ck_online_rewrite(c, n, &rd, key, nfree, fr, nred, red, out, &done));
-    if (done) return 0;
-    int pass = -1;
-    TRY(place_in_pass(c, s, n, &rd, key, nfree, fr, nred, red, &pass));
-    /* nanmin / nanmax of nothing but NaN: NaN; nanmean: over the valid elements */
-    ir *guard = valid && (is_mean || rop == ROP_MIN || rop == ROP_MAX) ? valid : NULL;
-    return read_result(c, n, pass, &rd, nres, nred, red, is_mean, guard, out);
+    return reduce_body(c, s, n, &rs, &f, &body, valid, key, 1, out);
 }

@@ -17,7 +17,8 @@ static const char *const half_fns[] = {"rj_f16_to_f32(", "rj_bf16_to_f32(", "rj_
 static const char *const sat_fns[] = {"rj_to_i32(", "rj_to_i64(", "rj_to_u32(", "rj_to_u64(", NULL};
 static const char *const math_fns[] = {"rj_mod(", "rj_sqrt(", "rj_exp(", "rj_log(", "rj_log2(", "rj_log10(",
                                        "rj_sin(", "rj_cos(", "rj_tan(", "rj_tanh(", "rj_floor(", "rj_ceil(",
-                                       "rj_round(", "rj_pow(", "rj_hypot(", "rj_fma(", NULL};
+                                       "rj_round(", "rj_pow(", "rj_hypot(", "rj_atan2(", "rj_fma(",
+                                       NULL};
 
 extern const char rj_reduce_cuh[], rj_full_cuh[], rj_segment_cuh[], rj_keys_cuh[], rj_kfused_cuh[];
 

@@ -78,6 +78,7 @@ static void emit_load_value(util_buf *o, red_dtype t, int base, const char *off,
     case RED_BF16: ty = "rj_u16", pre = "rj_bf16_to_f32(", post = ")"; break;
     case RED_F32: ty = "float"; break;
     case RED_F64: ty = "double"; break;
+    case RED_C64: case RED_C128: break;   /* bound as [..., 2] arrays of their parts */
     }
     if (ro) util_buf_printf(o, "%s__ldg(&((const %s *)P.v[%d])[%s])%s", pre, ty, base, off, post);
     else util_buf_printf(o, "%s((const %s *)P.v[%d])[%s]%s", pre, ty, base, off, post);
@@ -116,6 +117,7 @@ static const char *fn_name(int op)
     case OP_MAX: return "rj_max";
     case OP_POW: return "rj_pow";
     case OP_HYPOT: return "rj_hypot";
+    case OP_ATAN2: return "rj_atan2";
     case OP_FMA: return "rj_fma";
     }
     return NULL;

@@ -13,7 +13,8 @@ RED_API size_t red_dtype_size(red_dtype t)
     case RED_BOOL: case RED_I8: case RED_U8: return 1;
     case RED_I16: case RED_U16: return 2;
     case RED_I32: case RED_U32: case RED_F32: return 4;
-    case RED_I64: case RED_U64: case RED_F64: return 8;
+    case RED_I64: case RED_U64: case RED_F64: case RED_C64: return 8;
+    case RED_C128: return 16;
     case RED_F16: case RED_BF16: return 2;
     }
     return 0;
@@ -185,8 +186,8 @@ plan_value core_read_dtype(red_dtype t, const void *p)
     case RED_U16: v.i = *(const uint16_t *)p; break;
     case RED_F16: v.f = core_f16_to_f32(*(const uint16_t *)p); break;
     case RED_BF16: v.f = core_bf16_to_f32(*(const uint16_t *)p); break;
-    case RED_F32: v.f = *(const float *)p; break;
-    case RED_F64: v.f = *(const double *)p; break;
+    case RED_F32: case RED_C64: v.f = *(const float *)p; break;   /* complex: the real part */
+    case RED_F64: case RED_C128: v.f = *(const double *)p; break;
     }
     return v;
 }

@@ -108,6 +108,7 @@ typedef void (*kern_fn)(int n, void *d, const void *a, const void *b, const void
     K2(k_max_##t, T_##t, T_##t, (a[j] > b[j] || a[j] != a[j]) ? a[j] : b[j])             \
     K2(k_pow_##t, T_##t, T_##t, pow##sfx(a[j], b[j]))                                    \
     K2(k_hypot_##t, T_##t, T_##t, hypot##sfx(a[j], b[j]))                                \
+    K2(k_atan2_##t, T_##t, T_##t, atan2##sfx(a[j], b[j]))                                \
     static void k_fma_##t(int n, void *d_, const void *a_, const void *b_, const void *c_) \
     {                                                                                      \
         T_##t *d = d_;                                                                     \
@@ -186,7 +187,7 @@ static void init_kernels(void)
     SET_FLT(OP_LOG10, log10) SET_FLT(OP_SIN, sin) SET_FLT(OP_COS, cos) SET_FLT(OP_TAN, tan)
     SET_FLT(OP_TANH, tanh) SET_FLT(OP_FLOOR, floor) SET_FLT(OP_CEIL, ceil)
     SET_FLT(OP_ROUND, round) SET_FLT(OP_ISNAN, isnan) SET_FLT(OP_ISFINITE, isfinite)
-    SET_FLT(OP_POW, pow) SET_FLT(OP_HYPOT, hypot) SET_FLT(OP_FMA, fma)
+    SET_FLT(OP_POW, pow) SET_FLT(OP_HYPOT, hypot) SET_FLT(OP_ATAN2, atan2) SET_FLT(OP_FMA, fma)
     kern[OP_NOT][CT_BOOL] = k_not_bool;
     kern[OP_LAND][CT_BOOL] = k_land_bool;
     kern[OP_LOR][CT_BOOL] = k_lor_bool;
@@ -235,6 +236,7 @@ static void load_strided(red_dtype t, const void *base, int64_t start, int64_t s
     case RED_BF16: LOAD_STRIDED(uint16_t, float, core_bf16_to_f32); break;
     case RED_F32: LOAD_STRIDED(float, float, ID); break;
     case RED_F64: LOAD_STRIDED(double, double, ID); break;
+    case RED_C64: case RED_C128: break;   /* bound as [..., 2] arrays of their parts */
     }
 }
 
@@ -254,6 +256,7 @@ static void load_gather(red_dtype t, const void *base, const int64_t *restrict o
     case RED_BF16: LOAD_GATHER(uint16_t, float, core_bf16_to_f32); break;
     case RED_F32: LOAD_GATHER(float, float, ID); break;
     case RED_F64: LOAD_GATHER(double, double, ID); break;
+    case RED_C64: case RED_C128: break;   /* bound as [..., 2] arrays of their parts */
     }
 }
 

@@ -106,7 +106,7 @@ typedef struct fz_store {
 } fz_store;
 
 static const red_dtype fz_types[] = {RED_BOOL, RED_I32, RED_I64, RED_U32, RED_U64, RED_F16, RED_BF16,
-                                     RED_F32,  RED_F64, RED_I8,  RED_U8,  RED_I16, RED_U16};
+                                     RED_F32,  RED_F64, RED_I8,  RED_U8,  RED_I16, RED_U16, RED_C64, RED_C128};
 
 static void *fz_alloc(fz_store *st, size_t bytes)
 {
@@ -133,6 +133,8 @@ static void fz_put(void *p, red_dtype t, double v, uint64_t raw, int special)
     case RED_U16: { uint16_t x = (uint16_t)(special ? (int64_t)raw : (int64_t)v); memcpy(p, &x, 2); break; }
     case RED_F32: { float f = special ? (float)(special == 1 ? 1.0 / 0.0 : 0.0 / 0.0) : (float)v; memcpy(p, &f, 4); break; }
     case RED_F64: { double d = special ? (special == 1 ? -1.0 / 0.0 : 0.0 / 0.0) : v; memcpy(p, &d, 8); break; }
+    case RED_C64: { float z[2] = {(float)v, special ? (float)(0.0 / 0.0) : (float)(raw % 7) - 3.0f}; memcpy(p, z, 8); break; }
+    case RED_C128: { double z[2] = {special ? 1.0 / 0.0 : v, (double)(raw % 5) - 2.0}; memcpy(p, z, 16); break; }
     }
 }
 

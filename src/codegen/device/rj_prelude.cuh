@@ -230,6 +230,7 @@ RJ_FLT_OPS(double, )
     __device__ __forceinline__ T rj_round(T a) { return round##S(a); }                        \
     __device__ __forceinline__ T rj_pow(T a, T b) { return pow##S(a, b); }                    \
     __device__ __forceinline__ T rj_hypot(T a, T b) { return hypot##S(a, b); }                \
+    __device__ __forceinline__ T rj_atan2(T a, T b) { return atan2##S(a, b); }                \
     __device__ __forceinline__ T rj_fma(T a, T b, T c) { return fma##S(a, b, c); }
 RJ_MATH_OPS(float, f)
 RJ_MATH_OPS(double, )
