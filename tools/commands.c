@@ -34,6 +34,8 @@ static const char help_text[] =
     "generators (f32 unless dtype=...; sizes may be expressions, n... is a shape):\n"
     "  iota(n...) (i64)  rand(n...)  randn(n...)  randint(lo, hi, n...) (i64)\n"
     "  zeros(n...)  ones(n...)  full(n..., value)      e.g. randn(1000, 1000, dtype=f64)\n"
+    "  (dtype: bool i8 u8 i16 u16 i32 i64 u32 u64 f32 f64 c64 c128; rand and randn of a\n"
+    "   complex type draw both parts)\n"
     "\n"
     "commands:\n"
     "  :help                  this text\n"

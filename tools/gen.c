@@ -97,6 +97,8 @@ static void store(red_dtype t, void *base, int64_t i, double v)
     case RED_I16: ((int16_t *)base)[i] = (int16_t)(int64_t)v; break;
     case RED_U16: ((uint16_t *)base)[i] = (uint16_t)(int64_t)v; break;
     case RED_F32: ((float *)base)[i] = (float)v; break;
+    case RED_C64: ((float *)base)[2 * i] = (float)v, ((float *)base)[2 * i + 1] = 0; break;
+    case RED_C128: ((double *)base)[2 * i] = v, ((double *)base)[2 * i + 1] = 0; break;
     default: ((double *)base)[i] = v; break;
     }
 }
@@ -137,6 +139,14 @@ static void fill_block(const gen_call *c, void *data, int64_t b, int64_t e, uint
 
 static void fill(const gen_call *c, void *data, int64_t n, uint64_t key)
 {
+    gen_call parts;
+    if ((c->dtype == RED_C64 || c->dtype == RED_C128) && (c->kind == GEN_RAND || c->kind == GEN_RANDN)) {
+        /* random complex numbers: both parts drawn, as 2n values of the part type */
+        parts = *c;
+        parts.dtype = c->dtype == RED_C64 ? RED_F32 : RED_F64;
+        c = &parts;
+        n *= 2;
+    }
     int64_t nblocks = (n + GEN_BLOCK - 1) / GEN_BLOCK;
 #pragma omp parallel for schedule(dynamic, 4)
     for (int64_t k = 0; k < nblocks; k++) {
@@ -182,7 +192,8 @@ static const struct {
     red_dtype t;
 } gen_dtypes[] = {{"bool", RED_BOOL}, {"i32", RED_I32}, {"i64", RED_I64}, {"u32", RED_U32},
                   {"u64", RED_U64},   {"f32", RED_F32}, {"f64", RED_F64}, {"i8", RED_I8},
-                  {"u8", RED_U8},     {"i16", RED_I16}, {"u16", RED_U16}};
+                  {"u8", RED_U8},     {"i16", RED_I16}, {"u16", RED_U16}, {"c64", RED_C64},
+                  {"c128", RED_C128}};
 
 /* Parse the arguments text of generator `kind` (between the brackets). */
 static int parse_call(repl_session *s, const char *fname, int kind, char *args, gen_call *c)
@@ -208,7 +219,7 @@ static int parse_call(repl_session *s, const char *fname, int kind, char *args, 
             while (k < sizeof gen_dtypes / sizeof gen_dtypes[0] && strcmp(tn, gen_dtypes[k].name) != 0)
                 k++;
             if (k == sizeof gen_dtypes / sizeof gen_dtypes[0]) {
-                session_error(s, "%s: unknown dtype '%s' (bool, i8, u8, i16, u16, i32, i64, u32, u64, f32, f64)", fname, tn);
+                session_error(s, "%s: unknown dtype '%s' (bool, i8, u8, i16, u16, i32, i64, u32, u64, f32, f64, c64, c128)", fname, tn);
                 return 1;
             }
             c->dtype = gen_dtypes[k].t;

@@ -188,10 +188,16 @@ else
     bad "--format json from a pipe"
 fi
 
-printf 'randn(-1)\nrandint(5, 2, 3)\nfull(2)\nrandn(2, dtype=c64)\nq = (1, 2)\n' | "$REDJIT" >out 2>err
+printf 'randn(-1)\nrandint(5, 2, 3)\nfull(2)\nrandn(2, dtype=c256)\nq = (1, 2)\n' | "$REDJIT" >out 2>err
 rc=$?
 expect "generator and assignment errors are messages" 1 "" "not a non-negative integer" "lo < hi" \
-    "full(n..., value)" "unknown dtype 'c64'" "2 parts"
+    "full(n..., value)" "unknown dtype 'c256'" "2 parts"
+
+printf 'z = ones(3, dtype=c64)\nsum(z * 2 - 1), z[i] / 2\nw = randn(5, dtype=c128)\ncount(imag(w[i]) != 0) > 0\n' | "$REDJIT" >out 2>err
+rc=$?
+expect "complex arrays from the generators, complex results printed" 0 "3+0j
+[0.5+0j 0.5+0j 0.5+0j]
+true"
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
