@@ -30,6 +30,14 @@
  *   poisson         the 5-point stencil on a G x G grid: row r = i G + j holds the columns
  *                   r - G, r - 1, r, r + 1, r + G, those in the grid (i > 0, j > 0, j < G - 1,
  *                   i < G - 1), in that order, which is increasing
+ *
+ * Element types (the types_* cases; every case reads a prefix of one array of its type):
+ *   u8            = hash(i, BD_SEED_U8) >> 24                        in [0, 255]
+ *   i16           = (int32_t)(hash(i, BD_SEED_I16) >> 16) - 32768    in [-32768, 32767]
+ *   c64 z, w      = (f32(i, s), f32(i, s + 1)), the real and imaginary parts, s = BD_SEED_Z (z)
+ *                   or BD_SEED_W (w): BD_SEED_Z + 1 and BD_SEED_W + 1 are the parts' seeds
+ *   f32 with NaN  = a quiet NaN (0x7fc00000) where hash(i, BD_SEED_NAN) % 100 == 0 (about 1%),
+ *                   else f32(i, BD_SEED_XNAN)
  */
 #ifndef BENCH_DATA_H
 #define BENCH_DATA_H
@@ -44,7 +52,9 @@
 
 /* seeds of the arrays (the same in every program) */
 enum { BD_SEED_X = 1, BD_SEED_B = 2, BD_SEED_F64 = 3, BD_SEED_I32 = 4, BD_SEED_LEN = 5, BD_SEED_COL = 6,
-       BD_SEED_SPV = 7, BD_SEED_SPX = 8, BD_SEED_PLEN = 9, BD_SEED_L13 = 10 };
+       BD_SEED_SPV = 7, BD_SEED_SPX = 8, BD_SEED_PLEN = 9, BD_SEED_L13 = 10, BD_SEED_U8 = 11, BD_SEED_I16 = 12,
+       BD_SEED_Z = 13, /* and 14: z's imaginary parts */ BD_SEED_W = 15, /* and 16 */ BD_SEED_NAN = 17,
+       BD_SEED_XNAN = 18 };
 
 /* segment layouts, in table order */
 enum { BD_LAYOUT_ONE = 0, BD_LAYOUT_RAND = 1, BD_LAYOUT_LEN3 = 2, BD_LAYOUT_ROWS = 3, BD_NLAYOUTS = 4 };
@@ -77,6 +87,34 @@ BD_FN double bd_f64(uint64_t i, uint32_t seed)
 BD_FN int32_t bd_i32(uint64_t i, uint32_t seed)
 {
     return (int32_t)(bd_hash(i, seed) >> 28) - 8;
+}
+
+/* The element types of the types_* cases (the header's table) */
+BD_FN uint8_t bd_u8(uint64_t i, uint32_t seed)
+{
+    return (uint8_t)(bd_hash(i, seed) >> 24);
+}
+
+BD_FN int16_t bd_i16(uint64_t i, uint32_t seed)
+{
+    return (int16_t)((int32_t)(bd_hash(i, seed) >> 16) - 32768);
+}
+
+/* Complex element i of the array of seed s: parts f32(i, s) and f32(i, s + 1), into re_im. */
+BD_FN void bd_c64(uint64_t i, uint32_t seed, float re_im[2])
+{
+    re_im[0] = bd_f32(i, seed);
+    re_im[1] = bd_f32(i, seed + 1);
+}
+
+/* f32(i, seed), or a quiet NaN where hash(i, BD_SEED_NAN) % 100 == 0 (about 1 element in 100). */
+BD_FN float bd_f32_nan(uint64_t i, uint32_t seed)
+{
+    union {
+        uint32_t u;
+        float f;
+    } nan = {0x7fc00000u};
+    return bd_hash(i, BD_SEED_NAN) % 100u == 0 ? nan.f : bd_f32(i, seed);
 }
 
 /* Length of segment k of a layout (before the cut at NS). */

@@ -7,16 +7,18 @@ idiomatic form of each library, times it with CUDA events around the call (JAX: 
 block_until_ready, XLA's streams being its own; median of --reps runs after --warmup, fewer for
 slow runs) and prints one JSON object per line, as cub_bench and redjit_bench.  The composition
 cases (comp_*) are in peers_comp.py, the sparse ones (spmv_*, gather_all: CuPy's and PyTorch's
-cuSPARSE SpMV) in peers_spmv.py.  torch.compile (default mode, dynamic=False) and jax.jit run
-the single reductions of peers_comp.JIT_SINGLE and the compositions; each case's function is
-compiled anew after the compiler's caches are reset, and its first call (trace, compile, run,
-synchronise) is the record's cold_ms.  A peer that cannot be imported or compiled is left out,
+cuSPARSE SpMV) in peers_spmv.py, the element-type ones (types_*: u8, i16 and c64 inputs, nansum and
+nanargmax; run only when --cases names them) in peers_types.py.  torch.compile (default mode,
+dynamic=False) and jax.jit run the single reductions of peers_comp.JIT_SINGLE and the
+compositions; each case's function is compiled anew after the compiler's caches are reset, and its
+first call (trace, compile, run, synchronise) is the record's cold_ms.  A peer that cannot be imported or compiled is left out,
 with the reason in a config record and on stderr.
 
   peers.py [--log2n 28] [--curve 10,20,24,26,28,30] [--log2s 26] [--rows 16384 --cols 16384]
            [--short-rows 33554432 --short-cols 8] [--cube 1024,512,512] [--reps 50] [--warmup 5]
            [--budget-ms 2000] [--calls 20000] [--cases id,id,...] [--spmv-log2nnz 26] [--spmv-grid 4096]
-           [--systems cupy,torch,torch_compile,jax] [--jit-budget-s 150]
+           [--types-log2n 30] [--types-image 16384,16384] [--systems cupy,torch,torch_compile,jax]
+           [--jit-budget-s 150]
   peers.py --numpy-check ...   NumPy on the host, wall clock: checks the generator, layouts and
                                checksums against redjit_bench --cpu-check without a GPU; with
                                --systems torch,torch_compile,jax also those on the CPU.
@@ -37,6 +39,7 @@ import numpy as np
 
 from peers_comp import COMP_VARIANTS, JIT_SINGLE, comp_impls, comp_inputs, jit_single_impls
 from peers_spmv import spmv_forms, spmv_inputs, wanted_any as spmv_wanted
+from peers_types import types_forms, types_inputs, wanted_any as types_wanted
 
 SEED_X, SEED_B, SEED_F64, SEED_I32, SEED_LEN = 1, 2, 3, 4, 5
 LAYOUTS = ["one", "rand", "len3", "rows1024"]
@@ -397,6 +400,9 @@ def values(sysobj, r, kind):
         return {"value": int(v) if kind == "index" or isinstance(v, (int, np.integer)) else float(v)}
     if kind == "pair":
         return {"value": float(sysobj.scalar(r[0])), "value2": float(sysobj.scalar(r[1]))}
+    if kind == "complex":   # a complex scalar: its parts
+        v = complex(sysobj.scalar(r))
+        return {"value": v.real, "imag": v.imag}
     if kind == "outs":      # every result's checksums, as redjit_bench's comp_* records
         return {"outs": [checksums(sysobj.host(o)) for o in (r if isinstance(r, tuple) else (r,))]}
     return checksums(sysobj.host(r))
@@ -455,7 +461,11 @@ def run_system(sysobj, mods, data, opt):
         if sysobj.jit and extra_args:   # constants of the compiled function (segment counts)
             fn = (lambda f, e: lambda *a: f(*a, *e))(fn, tuple(extra_args))
             extra_args = ()
-        base = [conv(a) for a in arrays]
+        try:
+            base = [conv(a) for a in arrays]
+        except Exception as ex:  # an array this peer cannot take (a dtype through DLPack): say so, go on
+            emit({"case": cid, "n": int(n), "system": sysobj.name, "error": f"{type(ex).__name__}: {ex}"[:400]})
+            return
         nbytes = nbytes if nbytes is not None else float(sum(a.nbytes for a in arrays))
         k = rotation(nbytes) if data["gpu"] else 1
         sets = [tuple(base) + tuple(extra_args)]
@@ -526,6 +536,12 @@ def run_system(sysobj, mods, data, opt):
                  prep=functools.partial(prep, shape=shape) if prep else None,
                  fields={"nrows": shape[0], "ncols": shape[1]})
 
+    tforms = types_forms(sysobj.name, mods)
+    for cid, n, arrays, nbytes in data.get("types", []):
+        if cid in tforms:
+            fn, kind, variant = tforms[cid]
+            case(cid, n, None, arrays, (), nbytes, impl=(fn, kind), variant=variant)
+
     if wanted("overhead") and data["gpu"] and not sysobj.jit and sysobj.name != "numpy":
         xs = conv(x[:1024])
         calls = opt.calls
@@ -551,6 +567,8 @@ def parse_args():
     ap.add_argument("--cube", default="1024,512,512", help="D0,D1,D2 of the 3-D composition")
     ap.add_argument("--spmv-log2nnz", type=int, default=26, help="the sparse matrices' scale (redjit_bench.c's header)")
     ap.add_argument("--spmv-grid", type=int, default=4096, help="the 2-D Poisson matrix's grid side")
+    ap.add_argument("--types-log2n", type=int, default=30, help="the types cases' scale (redjit_bench.c's header)")
+    ap.add_argument("--types-image", default="16384,16384", help="R,C of the u8 image of types_rowsum_u8")
     ap.add_argument("--reps", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--budget-ms", type=float, default=2000)
@@ -566,6 +584,11 @@ def parse_args():
     opt.cube = [int(c) for c in opt.cube.split(",")]
     if len(opt.cube) != 3 or min(opt.cube) < 1:
         ap.error("--cube takes three positive extents, D0,D1,D2")
+    opt.types_image = [int(c) for c in opt.types_image.split(",")]
+    if len(opt.types_image) != 2 or min(opt.types_image) < 1 or math.prod(opt.types_image) > 1 << 31:
+        ap.error("--types-image takes two positive extents, R,C, of at most 2^31 elements in all")
+    if not 8 <= opt.types_log2n <= 31:
+        ap.error("--types-log2n takes 8..31")
     return opt
 
 
@@ -630,9 +653,10 @@ def import_peers(systems, cfg, cpu):
     return mods
 
 
-def build_inputs(xp, opt, sparse):
+def build_inputs(xp, opt, sparse, types=False):
     """The arrays of bench_data.h (every f32 case reads a prefix of x, as in the C programs); with
-    sparse, the sparse cases' matrices asked for (peers_spmv.py)."""
+    sparse, the sparse cases' matrices asked for (peers_spmv.py); with types, the element-type
+    cases' arrays named (peers_types.py)."""
     N, NS = 1 << opt.log2n, 1 << opt.log2s
     NX = max([N, NS, opt.rows * opt.cols, opt.short_rows * opt.short_cols, math.prod(opt.cube)] +
              [1 << c for c in opt.curve])
@@ -648,6 +672,8 @@ def build_inputs(xp, opt, sparse):
         data["lens"][lay] = xp.asarray(lens)
     if sparse and spmv_wanted(opt.cases):
         data["spmv"] = spmv_inputs(xp, opt, bd_hash, gen, data["ptr"]["rand"])
+    if types and types_wanted(opt.cases):
+        data["types"] = types_inputs(xp, opt, bd_hash, gen)
     return data
 
 
@@ -711,7 +737,8 @@ def main():
     xp = cp if cp is not None and not opt.numpy_check else np
     # the sparse matrices where a system that runs them is there (not in JAX's process)
     sparse = opt.numpy_check or any(spmv_forms(s.name, mods) for s, _ in peers)
-    data = build_inputs(xp, opt, sparse)
+    types = opt.numpy_check or any(types_forms(s.name, mods) for s, _ in peers)   # likewise
+    data = build_inputs(xp, opt, sparse, types)
     data["gpu"] = not opt.numpy_check
     if xp is not np:
         cp.cuda.Device().synchronize()

@@ -8,6 +8,7 @@
  *                [--short-rows 33554432 --short-cols 8] [--reps 50] [--warmup 5] [--budget-ms 2000]
  *                [--calls 100000] [--cases id,id,...] [--strategies auto,tree,...] [--no-jit] [--held]
  *                [--cube 1024,512,512] [--comp-strategies auto] [--spmv-log2nnz 26] [--spmv-grid 4096]
+ *                [--types-log2n 30] [--types-image 16384,16384]
  *
  * Timing: the expression runs on a stream of ours with RED_RESULTS_DEVICE, so red_run returns
  * once its work is queued; events recorded on that stream before and after the call measure the
@@ -32,6 +33,14 @@
  * rows, 2^(L-1) rows of 1..3, random columns over 2^(L-4); spmv_rand and gather_all take the layout
  * rand over 2^--log2s values; the 2-D Poisson matrix has --spmv-grid G squared rows.  Their inputs
  * are built only where one of them is asked for.
+ *
+ * The element-type cases (ids types_*: 8- and 16-bit integers, complex c64, the NaN-skipping
+ * reductions) run only when --cases names them, never in a run without --cases (bench/run.sh
+ * types), and under every strategy like the single reductions.  Their inputs (bench_data.h) scale
+ * with --types-log2n L: sum(x) over 2^L u8 and over 2^(L-1) i16, sum(z) and max(abs(z)) over 2^(L-3)
+ * c64, sum(conj(w[i]) * z[i]) over i over 2^(L-4) each, nanargmax(x) and nansum(x) over 2^(L-2) f32
+ * with about 1% NaN (1 GiB each at L = 30, the dot product's two 512 MiB); the row sums over a u8
+ * image of --types-image R,C.  A complex result is reported as "value" (real part) and "imag".
  *
  * The CUDA driver is loaded with dlopen through the library's src/gpu/cu_api.h, so this
  * builds without CUDA headers; without a GPU it prints a notice and exits 0.
@@ -103,8 +112,10 @@ static struct {
     long long cube[3];
     int spmv_log2nnz;
     long long spmv_grid;
+    int types_log2n;
+    long long types_image[2];
 } opt = {28, 26, 50, 5, 16384, 16384, 1LL << 25, 8, 100000, 2000, {10, 20, 24, 26, 28, 30}, 6, NULL,
-         "auto,tree,sequential,persistent,segmented", 1, 0, "auto", {1024, 512, 512}, 26, 4096};
+         "auto,tree,sequential,persistent,segmented", 1, 0, "auto", {1024, 512, 512}, 26, 4096, 30, {16384, 16384}};
 
 static int in_list(const char *list, const char *name)
 {
@@ -115,15 +126,22 @@ static int in_list(const char *list, const char *name)
     return 0;
 }
 
+/* Whether --cases names a case (the types_* cases run only when named). */
+static int named(const char *name)
+{
+    return opt.cases && in_list(opt.cases, name);
+}
+
 /* ---- device inputs ------------------------------------------------------------------------ */
 
-/* G_COL, G_COL64: the random columns bd_col(k, ncols), as int32 or int64 */
-enum { G_F32, G_F64, G_I32, G_COL, G_COL64 };
+/* G_COL, G_COL64: the random columns bd_col(k, ncols), as int32 or int64; G_U8, G_I16, G_C64
+ * (parts of seeds seed and seed + 1), G_F32NAN (about 1% NaN): the types_* cases' */
+enum { G_F32, G_F64, G_I32, G_COL, G_COL64, G_U8, G_I16, G_C64, G_F32NAN };
 
 /* Device array of n elements of generator `g`, built on the host in chunks (ncols: G_COL's). */
 static CUdeviceptr make_gen(int g, int64_t n, uint32_t seed, uint32_t ncols)
 {
-    size_t esz = g == G_F64 || g == G_COL64 ? 8 : 4;
+    size_t esz = g == G_F64 || g == G_COL64 || g == G_C64 ? 8 : g == G_U8 ? 1 : g == G_I16 ? 2 : 4;
     CUdeviceptr d;
     if (cpu_mode) {
         void *p = malloc((size_t)n * esz);
@@ -143,6 +161,10 @@ static CUdeviceptr make_gen(int g, int64_t n, uint32_t seed, uint32_t ncols)
             else if (g == G_F64) ((double *)h)[i] = bd_f64(k, seed);
             else if (g == G_COL) ((int32_t *)h)[i] = (int32_t)bd_col(k, ncols);
             else if (g == G_COL64) ((int64_t *)h)[i] = bd_col(k, ncols);
+            else if (g == G_U8) ((uint8_t *)h)[i] = bd_u8(k, seed);
+            else if (g == G_I16) ((int16_t *)h)[i] = bd_i16(k, seed);
+            else if (g == G_C64) bd_c64(k, seed, (float *)h + 2 * i);
+            else if (g == G_F32NAN) ((float *)h)[i] = bd_f32_nan(k, seed);
             else ((int32_t *)h)[i] = bd_i32(k, seed);
         }
         if (cpu_mode) memcpy((char *)(uintptr_t)d + c0 * esz, h, (size_t)m * esz);
@@ -173,8 +195,9 @@ static CUdeviceptr upload(const void *h, size_t bytes)
 
 /* ---- cases -------------------------------------------------------------------------------- */
 
-/* K_OUTS: any number of results, scalars or arrays, each reported by its checksums */
-enum { K_SCALAR, K_PAIR, K_INDEX, K_ARRAY, K_OUTS };
+/* K_OUTS: any number of results, scalars or arrays, each reported by its checksums; K_COMPLEX: a
+ * complex scalar, "value" (real part) and "imag" */
+enum { K_SCALAR, K_PAIR, K_INDEX, K_ARRAY, K_OUTS, K_COMPLEX };
 
 typedef struct bind_spec {
     const char *name;
@@ -282,6 +305,26 @@ static void free_copies(bench_case *c, int k)
 
 /* ---- results and their JSON ----------------------------------------------------------------- */
 
+/* ", key: v" with NaN and the infinities spelled as Python's json reads them (NaN, Infinity) */
+static void json_f64(const char *key, double v)
+{
+    if (isnan(v)) printf(", \"%s\": NaN", key);
+    else if (isinf(v)) printf(", \"%s\": %sInfinity", key, v < 0 ? "-" : "");
+    else printf(", \"%s\": %.17g", key, v);
+}
+
+/* A complex scalar result (c64 or c128), copied to the host as c128: its parts into v[0], v[1]. */
+static int result_complex(red_expr *e, int i, double v[2])
+{
+    red_array r;
+    int rc = red_result(e, i, &r, NULL);
+    if (rc) return rc;
+    if ((r.dtype != RED_C64 && r.dtype != RED_C128) || red_array_size(&r) != 1) return RED_ERR_ARG;
+    red_array ha;
+    red_array_init(&ha, v, RED_C128, r.ndim, r.shape, NULL);
+    return red_result_copy(e, i, &ha);
+}
+
 /* Checksums of result i, copied to the host as f64: sum out[k], sum ((k % 16) - 7.5) out[k] and
  * sum |out[k]| in v[0..2], its element count in *m (a scalar is one element). */
 static int result_sums(red_expr *e, int i, double v[3], int64_t *m)
@@ -340,7 +383,7 @@ static int print_values(red_expr *e, const bench_case *c)
         if (r.dtype == RED_F32 || r.dtype == RED_F64) {
             double v;
             if ((rc = red_result_f64(e, 0, &v))) return rc;
-            printf(", \"value\": %.17g", v);
+            json_f64("value", v);
         } else {
             int64_t v;
             if ((rc = red_result_i64(e, 0, &v))) return rc;
@@ -357,6 +400,11 @@ static int print_values(red_expr *e, const bench_case *c)
         printf(", \"value\": %lld", (long long)v);
     } else if (c->kind == K_OUTS) {
         return print_outs(e);
+    } else if (c->kind == K_COMPLEX) {
+        double v[2];
+        if ((rc = result_complex(e, 0, v))) return rc;
+        json_f64("value", v[0]);
+        json_f64("imag", v[1]);
     } else {
         double v[3];
         int64_t m;
@@ -828,12 +876,13 @@ static void add_compositions(CUdeviceptr x, CUdeviceptr seg, int64_t ns)
 
 #define SPMV_TEXT "sum(v[k]*x[col[k]]) over k in ptr[r]..ptr[r+1]"
 
-/* the sparse inputs' device arrays, freed at the end */
-static CUdeviceptr sparse_mem[16];
+/* the sparse and types inputs' device arrays, freed at the end */
+static CUdeviceptr sparse_mem[32];
 static int nsparse_mem;
 
 static CUdeviceptr keep(CUdeviceptr d)
 {
+    if (nsparse_mem == (int)(sizeof sparse_mem / sizeof sparse_mem[0])) die("too many input arrays");
     sparse_mem[nsparse_mem++] = d;
     return d;
 }
@@ -943,6 +992,74 @@ static void add_sparse(CUdeviceptr rand_ptr, int64_t rand_rows, int64_t ns)
             (now_ms() - t0) * 1e-3, (long long)nv, (long long)max64(ncols, want_poisson ? g * g : 0));
 }
 
+/* ---- the element-type cases ---------------------------------------------------------------- */
+
+/* The types_* cases named in --cases, in table order, over the arrays of bench_data.h (each built
+ * once, at the largest size a named case reads: the image's rows are a prefix of the u8 array,
+ * the dot product's z a prefix of z).  Bytes: each input once. */
+static void add_types(void)
+{
+    int L = opt.types_log2n;
+    int64_t R = opt.types_image[0], C = opt.types_image[1];
+    int64_t n8 = (int64_t)1 << L, n16 = n8 >> 1, nz = n8 >> 3, nw = n8 >> 4, nnan = n8 >> 2;
+    int64_t u8n = max64(named("types_sum_u8") ? n8 : 0, named("types_rowsum_u8") ? R * C : 0);
+    int64_t zn = max64(named("types_sum_c64") || named("types_absmax_c64") ? nz : 0, named("types_dot_c64") ? nw : 0);
+    int want_i16 = named("types_sum_i16"), want_nan = named("types_nanargmax_f32") || named("types_nansum_f32");
+    if (!u8n && !zn && !want_i16 && !want_nan) return;   /* none asked for */
+    double t0 = now_ms();
+    CUdeviceptr u8 = u8n ? keep(make_array(G_U8, u8n, BD_SEED_U8)) : 0;
+    CUdeviceptr i16 = want_i16 ? keep(make_array(G_I16, n16, BD_SEED_I16)) : 0;
+    CUdeviceptr z = zn ? keep(make_array(G_C64, zn, BD_SEED_Z)) : 0;
+    CUdeviceptr w = named("types_dot_c64") ? keep(make_array(G_C64, nw, BD_SEED_W)) : 0;
+    CUdeviceptr xn = want_nan ? keep(make_array(G_F32NAN, nnan, BD_SEED_XNAN)) : 0;
+    bench_case *c;
+    if (named("types_sum_u8")) {
+        c = add_case("types_sum_u8", "sum(x)", n8, K_SCALAR);
+        add_bind(c, "x", RED_U8, u8, n8, 0);
+    }
+    if (named("types_rowsum_u8")) {
+        c = add_case("types_rowsum_u8", "sum(A[i,j]) over j", R * C, K_ARRAY);
+        add_bind(c, "A", RED_U8, u8, R, C);
+    }
+    if (want_i16) {
+        c = add_case("types_sum_i16", "sum(x)", n16, K_SCALAR);
+        add_bind(c, "x", RED_I16, i16, n16, 0);
+    }
+    if (named("types_sum_c64")) {
+        c = add_case("types_sum_c64", "sum(z)", nz, K_COMPLEX);
+        add_bind(c, "z", RED_C64, z, nz, 0);
+    }
+    if (named("types_absmax_c64")) {
+        c = add_case("types_absmax_c64", "max(abs(z))", nz, K_SCALAR);
+        add_bind(c, "z", RED_C64, z, nz, 0);
+    }
+    if (named("types_dot_c64")) {
+        c = add_case("types_dot_c64", "sum(conj(w[i]) * z[i]) over i", nw, K_COMPLEX);
+        add_bind(c, "w", RED_C64, w, nw, 0);
+        add_bind(c, "z", RED_C64, z, nw, 0);
+    }
+    if (named("types_nanargmax_f32")) {
+        c = add_case("types_nanargmax_f32", "nanargmax(x)", nnan, K_INDEX);
+        add_bind(c, "x", RED_F32, xn, nnan, 0);
+    }
+    if (named("types_nansum_f32")) {
+        c = add_case("types_nansum_f32", "nansum(x)", nnan, K_SCALAR);
+        add_bind(c, "x", RED_F32, xn, nnan, 0);
+    }
+    if (!cpu_mode) cu_check(cu.CtxSynchronize(), "cuCtxSynchronize");
+    fprintf(stderr,
+            "redjit_bench: types inputs ready in %.1f s (u8: %lld, i16: %lld, c64: %lld + %lld, f32 with NaN: %lld)\n",
+            (now_ms() - t0) * 1e-3, (long long)u8n, (long long)(want_i16 ? n16 : 0), (long long)zn,
+            (long long)(w ? nw : 0), (long long)(want_nan ? nnan : 0));
+}
+
+static void parse_types_image(const char *s)
+{
+    if (sscanf(s, "%lld,%lld", &opt.types_image[0], &opt.types_image[1]) != 2 || opt.types_image[0] < 1 ||
+        opt.types_image[1] < 1 || opt.types_image[0] * opt.types_image[1] > (1LL << 31))
+        die("--types-image takes two positive extents, R,C, of at most 2^31 elements in all");
+}
+
 static void parse_options(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -975,11 +1092,14 @@ static void parse_options(int argc, char **argv)
         else if (!strcmp(k, "--cube")) parse_cube(v);
         else if (!strcmp(k, "--spmv-log2nnz")) opt.spmv_log2nnz = atoi(v);
         else if (!strcmp(k, "--spmv-grid")) opt.spmv_grid = atoll(v);
+        else if (!strcmp(k, "--types-log2n")) opt.types_log2n = atoi(v);
+        else if (!strcmp(k, "--types-image")) parse_types_image(v);
         else die("unknown option %s (see the comment at the top of bench/redjit_bench.c)", k);
     }
     if (opt.reps < 1 || opt.warmup < 0 || opt.calls < 1) die("bad --reps, --warmup or --calls");
     if (opt.spmv_log2nnz < 6 || opt.spmv_log2nnz > 30 || opt.spmv_grid < 2 || opt.spmv_grid > 20000)
         die("--spmv-log2nnz takes 6..30 and --spmv-grid 2..20000");
+    if (opt.types_log2n < 8 || opt.types_log2n > 31) die("--types-log2n takes 8..31");
 }
 
 int main(int argc, char **argv)
@@ -1103,6 +1223,7 @@ int main(int argc, char **argv)
     }
     add_compositions(x, key_d[BD_LAYOUT_RAND], NS);
     add_sparse(ptr_d[BD_LAYOUT_RAND], nseg[BD_LAYOUT_RAND], NS);
+    add_types();
 
     printf("{\"case\": \"config\", \"system\": \"redjit\", \"version\": \"%s\", \"reps\": %d, \"warmup\": %d, "
            "\"budget_ms\": %.0f}\n", red_version_string(), opt.reps, opt.warmup, opt.budget_ms);

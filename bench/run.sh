@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run.sh -- the GPU benchmark in one command, on the GPU machine, from anywhere in the checkout:
 #
-#   bench/run.sh [--quick] [--cases id,id,...] [compositions | sparse]
+#   bench/run.sh [--quick] [--cases id,id,...] [compositions | sparse | types]
 #
 # Builds redjit and bench/redjit_bench (CMake, Release, build-bench/) and bench/cub_bench.cu (nvcc,
 # in parallel), runs cub_bench, redjit_bench and peers.py (CuPy, PyTorch and torch.compile in one
@@ -11,7 +11,11 @@
 # the Python peers, without CUB, the held runs and the per-call figures; the table goes to
 # $OUT/bench/RESULTS-compositions.md unless BENCH_RESULTS names a file.  `sparse` (or
 # BENCH_ONLY=sparse) likewise: only the sparse cases (spmv_*, gather_all), redjit under every
-# strategy against cuSPARSE through CuPy and PyTorch; $OUT/bench/RESULTS-sparse.md.
+# strategy against cuSPARSE through CuPy and PyTorch; $OUT/bench/RESULTS-sparse.md.  `types` (or
+# BENCH_ONLY=types) likewise: only the element-type cases (types_*: u8, i16 and c64 inputs, nansum,
+# nanargmax), redjit under every strategy against CuPy and PyTorch; $OUT/bench/RESULTS-types.md.
+# The types cases are not part of the full run (some 5 GiB of inputs, and by estimate up to a
+# minute, that its 560-s budget cannot spare): they run only by name, `types` or --cases types_....
 # The JSON lines, logs and copies of RESULTS.md and the image go to $OUT/bench (or build-bench/out).
 # --quick: small sizes and few runs, a smoke test (under two minutes with the build), not a
 # measurement.  BENCH_RESULTS (default bench/RESULTS.md) and BENCH_PNG (bench/bandwidth.png) name
@@ -31,17 +35,19 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
     --cases) cases=(--cases "$2"); shift ;;
-    compositions|sparse) only=$1 ;;
-    *) echo "usage: bench/run.sh [--quick] [--cases id,id,...] [compositions | sparse]" >&2; exit 2 ;;
+    compositions|sparse|types) only=$1 ;;
+    *) echo "usage: bench/run.sh [--quick] [--cases id,id,...] [compositions | sparse | types]" >&2; exit 2 ;;
   esac
   shift
 done
 case "$only" in
-  ''|compositions|sparse) ;;
-  *) echo "bench/run.sh: BENCH_ONLY may be 'compositions', 'sparse' or empty, not '$only'" >&2; exit 2 ;;
+  ''|compositions|sparse|types) ;;
+  *) echo "bench/run.sh: BENCH_ONLY may be 'compositions', 'sparse', 'types' or empty, not '$only'" >&2; exit 2 ;;
 esac
 comp_ids=comp_rowstats,comp_lse,comp_softmax,comp_cssq,comp_segstats,comp_3d
 spmv_ids=spmv_r32,spmv_rand,spmv_rand_i64,spmv_poisson,spmv_power,spmv_len13,gather_all
+types_ids=types_sum_u8,types_rowsum_u8,types_sum_i16,types_sum_c64,types_absmax_c64,types_dot_c64
+types_ids=$types_ids,types_nanargmax_f32,types_nansum_f32
 
 build="build-bench"
 out=${OUT:-$PWD/$build/out}/bench
@@ -49,7 +55,11 @@ if [ -n "$only" ]; then   # never over the full run's table and image
   results=${BENCH_RESULTS:-$out/RESULTS-$only.md}
   png=${BENCH_PNG:-$out/bandwidth-$only.png}
   if [ ${#cases[@]} -eq 0 ]; then
-    [ "$only" = compositions ] && cases=(--cases "$comp_ids") || cases=(--cases "$spmv_ids")
+    case "$only" in
+      compositions) cases=(--cases "$comp_ids") ;;
+      sparse) cases=(--cases "$spmv_ids") ;;
+      types) cases=(--cases "$types_ids") ;;
+    esac
   fi
 else
   results=${BENCH_RESULTS:-bench/RESULTS.md}
@@ -66,6 +76,7 @@ if [ $quick = 1 ]; then
          --reps 10 --warmup 2 --budget-ms 300)
   cube=(--cube 256,256,256)
   spmv=(--spmv-log2nnz 22 --spmv-grid 1024)     # some 2^22 nonzeros a matrix
+  types=(--types-log2n 24 --types-image 2048,2048)   # 16 MiB an input, a 4 MiB u8 image
   calls_c=10000; calls_py=5000
   t_cub=90; t_redjit=120; t_peers=200; t_jax=120; jit_budget=60
 else
@@ -73,6 +84,8 @@ else
          --short-rows 33554432 --short-cols 8 --reps 50 --warmup 5 --budget-ms 2000)
   cube=(--cube 1024,512,512)
   spmv=(--spmv-log2nnz 26 --spmv-grid 4096)     # 2^21 rows of 32, 2^24 Poisson rows, 2^25 rows of 1..3
+  # 2^30 u8, 2^29 i16, 2^27 c64 (2^26 each for the dot product), 2^28 f32: 1 GiB an input; a u8 image
+  types=(--types-log2n 30 --types-image 16384,16384)
   calls_c=100000; calls_py=20000
   t_cub=150; t_redjit=330; t_peers=330; t_jax=150; jit_budget=120
 fi
@@ -83,6 +96,11 @@ if [ -n "$only" ]; then   # the curve serves sum(x) alone: no 2^30 input to buil
 fi
 if [ "$only" = sparse ]; then   # of the dense inputs the sparse cases read only layout rand's offsets
   sizes+=(--log2n 20 --curve 20 --rows 1024 --cols 1024 --short-rows 1024)
+  # shellcheck disable=SC2054  # the commas are inside an option value
+  cube=(--cube 64,64,64)
+fi
+if [ "$only" = types ]; then   # the types cases read none of the dense inputs
+  sizes+=(--log2n 20 --curve 20 --log2s 20 --rows 1024 --cols 1024 --short-rows 1024)
   # shellcheck disable=SC2054  # the commas are inside an option value
   cube=(--cube 64,64,64)
 fi
@@ -150,19 +168,20 @@ if [ -z "$only" ] && [ -x "$cub" ]; then
 fi
 if [ -x "$build/bench/redjit_bench" ]; then
   run_step redjit "$(limit $t_redjit)" "$build/bench/redjit_bench" "${sizes[@]}" "${cube[@]}" "${spmv[@]}" \
-    --calls $calls_c "${cases[@]}"
+    "${types[@]}" --calls $calls_c "${cases[@]}"
 fi
 # the Python peers: CuPy, PyTorch and torch.compile in one process, JAX in a second one (its CUDA
 # libraries apart from PyTorch's); a peer that does not import or compile is left out, with the
 # reason on stderr, which is shown here
-# (the sparse cases alone: neither JIT compiler runs them, so no torch.compile and no JAX process)
+# (the sparse or the types cases alone: neither JIT compiler runs them, so no torch.compile and no
+# JAX process)
 systems=cupy,torch,torch_compile
-[ "$only" = sparse ] && systems=cupy,torch
-run_step peers "$(limit $t_peers)" "$py" bench/peers.py "${sizes[@]}" "${cube[@]}" "${spmv[@]}" --calls $calls_py \
-  "${cases[@]}" --systems $systems --jit-budget-s $jit_budget
-if [ "$only" != sparse ]; then
+[ "$only" = sparse ] || [ "$only" = types ] && systems=cupy,torch
+run_step peers "$(limit $t_peers)" "$py" bench/peers.py "${sizes[@]}" "${cube[@]}" "${spmv[@]}" "${types[@]}" \
+  --calls $calls_py "${cases[@]}" --systems $systems --jit-budget-s $jit_budget
+if [ "$only" != sparse ] && [ "$only" != types ]; then
   XLA_PYTHON_CLIENT_PREALLOCATE=false run_step peers_jax "$(limit $t_jax)" "$py" bench/peers.py "${sizes[@]}" \
-    "${cube[@]}" "${spmv[@]}" --calls $calls_py "${cases[@]}" --systems jax --jit-budget-s $jit_budget
+    "${cube[@]}" "${spmv[@]}" "${types[@]}" --calls $calls_py "${cases[@]}" --systems jax --jit-budget-s $jit_budget
 fi
 grep -h -e "left out" -e "skipped" -e "from_dlpack failed" "$out/peers.err" "$out/peers_jax.err" 2>/dev/null |
   sed 's/^/  /'
