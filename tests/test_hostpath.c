@@ -368,7 +368,9 @@ static void test_epilogue_launches(red_ctx *ctx)
     } t[] = {
         {softmax, RED_STRATEGY_AUTO, sq, rm, "rj_segnv "},
         {softmax, RED_STRATEGY_AUTO, l1, lr1, "rj_segbv "},
-        {softmax, RED_STRATEGY_TREE, sq, rm, "rj_segb "},
+        /* tree: a warp's tree for rows shorter than a block, a block's for longer ones */
+        {softmax, RED_STRATEGY_TREE, sq, rm, "rj_seg32 "},
+        {softmax, RED_STRATEGY_TREE, l1, lr1, "rj_segb "},
         {softmax, RED_STRATEGY_PERSISTENT, sq, rm, "rj_seg32 "},
         {softmax, RED_STRATEGY_SEQUENTIAL, sq, rm, "rj_seg1 rj_map "},
         {lse, RED_STRATEGY_AUTO, sq, rm, "rj_segnv "},
@@ -464,6 +466,40 @@ static void test_csr_choice(red_ctx *ctx)
         const char *k = last_kernel(ctx, t[i].text, b, 2);
         CHECK(strcmp(k, t[i].want) == 0, "%s (case %zu): launched %s, expected %s", t[i].text, i, k, t[i].want);
     }
+}
+
+/* Forced strategies on CSR rows keep their meaning with a mapping that fits
+ * the rows: tree a lane, a warp's tree or a block's by the rows' average
+ * length; sequential, persistent and segmented the merge path (each thread
+ * folding its run of the rows' elements in order, equal shares for the
+ * blocks of an occupancy-sized grid). */
+static void test_csr_forced(red_ctx *ctx)
+{
+    const struct {
+        int strategy;
+        long long avg;
+        const char *want;
+    } t[] = {
+        {RED_STRATEGY_TREE, 2, "rj_seg1"},        {RED_STRATEGY_TREE, 5, "rj_seg32"},
+        {RED_STRATEGY_TREE, 300, "rj_segb"},      {RED_STRATEGY_SEQUENTIAL, 5, "rj_segmf"},
+        {RED_STRATEGY_PERSISTENT, 5, "rj_segmf"}, {RED_STRATEGY_SEGMENTED, 5, "rj_segmf"},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        red_binding b[2] = {{"x", {0}}, {"ptr", {0}}};
+        int64_t n = N - 1, np = ROWS / 2, one = 1;
+        red_array_init(&b[0].array, (float *)dx, RED_F32, 1, &n, &one);
+        red_array_init(&b[1].array, dptr, RED_I64, 1, &np, NULL);
+        long long total = t[i].avg * (np - 1);
+        fc_store(64, &total, sizeof total);   /* rj_count's slot in the workspace */
+        red_set_option(ctx, RED_OPT_STRATEGY, t[i].strategy);
+        /* a text of its own each, so that each is counted anew */
+        char text[96];
+        snprintf(text, sizeof text, "sum(x[k] * %zu) over k in ptr[r]..ptr[r+1]", i + 2);
+        const char *k = last_kernel(ctx, text, b, 2);
+        CHECK(strcmp(k, t[i].want) == 0, "forced strategy %d on CSR rows of %lld (case %zu): launched %s, expected %s",
+              t[i].strategy, t[i].avg, i, k, t[i].want);
+    }
+    red_set_option(ctx, RED_OPT_STRATEGY, RED_STRATEGY_AUTO);
 }
 
 /* The segment count of a ranged pass under auto is taken again when the
@@ -1122,6 +1158,7 @@ int main(int argc, char **argv)
     test_epilogue_launches(ctx);
     test_key_vec_choice(ctx);
     test_csr_choice(ctx);
+    test_csr_forced(ctx);
     test_refused_rebind();
     test_async(ctx);
     test_async_chain(ctx);

@@ -12,7 +12,10 @@ int gpu_run_full(run_ctx *r, pass_entry *e, long long n, int strategy, int order
     long long *P = r->params;
     size_t asz = (size_t)e->k.acc_size;
     P[RJ_NOUT] = 1;
-    if (strategy == RED_STRATEGY_SEGMENTED) return gpu_launch(r, e, GPU_E_SEGB, 1);
+    /* segmented: the one segment in block-sized pieces combined in order, as
+     * tree does (one block for all of it was 151x the best on 2^26 gathered
+     * elements, bench/RESULTS-sparse.md) */
+    if (strategy == RED_STRATEGY_SEGMENTED) strategy = RED_STRATEGY_TREE;
     long long grid;
     int vec = gpu_vec_ok(r, e);
     int persist = vec ? GPU_E_PERSISTV : GPU_E_PERSIST;
@@ -145,11 +148,39 @@ static int run_merge(run_ctx *r, pass_entry *e, long long nout)
     return gpu_launch(r, e, GPU_E_SEGMF, fix);
 }
 
+/* The elements of all outputs' domains where ranges make them known only on
+ * the device: their lengths are in the data; one round trip (tens of
+ * microseconds) against a kernel that can be 20x off.  The choice needs the
+ * average length only: a sample of about 16384 outputs (counting all 22
+ * million CSR rows of length 3 took 50 us, as long as a third of the
+ * reduction). */
+static int ranged_total(run_ctx *r, pass_entry *e, long long nout, long long *total)
+{
+    uint64_t key = gpu_count_key(r, e, nout);
+    if (e->count_key == key) {
+        /* the same arrays and sizes as last time: the same choice (it
+         * affects speed only; a stale one is still correct) */
+        *total = e->count_total;
+        return 0;
+    }
+    int rc = gpu_count_on_device(r, e, nout, nout > 32768 ? nout / 16384 : 1, total);
+    if (rc) return rc;
+    e->count_key = key;
+    e->count_total = *total;
+    return 0;
+}
+
 /* Segments: one reduction per output (partial reductions, sorted keys).
  * `total` is the elements of all outputs' domains, or -1 when ranges make
- * it unknown.  Forced strategies pick the kernel: tree a block per output,
- * sequential a thread, persistent a warp on an occupancy-sized grid; auto
- * and segmented ask gpu_choose_segments. */
+ * it unknown.  Forced strategies pick the kernel, sized to the outputs: tree
+ * a block's tree per output, a warp's where outputs average fewer elements
+ * than a block has threads, a lane's where fewer than 4; sequential a thread
+ * per output; persistent a warp per output on an occupancy-sized grid; auto
+ * and segmented ask gpu_choose_segments.  CSR rows (one sequence of their
+ * elements, the merge path) under sequential, persistent and segmented: each
+ * thread folds its run of the elements in order, each block of an
+ * occupancy-sized grid takes an equal share (a thread a row walked a
+ * power-law matrix's rows of 2^17 alone, 137x the best; a warp a row, 13x). */
 int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total, int strategy)
 {
     gpu_dev *g = r->g;
@@ -160,33 +191,30 @@ int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total,
     int k;   /* enum gpu_entry */
     int group, rc;
     long long grid;
+    const gpu_tuning *tu = gpu_tuning_get();
     switch (strategy) {
-    case RED_STRATEGY_TREE: k = GPU_E_SEGB; group = BLOCK; break;
-    case RED_STRATEGY_SEQUENTIAL: k = GPU_E_SEG1; group = 1; break;
-    case RED_STRATEGY_PERSISTENT: k = GPU_E_SEG32; group = 32; break;
+    case RED_STRATEGY_TREE:
+        /* a block's tree over rows of a few elements left most of its lanes
+         * idle: 114x the best on 5-point stencil rows (bench/RESULTS-sparse.md) */
+        if (total < 0 && (rc = ranged_total(r, e, nout, &total))) return rc;
+        group = (double)total < 4.0 * (double)nout ? 1 : (double)total < (double)BLOCK * (double)nout ? 32 : BLOCK;
+        k = group == 1 ? GPU_E_SEG1 : group == 32 ? GPU_E_SEG32 : GPU_E_SEGB;
+        break;
+    case RED_STRATEGY_SEQUENTIAL:
+        if (e->k.merge && tu->merge) return run_merge(r, e, nout);
+        k = GPU_E_SEG1;
+        group = 1;
+        break;
+    case RED_STRATEGY_PERSISTENT:
+        if (e->k.merge && tu->merge) return run_merge(r, e, nout);
+        k = GPU_E_SEG32;
+        group = 32;
+        break;
     default: {
-        const gpu_tuning *tu = gpu_tuning_get();
         /* CSR rows: the forced segmented strategy is the merge path (a segmented
          * reduction of the rows' elements as one sequence) */
         if (e->k.merge && tu->merge && strategy == RED_STRATEGY_SEGMENTED) return run_merge(r, e, nout);
-        if (total < 0) {
-            /* ranges: their lengths are in the data; one round trip (tens
-             * of microseconds) against a kernel that can be 20x off.  The
-             * choice needs the average length only: a sample of about 16384
-             * outputs (counting all 22 million CSR rows of length 3 took
-             * 50 us, as long as a third of the reduction) */
-            uint64_t key = gpu_count_key(r, e, nout);
-            if (e->count_key == key) {
-                /* the same arrays and sizes as last time: the same choice
-                 * (it affects speed only; a stale one is still correct) */
-                total = e->count_total;
-            } else {
-                rc = gpu_count_on_device(r, e, nout, nout > 32768 ? nout / 16384 : 1, &total);
-                if (rc) return rc;
-                e->count_key = key;
-                e->count_total = total;
-            }
-        }
+        if (total < 0 && (rc = ranged_total(r, e, nout, &total))) return rc;
         /* ... and auto's from an average of gpu_tuning.merge_min elements a row
          * (below it a thread a row read rows of 1..5 at twice the merge path's
          * speed, bench/TUNING.md), where rows are not read by rj_seg1a or rj_seg1s
