@@ -358,6 +358,7 @@ static void test_vec_choice(red_ctx *ctx)
 static void test_epilogue_launches(red_ctx *ctx)
 {
     const int64_t sq[2] = {ROWS, COLS}, rm[2] = {COLS, 1}, l1[2] = {1, 4096}, lr1[2] = {4096, 1};
+    const int64_t s8[2] = {ROWS * COLS / 8, 8}, r8[2] = {8, 1};   /* rows shorter than a warp */
     const char *softmax = "m = max(A[i,j]) over j; s = sum(exp(A[i,j] - m)) over j; P[i,j] = exp(A[i,j] - m) / s";
     const char *lse = "m = max(A[i,j]) over j; log(sum(exp(A[i,j] - m)) over j) + m";
     const struct {
@@ -372,9 +373,12 @@ static void test_epilogue_launches(red_ctx *ctx)
         {softmax, RED_STRATEGY_TREE, sq, rm, "rj_seg32 "},
         {softmax, RED_STRATEGY_TREE, l1, lr1, "rj_segb "},
         {softmax, RED_STRATEGY_PERSISTENT, sq, rm, "rj_seg32 "},
+        {softmax, RED_STRATEGY_PERSISTENT, l1, lr1, "rj_seg32 "},
         {softmax, RED_STRATEGY_SEQUENTIAL, sq, rm, "rj_seg1 rj_map "},
         {lse, RED_STRATEGY_AUTO, sq, rm, "rj_segnv "},
         {lse, RED_STRATEGY_SEQUENTIAL, sq, rm, "rj_seg1 "},
+        {lse, RED_STRATEGY_TREE, s8, r8, "rj_seg1 "},
+        {lse, RED_STRATEGY_PERSISTENT, s8, r8, "rj_seg1 "},
         /* the map reads other rows' results: a launch of its own */
         {"sum(A[i,j]) over j + sum(A[k,j]) over j", RED_STRATEGY_AUTO, sq, rm, "rj_segnv rj_map "},
     };

@@ -174,8 +174,9 @@ static int ranged_total(run_ctx *r, pass_entry *e, long long nout, long long *to
  * `total` is the elements of all outputs' domains, or -1 when ranges make
  * it unknown.  Forced strategies pick the kernel, sized to the outputs: tree
  * a block's tree per output, a warp's where outputs average fewer elements
- * than a block has threads, a lane's where fewer than 4; sequential a thread
- * per output; persistent a warp per output on an occupancy-sized grid; auto
+ * than a block has threads, a lane's where fewer than a warp has (CSR rows:
+ * 4); sequential a thread per output; persistent a warp per output (a lane
+ * where they average fewer than 32 elements) on an occupancy-sized grid; auto
  * and segmented ask gpu_choose_segments.  CSR rows (one sequence of their
  * elements, the merge path) under sequential, persistent and segmented: each
  * thread folds its run of the elements in order, each block of an
@@ -197,7 +198,11 @@ int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total,
         /* a block's tree over rows of a few elements left most of its lanes
          * idle: 114x the best on 5-point stencil rows (bench/RESULTS-sparse.md) */
         if (total < 0 && (rc = ranged_total(r, e, nout, &total))) return rc;
-        group = (double)total < 4.0 * (double)nout ? 1 : (double)total < (double)BLOCK * (double)nout ? 32 : BLOCK;
+        /* a lane for contiguous rows under a warp's width (a warp a row of 8:
+         * 22x), for CSR rows only under 4 (their average hides rows of 2^17,
+         * which a lane would walk alone) */
+        group = (double)total < (e->k.merge ? 4.0 : 32.0) * (double)nout ? 1
+              : (double)total < (double)BLOCK * (double)nout ? 32 : BLOCK;
         k = group == 1 ? GPU_E_SEG1 : group == 32 ? GPU_E_SEG32 : GPU_E_SEGB;
         break;
     case RED_STRATEGY_SEQUENTIAL:
@@ -207,8 +212,10 @@ int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total,
         break;
     case RED_STRATEGY_PERSISTENT:
         if (e->k.merge && tu->merge) return run_merge(r, e, nout);
-        k = GPU_E_SEG32;
-        group = 32;
+        /* a warp a row, a lane where rows are shorter than a warp (rows of 8: 24x) */
+        if (total < 0 && (rc = ranged_total(r, e, nout, &total))) return rc;
+        group = (double)total < 32.0 * (double)nout ? 1 : 32;
+        k = group == 1 ? GPU_E_SEG1 : GPU_E_SEG32;
         break;
     default: {
         /* CSR rows: the forced segmented strategy is the merge path (a segmented
