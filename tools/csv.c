@@ -130,6 +130,8 @@ int csv_save(const char *path, const red_array *a, char *err, size_t errlen)
     if (a->ndim < 1 || a->ndim > 2)
         return csv_err(err, errlen, "%s: .csv holds 1-D and 2-D arrays; this one has %d dimensions "
                        "(save it as .npy)", path, a->ndim);
+    if (a->dtype == RED_C64 || a->dtype == RED_C128)   /* it would not load back */
+        return csv_err(err, errlen, "%s: .csv holds real numbers; this array is complex (save it as .npy)", path);
     FILE *f = fopen(path, "w");
     if (!f)
         return csv_err(err, errlen, "%s: cannot create: %s", path, strerror(errno));

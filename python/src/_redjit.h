@@ -69,6 +69,7 @@ typedef struct {
     int64_t i;
     uint64_t u;
     unsigned char b;
+    double z[2];   /* a Python complex: a 0-d c128 */
 } rjp_value;
 
 /* Convert `value` bound as `name` (for messages); what it borrows goes into H.

@@ -734,6 +734,13 @@ int rjp_convert(const char *name, PyObject *value, rjp_holds *H, rjp_value *out)
         red_array_init(&out->a, &out->b, RED_BOOL, 0, NULL, NULL);
         return 0;
     }
+    if (PyComplex_CheckExact(value)) {   /* a typed c128 scalar */
+        out->kind = RJP_ARRAY;
+        out->z[0] = PyComplex_RealAsDouble(value);
+        out->z[1] = PyComplex_ImagAsDouble(value);
+        red_array_init(&out->a, out->z, RED_C128, 0, NULL, NULL);
+        return 0;
+    }
     if (init_strings() < 0) return -1;
     int *legacy, cai = 0, masked = 0;
     int kind = type_kind(Py_TYPE(value), &legacy, &cai, &masked);

@@ -318,5 +318,6 @@ def test_complex(cpu):
     assert cpu.eval("sum(z)", z=big) == pytest.approx(np.sum(z.astype(np.complex128)), rel=1e-5)
     with pytest.raises(redjit.TypeError, match="no order"):
         cpu.eval("max(z)", z=z)
-    with pytest.raises(redjit.BindingError, match="complex scalar"):
-        cpu.eval("sum(x) * s", x=np.ones(3), s=np.complex64(1 + 2j))
+    # complex scalars: Python's complex (c128) and NumPy's 0-d complex arrays and scalars
+    assert cpu.eval("sum(x) * s", x=np.ones(3), s=1 + 2j) == 3 + 6j
+    assert cpu.eval("z[0] + s", z=z, s=np.complex64(1 + 2j)) == pytest.approx(complex(z[0]) + (1 + 2j), rel=1e-6)

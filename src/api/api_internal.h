@@ -72,6 +72,7 @@ typedef struct binding {
     int is_array;
     red_array arr;
     plan_value scalar;      /* scalars by value */
+    plan_value scalar_im;   /* a complex scalar's imaginary part */
     red_dtype sdtype;
     int weak;
 } binding;

@@ -265,11 +265,10 @@ RED_API int red_bind_array(red_expr *e, const char *name, const red_array *a)
                       name, a->ndim, RED_MAX_DIMS);
         return expr_fail(e, RED_ERR_BIND);
     }
-    if ((a->dtype == RED_C64 || a->dtype == RED_C128) && (a->ndim == 0 || a->ndim == RED_MAX_DIMS)) {
+    if ((a->dtype == RED_C64 || a->dtype == RED_C128) && a->ndim == RED_MAX_DIMS) {
         /* read as an array of its parts, one dimension more (expr_inputs) */
-        util_diag_set(&e->diag, RED_ERR_BIND, "cannot bind '%s': a complex array has 1 to %d dimensions, not %d%s",
-                      name, RED_MAX_DIMS - 1, a->ndim,
-                      a->ndim == 0 ? " (bind a complex scalar as an array of one element)" : "");
+        util_diag_set(&e->diag, RED_ERR_BIND, "cannot bind '%s': a complex array has at most %d dimensions, not %d",
+                      name, RED_MAX_DIMS - 1, a->ndim);
         return expr_fail(e, RED_ERR_BIND);
     }
     int64_t n = 1;
@@ -332,9 +331,12 @@ RED_API int red_bind_array(red_expr *e, const char *name, const red_array *a)
     b->is_array = a->ndim > 0;
     b->weak = 0;
     if (!b->is_array) {
-        /* a 0-d array is a scalar of its type, read now */
-        b->sdtype = plan_dtype_of_ct(plan_ct_of_dtype(a->dtype));
+        /* a 0-d array is a scalar of its type, read now; a complex one, both parts */
+        b->sdtype = a->dtype == RED_C64 || a->dtype == RED_C128 ? a->dtype : plan_dtype_of_ct(plan_ct_of_dtype(a->dtype));
         b->scalar = core_read_dtype(a->dtype, a->data);
+        b->scalar_im.u = 0;
+        if (a->dtype == RED_C64) b->scalar_im.f = ((const float *)a->data)[1];
+        if (a->dtype == RED_C128) b->scalar_im.f = ((const double *)a->data)[1];
     }
     return RED_OK;
 }
@@ -552,7 +554,7 @@ static int expr_inputs(red_expr *e, const plan *p, core_buf *bufs, plan_value *s
     for (int i = 0; i < p->nscalars; i++) {
         binding *b = find_binding(e, p->scalars[i].name);
         if (!b) return expr_fail(e, RED_ERR_INTERNAL);
-        scalars[i] = b->scalar;
+        scalars[i] = p->scalars[i].part ? b->scalar_im : b->scalar;
     }
     return 0;
 }

@@ -46,6 +46,7 @@ RED_API int red_result(red_expr *e, int i, red_array *out, const char **name)
         out->dtype = t->dtype == RED_F32 ? RED_C64 : RED_C128;
         out->ndim--;
         for (int d = 0; d < out->ndim; d++) out->strides[d] /= 2;
+        out->shape[out->ndim] = out->strides[out->ndim] = 0;
     }
     if (name) *name = pr->name;
     return RED_OK;

@@ -544,7 +544,7 @@ int chk_build(const ast_program *prog, const chk_binding *binds, int nbinds, con
     p->passes = util_arena_alloc(arena, (size_t)c.cap_passes * sizeof *p->passes);
     p->temps = util_arena_alloc(arena, (size_t)c.cap_temps * sizeof *p->temps);
     p->bufs = util_arena_alloc(arena, (nbinds + 1) * sizeof *p->bufs);
-    p->scalars = util_arena_alloc(arena, (nbinds + 1) * sizeof *p->scalars);
+    p->scalars = util_arena_alloc(arena, (2 * nbinds + 1) * sizeof *p->scalars);   /* complex: two */
     if (!p->vars || !p->passes || !p->temps || !p->bufs || !p->scalars) return ck_nomem(&c);
     for (int i = 0; i < nbinds; i++) {
         if (binds[i].is_array) {
@@ -556,7 +556,9 @@ int chk_build(const ast_program *prog, const chk_binding *binds, int nbinds, con
                 p->bufs[p->nbufs++] = (plan_buf){binds[i].name, binds[i].dtype, binds[i].ndim};
         } else {
             c.scalar_of_bind[i] = p->nscalars;
-            p->scalars[p->nscalars++] = (plan_scalar){binds[i].name, plan_ct_of_dtype(binds[i].dtype)};
+            p->scalars[p->nscalars++] = (plan_scalar){binds[i].name, plan_ct_of_dtype(binds[i].dtype), 0};
+            if (binds[i].dtype == RED_C64 || binds[i].dtype == RED_C128)
+                p->scalars[p->nscalars++] = (plan_scalar){binds[i].name, plan_ct_of_dtype(binds[i].dtype), 1};
         }
     }
 

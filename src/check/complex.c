@@ -54,11 +54,18 @@ static ir *sel(ck *c, ir *k, ir *a, ir *b)
 
 /* (a + bi) / (c + di) by Smith's method, which divides by the larger of |c|
  * and |d| first so that neither c*c + d*d nor the products overflow or
- * underflow where the quotient does not. */
+ * underflow where the quotient does not; by 0 + 0i as by a real 0, (a/c,
+ * b/c), infinite as NumPy's.  Every IR here reads the dividend before the
+ * divisor: a result's dimensions follow the indices' first appearance in it
+ * (x[j] / z[i] is indexed [j, i]).  So the branch test opens with isnan(a),
+ * which changes nothing (a NaN dividend makes either branch NaN). */
 static val divide(ck *c, int ft, const val *x, const val *y)
 {
     ir *a = x->c[0], *b = x->c[1], *cr = y->c[0], *ci = y->c[1];
-    ir *big = ck_op2(c, OP_GE, CT_BOOL, ck_op1(c, OP_ABS, ft, cr), ck_op1(c, OP_ABS, ft, ci));
+    ir *big = ck_op2(c, OP_LOR, CT_BOOL, ck_op1(c, OP_ISNAN, CT_BOOL, a),
+                     ck_op2(c, OP_GE, CT_BOOL, ck_op1(c, OP_ABS, ft, cr), ck_op1(c, OP_ABS, ft, ci)));
+    ir *zero = ir_const_f(c->b, ft, 0.0);
+    ir *by0 = ck_op2(c, OP_LAND, CT_BOOL, ck_op2(c, OP_EQ, CT_BOOL, cr, zero), ck_op2(c, OP_EQ, CT_BOOL, ci, zero));
     /* |c| >= |d|: r = d/c, den = c + d*r, ((a + b*r) + (b - a*r)i) / den */
     ir *r1 = ck_op2(c, OP_DIV, ft, ci, cr);
     ir *den1 = ck_op2(c, OP_ADD, ft, cr, ck_op2(c, OP_MUL, ft, ci, r1));
@@ -69,7 +76,11 @@ static val divide(ck *c, int ft, const val *x, const val *y)
     ir *den2 = ck_op2(c, OP_ADD, ft, ck_op2(c, OP_MUL, ft, cr, r2), ci);
     ir *re2 = ck_op2(c, OP_DIV, ft, ck_op2(c, OP_ADD, ft, ck_op2(c, OP_MUL, ft, a, r2), b), den2);
     ir *im2 = ck_op2(c, OP_DIV, ft, ck_op2(c, OP_SUB, ft, ck_op2(c, OP_MUL, ft, b, r2), a), den2);
-    return ck_cplx_mk(sel(c, big, re1, re2), sel(c, big, im1, im2));
+    ir *re = sel(c, big, re1, re2), *im = sel(c, big, im1, im2);
+    return ck_cplx_mk(sel(c, ck_op2(c, OP_LAND, CT_BOOL, ck_op1(c, OP_NOT, CT_BOOL, ck_op1(c, OP_ISNAN, CT_BOOL, a)), by0),
+                          ck_op2(c, OP_DIV, ft, a, cr), re),
+                      sel(c, ck_op2(c, OP_LAND, CT_BOOL, ck_op1(c, OP_NOT, CT_BOOL, ck_op1(c, OP_ISNAN, CT_BOOL, b)), by0),
+                          ck_op2(c, OP_DIV, ft, b, cr), im));
 }
 
 int ck_cplx_binary(ck *c, const ast_node *n, int op, const char *text, val x, val y, val *out)
@@ -85,11 +96,12 @@ int ck_cplx_binary(ck *c, const ast_node *n, int op, const char *text, val x, va
         *out = ck_cplx_mk(ck_op2(c, op, ft, a.c[0], b.c[0]), ck_op2(c, op, ft, a.c[1], b.c[1]));
         break;
     case OP_MUL:
-        if (!x.cplx || !y.cplx) {
-            /* a real factor scales both parts (no 0 * inf terms from a zero imaginary part) */
-            ir *s = x.cplx ? b.c[0] : a.c[0];
-            const val *z = x.cplx ? &a : &b;
-            *out = ck_cplx_mk(ck_op2(c, OP_MUL, ft, z->c[0], s), ck_op2(c, OP_MUL, ft, z->c[1], s));
+        if (!x.cplx) {
+            /* a real factor scales both parts (no 0 * inf terms from a zero
+             * imaginary part), operands in the written order (see divide) */
+            *out = ck_cplx_mk(ck_op2(c, OP_MUL, ft, a.c[0], b.c[0]), ck_op2(c, OP_MUL, ft, a.c[0], b.c[1]));
+        } else if (!y.cplx) {
+            *out = ck_cplx_mk(ck_op2(c, OP_MUL, ft, a.c[0], b.c[0]), ck_op2(c, OP_MUL, ft, a.c[1], b.c[0]));
         } else {
             ir *re = ck_op2(c, OP_SUB, ft, ck_op2(c, OP_MUL, ft, a.c[0], b.c[0]), ck_op2(c, OP_MUL, ft, a.c[1], b.c[1]));
             ir *im = ck_op2(c, OP_ADD, ft, ck_op2(c, OP_MUL, ft, a.c[0], b.c[1]), ck_op2(c, OP_MUL, ft, a.c[1], b.c[0]));
@@ -213,10 +225,13 @@ int ck_cplx_call(ck *c, const ast_node *n, const char *name, const val *a, int n
         ir *pr = ck_op1(c, op, CT_BOOL, re), *pi = ck_op1(c, op, CT_BOOL, im);
         *out = ck_mk(ck_op2(c, op == OP_ISNAN ? OP_LOR : OP_LAND, CT_BOOL, pr, pi), 0);
     } else if (strcmp(name, "exp") == 0) {
-        /* e^re (cos im + i sin im) */
-        ir *m = ck_op1(c, OP_EXP, ft, re);
-        *out = ck_cplx_mk(ck_op2(c, OP_MUL, ft, m, ck_op1(c, OP_COS, ft, im)),
-                          ck_op2(c, OP_MUL, ft, m, ck_op1(c, OP_SIN, ft, im)));
+        /* e^re (cos im + i sin im); a real argument stays real (exp(100 + 0i)
+         * is inf + 0i, not inf * sin(0) = NaN), and e^re = 0 gives 0 whatever
+         * im is, as NumPy's */
+        ir *m = ck_op1(c, OP_EXP, ft, re), *zero = ir_const_f(c->b, ft, 0.0);
+        ir *m0 = ck_op2(c, OP_EQ, CT_BOOL, m, zero), *im0 = ck_op2(c, OP_EQ, CT_BOOL, im, zero);
+        *out = ck_cplx_mk(sel(c, ck_op2(c, OP_LOR, CT_BOOL, m0, im0), sel(c, m0, zero, m), ck_op2(c, OP_MUL, ft, m, ck_op1(c, OP_COS, ft, im))),
+                          sel(c, im0, im, sel(c, m0, zero, ck_op2(c, OP_MUL, ft, m, ck_op1(c, OP_SIN, ft, im)))));
     } else {
         return ck_err_at(c, n->args[0]->pos, RED_ERR_TYPE,
                          "%s() of a complex value is not supported%s", name,

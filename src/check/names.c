@@ -204,6 +204,11 @@ int ck_lower_name(ck *c, scope *s, const ast_node *n, val *out)
     int bi = ck_find_bind(c, name);
     if (bi >= 0) {
         const chk_binding *bd = &c->binds[bi];
+        if (!bd->is_array && ck_is_cplx_dtype(bd->dtype)) {   /* its parts are two scalars */
+            int t = plan_ct_of_dtype(bd->dtype), k = c->scalar_of_bind[bi];
+            *out = ck_cplx_mk(ir_scalar(c->b, t, k), ir_scalar(c->b, t, k + 1));
+            return out->c[0] && out->c[1] ? 0 : ck_nomem(c);
+        }
         if (!bd->is_array) {
             int t = plan_ct_of_dtype(bd->dtype);
             int weak = bd->weak ? (CT_IS_FLOAT(t) ? 2 : 1) : 0;

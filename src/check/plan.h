@@ -178,6 +178,8 @@ typedef struct plan_buf {            /* a bound array the plan reads      */
 typedef struct plan_scalar {
     const char *name;
     int type;           /* plan_ct of the bound value                      */
+    int part;           /* a complex scalar is two: its real part (0), then
+                           its imaginary part (1), of the part type       */
 } plan_scalar;
 
 typedef struct plan_result {
