@@ -32,11 +32,22 @@ static int part_type(const val *x, const val *y)
     return ft;
 }
 
+/* 0 of type ft that still reads x: a part that is 0 for every element keeps
+ * x's indices, so that a result of it (imag(x[j] - z[i])) keeps their
+ * dimensions, in the order the text gives them (either branch is 0). */
+static ir *zero_of(ck *c, ir *x, int ft)
+{
+    ir *zero = ir_const_f(c->b, ft, 0.0);
+    if (x->kind == IR_CONST) return zero;
+    ir *args[3] = {ck_op2(c, OP_EQ, CT_BOOL, x, x), zero, zero};
+    return ir_op(c->b, OP_SELECT, ft, 3, args);
+}
+
 /* x as a complex value with parts of type ft. */
 static val as_cplx(ck *c, const val *x, int ft)
 {
     if (x->cplx) return ck_cplx_mk(ir_cast(c->b, ft, x->c[0]), ir_cast(c->b, ft, x->c[1]));
-    return ck_cplx_mk(ir_cast(c->b, ft, x->c[0]), ir_const_f(c->b, ft, 0.0));
+    return ck_cplx_mk(ir_cast(c->b, ft, x->c[0]), zero_of(c, x->c[0], ft));
 }
 
 static int nomem_if(ck *c, const val *v)
@@ -77,10 +88,11 @@ static val divide(ck *c, int ft, const val *x, const val *y)
     ir *re2 = ck_op2(c, OP_DIV, ft, ck_op2(c, OP_ADD, ft, ck_op2(c, OP_MUL, ft, a, r2), b), den2);
     ir *im2 = ck_op2(c, OP_DIV, ft, ck_op2(c, OP_SUB, ft, ck_op2(c, OP_MUL, ft, b, r2), a), den2);
     ir *re = sel(c, big, re1, re2), *im = sel(c, big, im1, im2);
+    ir *acr = ck_op1(c, OP_ABS, ft, cr);   /* +0: by -0 + 0i is inf too, as NumPy's */
     return ck_cplx_mk(sel(c, ck_op2(c, OP_LAND, CT_BOOL, ck_op1(c, OP_NOT, CT_BOOL, ck_op1(c, OP_ISNAN, CT_BOOL, a)), by0),
-                          ck_op2(c, OP_DIV, ft, a, cr), re),
+                          ck_op2(c, OP_DIV, ft, a, acr), re),
                       sel(c, ck_op2(c, OP_LAND, CT_BOOL, ck_op1(c, OP_NOT, CT_BOOL, ck_op1(c, OP_ISNAN, CT_BOOL, b)), by0),
-                          ck_op2(c, OP_DIV, ft, b, cr), im));
+                          ck_op2(c, OP_DIV, ft, b, acr), im));
 }
 
 int ck_cplx_binary(ck *c, const ast_node *n, int op, const char *text, val x, val y, val *out)
@@ -195,11 +207,7 @@ int ck_cplx_call(ck *c, const ast_node *n, const char *name, const val *a, int n
         int rt = CT_IS_FLOAT(t) ? t : CT_F64;
         ir *v = ir_cast(c->b, rt, x->c[0]);
         if (name[0] == 'r' || name[0] == 'c') *out = ck_mk(name[0] == 'r' ? v : x->c[0], x->weak);
-        else if (name[0] == 'i') {
-            /* 0 for every element: still indexed by x's indices, as NumPy's imag(x) is */
-            ir *zero = ir_const_f(c->b, rt, 0.0), *args[3] = {ck_op2(c, OP_EQ, CT_BOOL, v, v), zero, zero};
-            *out = ck_mk(ir_op(c->b, OP_SELECT, rt, 3, args), 0);
-        }
+        else if (name[0] == 'i') *out = ck_mk(zero_of(c, v, rt), 0);   /* still indexed as x, as NumPy's imag(x) */
         else *out = ck_mk(ck_op2(c, OP_ATAN2, rt, ir_const_f(c->b, rt, 0.0), v), 0);
         return nomem_if(c, out);
     }
