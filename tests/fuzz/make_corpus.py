@@ -48,10 +48,16 @@ hostile = [
     '\u00e9\x01\t"',
 ]
 
+# Texts that take the checker its whole lowering budget (4M steps, a second in a
+# Release build, over fuzz_cpu's 10-s limit under the sanitizers): a seed must run fast.
+slow = ('a0 = x*x; a1 = a0*a0;',)
+
 seen = set()
 items = []
 for f in sorted(glob.glob(os.path.join(cases, '*.cases'))) + [os.path.join(cases, 'errors.txt')]:
     for e in exprs(f):
+        if any(e.startswith(s) for s in slow):
+            continue
         if e not in seen:
             seen.add(e)
             items.append(e)
