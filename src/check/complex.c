@@ -38,7 +38,7 @@ static int part_type(const val *x, const val *y)
 static ir *zero_of(ck *c, ir *x, int ft)
 {
     ir *zero = ir_const_f(c->b, ft, 0.0);
-    if (x->kind == IR_CONST) return zero;
+    if (x->kind == IR_CONST || x->kind == IR_SCALAR) return zero;   /* no index to keep */
     ir *args[3] = {ck_op2(c, OP_EQ, CT_BOOL, x, x), zero, zero};
     return ir_op(c->b, OP_SELECT, ft, 3, args);
 }

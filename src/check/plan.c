@@ -323,7 +323,13 @@ void ir_print(util_buf *o, const plan *p, const ir *x)
             util_buf_printf(o, ":%s", plan_ct_name(x->type));
         return;
     case IR_INDEX: util_buf_puts(o, p->vars[x->slot].name); return;
-    case IR_SCALAR: util_buf_puts(o, p->scalars[x->slot].name); return;
+    case IR_SCALAR: {
+        /* a complex scalar's parts (two entries of one name): s.re, s.im */
+        const plan_scalar *s = &p->scalars[x->slot];
+        int cplx = s->part || (x->slot + 1 < p->nscalars && p->scalars[x->slot + 1].part);
+        util_buf_printf(o, "%s%s", s->name, cplx ? (s->part ? ".im" : ".re") : "");
+        return;
+    }
     case IR_PARAM: util_buf_printf(o, "%c.%d", x->slot % 2 ? 'b' : 'a', x->slot / 2); return;
     case IR_LOAD:
         print_buf_name(o, p, x->slot);
