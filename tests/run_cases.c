@@ -685,37 +685,17 @@ static int check_result(run_ctx *rc, int r, const red_array *got, const char *gn
     int64_t n = s->count, bad = 0, first = -1;
     double fg = 0, fe = 0, ftol = 0;
     uint64_t ig = 0, ie = 0;
-    if (is_cplx(s->dtype)) {
-        /* the parts, re and im in turn, each against the number's magnitude */
-        double *exp = xmalloc((size_t)n * 16), *mag = xmalloc((size_t)n * 16);
-        blob_read(rc->m, s->exp_off, exp, (size_t)n * 16);
-        blob_read(rc->m, s->mag_off, mag, (size_t)n * 16);
-        for (int64_t k = 0; k < 2 * n; k++) {
-            double g = s->dtype == RED_C64 ? ((const float *)data)[k] : ((const double *)data)[k];
+    if (is_float(s->dtype) || is_cplx(s->dtype)) {
+        /* a complex result's parts, re and im in turn, each against the number's magnitude */
+        int parts = is_cplx(s->dtype) ? 2 : 1;
+        int64_t m = parts * n;
+        double *exp = xmalloc((size_t)m * 8), *mag = xmalloc((size_t)m * 8);
+        blob_read(rc->m, s->exp_off, exp, (size_t)m * 8);
+        blob_read(rc->m, s->mag_off, mag, (size_t)m * 8);
+        for (int64_t k = 0; k < m; k++) {
+            double g = parts == 1 ? elem_f64(data, s->dtype, k)
+                     : s->dtype == RED_C64 ? ((const float *)data)[k] : ((const double *)data)[k];
             double e = exp[k], tol = s->rtol * mag[k] + s->atol;
-            int ok = isnan(e) ? isnan(g) : isinf(e) ? g == e : !isnan(g) && fabs(g - e) <= tol;
-            if (!ok && bad++ == 0) {
-                first = k;
-                fg = g;
-                fe = e;
-                ftol = tol;
-            }
-        }
-        free(exp);
-        free(mag);
-        if (bad) {
-            fmt_index(a, sizeof a, s, first / 2);
-            fail(rc, "%s: result %d%s: %s part got %.17g, expected %.17g (|diff| %.3g, tol %.3g); "
-                 "%" PRId64 " of %" PRId64 " parts differ", tag, r, s->ndim ? a : "", first % 2 ? "imaginary" : "real",
-                 fg, fe, fabs(fg - fe), ftol, bad, 2 * n);
-        }
-    } else if (is_float(s->dtype)) {
-        double *exp = xmalloc((size_t)n * 8), *mag = xmalloc((size_t)n * 8);
-        blob_read(rc->m, s->exp_off, exp, (size_t)n * 8);
-        blob_read(rc->m, s->mag_off, mag, (size_t)n * 8);
-        for (int64_t k = 0; k < n; k++) {
-            double g = elem_f64(data, s->dtype, k), e = exp[k];
-            double tol = s->rtol * mag[k] + s->atol;
             int ok;
             if (isnan(e)) ok = isnan(g);
             else if (isinf(e)) ok = g == e;
@@ -730,10 +710,11 @@ static int check_result(run_ctx *rc, int r, const red_array *got, const char *gn
         free(exp);
         free(mag);
         if (bad) {
-            fmt_index(a, sizeof a, s, first);
-            fail(rc, "%s: result %d%s: got %.17g, expected %.17g (|diff| %.3g, tol %.3g); "
-                 "%" PRId64 " of %" PRId64 " elements differ", tag, r, s->ndim ? a : "", fg, fe,
-                 fabs(fg - fe), ftol, bad, n);
+            fmt_index(a, sizeof a, s, first / parts);
+            fail(rc, "%s: result %d%s: %sgot %.17g, expected %.17g (|diff| %.3g, tol %.3g); "
+                 "%" PRId64 " of %" PRId64 " %s differ", tag, r, s->ndim ? a : "",
+                 parts == 1 ? "" : first % 2 ? "imaginary part " : "real part ", fg, fe, fabs(fg - fe), ftol, bad, m,
+                 parts == 1 ? "elements" : "parts");
         }
     } else {
         uint64_t *exp = xmalloc((size_t)n * 8);

@@ -7,7 +7,6 @@
 #include "print.h"
 #include "repl.h"
 
-#include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -75,23 +74,13 @@ void print_fmt_elem(char *buf, size_t n, red_dtype t, const void *p, bool json)
     case RED_U16: { uint16_t v; memcpy(&v, p, 2); snprintf(buf, n, "%d", v); return; }
     case RED_C64: case RED_C128: {
         /* 1.5-2j as NumPy writes a complex number; JSON: [re, im] */
-        char re[40], im[40];
-        if (t == RED_C64) {
-            float v[2];
-            memcpy(v, p, 8);
-            print_fmt_f32(re, sizeof re, v[0]);
-            print_fmt_f32(im, sizeof im, v[1]);
-        } else {
-            double v[2];
-            memcpy(v, p, 16);
-            print_fmt_f64(re, sizeof re, v[0]);
-            print_fmt_f64(im, sizeof im, v[1]);
-        }
+        /* each part as an element of its part type, then the pair */
+        char re[48], im[48];
+        red_dtype pt = t == RED_C64 ? RED_F32 : RED_F64;
+        print_fmt_elem(re, sizeof re, pt, p, json);
+        print_fmt_elem(im, sizeof im, pt, (const char *)p + red_dtype_size(pt), json);
         if (json) {
-            int fr = re[0] == '-' ? isdigit((unsigned char)re[1]) : isdigit((unsigned char)re[0]);
-            int fi = im[0] == '-' ? isdigit((unsigned char)im[1]) : isdigit((unsigned char)im[0]);
-            snprintf(buf, n, fr && fi ? "[%s, %s]" : fr ? "[%s, \"%s\"]" : fi ? "[\"%s\", %s]" : "[\"%s\", \"%s\"]", re,
-                     im);
+            snprintf(buf, n, "[%s, %s]", re, im);
         } else {
             snprintf(buf, n, "%s%s%sj", re, im[0] == '-' ? "" : "+", im);
         }

@@ -344,13 +344,12 @@ static int lhs_range(ck *c, const ast_stmt *st, int i, int v)
     ir *w = ck_op2(c, OP_SUB, CT_I64, h, l);
     ir *wraps = ck_op2(c, OP_LAND, CT_BOOL, ck_op2(c, OP_GT, CT_BOOL, h, l),
                        ck_op2(c, OP_LT, CT_BOOL, w, ir_const_i(c->b, CT_I64, 0)));
-    ir *args[3] = {wraps, ir_const_i(c->b, CT_I64, INT64_MAX), w};
     pv->lo = ir_const_i(c->b, CT_I64, 0);
     int64_t cw;
     if (l->kind == IR_CONST && h->kind == IR_CONST)   /* folded, for --explain */
         pv->hi = ir_const_i(c->b, CT_I64, __builtin_sub_overflow(h->c.i, l->c.i, &cw) ? INT64_MAX : cw);
     else
-        pv->hi = ir_op(c->b, OP_SELECT, CT_I64, 3, args);
+        pv->hi = ck_sel(c, wraps, ir_const_i(c->b, CT_I64, INT64_MAX), w);
     if (c->nalias == RED_MAX_DIMS) return ck_err_at(c, st->idx_pos[i], RED_ERR_LIMIT, "too many ranged indices");
     c->alias_var[c->nalias] = v;
     c->alias_ir[c->nalias++] = ck_op2(c, OP_ADD, CT_I64, ir_index(c->b, v), l);
@@ -378,8 +377,7 @@ static int cplx_result(ck *c, const ast_node *e, const val *v, int *cv, ir **x)
     if (w < 0) return ck_err_at(c, e->pos, RED_ERR_LIMIT, "too many index variables");
     c->p->vars[w].lo = ir_const_i(c->b, CT_I64, 0);
     c->p->vars[w].hi = ir_const_i(c->b, CT_I64, 2);
-    ir *args[3] = {ck_op2(c, OP_EQ, CT_BOOL, ir_index(c->b, w), ir_const_i(c->b, CT_I64, 0)), v->c[0], v->c[1]};
-    *x = ir_op(c->b, OP_SELECT, v->c[0]->type, 3, args);
+    *x = ck_sel(c, ck_op2(c, OP_EQ, CT_BOOL, ir_index(c->b, w), ir_const_i(c->b, CT_I64, 0)), v->c[0], v->c[1]);
     *cv = w;
     return *x ? 0 : ck_nomem(c);
 }

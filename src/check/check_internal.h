@@ -172,6 +172,13 @@ static inline ir *ck_op1(ck *c, int op, int type, ir *x) { return ir_op(c->b, op
 
 static inline ir *ck_to_bool(ck *c, ir *x) { return ir_cast(c->b, CT_BOOL, x); }
 
+/* k ? a : b, of a's type (NULL where an operand is: out of memory) */
+static inline ir *ck_sel(ck *c, ir *k, ir *a, ir *b)
+{
+    ir *args[3] = {k, a, b};
+    return k && a && b ? ir_op(c->b, OP_SELECT, a->type, 3, args) : NULL;
+}
+
 /* Collect the index variables an IR tree uses, in order of first use. */
 typedef struct varset {
     int n;

@@ -39,8 +39,7 @@ static ir *zero_of(ck *c, ir *x, int ft)
 {
     ir *zero = ir_const_f(c->b, ft, 0.0);
     if (x->kind == IR_CONST || x->kind == IR_SCALAR) return zero;   /* no index to keep */
-    ir *args[3] = {ck_op2(c, OP_EQ, CT_BOOL, x, x), zero, zero};
-    return ir_op(c->b, OP_SELECT, ft, 3, args);
+    return ck_sel(c, ck_op2(c, OP_EQ, CT_BOOL, x, x), zero, zero);
 }
 
 /* x as a complex value with parts of type ft. */
@@ -55,12 +54,6 @@ static int nomem_if(ck *c, const val *v)
     for (int k = 0; k < v->n; k++)
         if (!v->c[k]) return ck_nomem(c);
     return 0;
-}
-
-static ir *sel(ck *c, ir *k, ir *a, ir *b)
-{
-    ir *args[3] = {k, a, b};
-    return ir_op(c->b, OP_SELECT, a->type, 3, args);
 }
 
 /* (a + bi) / (c + di) by Smith's method, which divides by the larger of |c|
@@ -87,11 +80,11 @@ static val divide(ck *c, int ft, const val *x, const val *y)
     ir *den2 = ck_op2(c, OP_ADD, ft, ck_op2(c, OP_MUL, ft, cr, r2), ci);
     ir *re2 = ck_op2(c, OP_DIV, ft, ck_op2(c, OP_ADD, ft, ck_op2(c, OP_MUL, ft, a, r2), b), den2);
     ir *im2 = ck_op2(c, OP_DIV, ft, ck_op2(c, OP_SUB, ft, ck_op2(c, OP_MUL, ft, b, r2), a), den2);
-    ir *re = sel(c, big, re1, re2), *im = sel(c, big, im1, im2);
+    ir *re = ck_sel(c, big, re1, re2), *im = ck_sel(c, big, im1, im2);
     ir *acr = ck_op1(c, OP_ABS, ft, cr);   /* +0: by -0 + 0i is inf too, as NumPy's */
-    return ck_cplx_mk(sel(c, ck_op2(c, OP_LAND, CT_BOOL, ck_op1(c, OP_NOT, CT_BOOL, ck_op1(c, OP_ISNAN, CT_BOOL, a)), by0),
+    return ck_cplx_mk(ck_sel(c, ck_op2(c, OP_LAND, CT_BOOL, ck_op1(c, OP_NOT, CT_BOOL, ck_op1(c, OP_ISNAN, CT_BOOL, a)), by0),
                           ck_op2(c, OP_DIV, ft, a, acr), re),
-                      sel(c, ck_op2(c, OP_LAND, CT_BOOL, ck_op1(c, OP_NOT, CT_BOOL, ck_op1(c, OP_ISNAN, CT_BOOL, b)), by0),
+                      ck_sel(c, ck_op2(c, OP_LAND, CT_BOOL, ck_op1(c, OP_NOT, CT_BOOL, ck_op1(c, OP_ISNAN, CT_BOOL, b)), by0),
                           ck_op2(c, OP_DIV, ft, b, acr), im));
 }
 
@@ -180,7 +173,7 @@ int ck_cplx_cond(ck *c, const ir *k, val x, val y, val *out)
     int ft = part_type(&x, &y);
     val a = as_cplx(c, &x, ft), b = as_cplx(c, &y, ft);
     ir *kb = ck_to_bool(c, (ir *)k);
-    *out = ck_cplx_mk(sel(c, kb, a.c[0], b.c[0]), sel(c, kb, a.c[1], b.c[1]));
+    *out = ck_cplx_mk(ck_sel(c, kb, a.c[0], b.c[0]), ck_sel(c, kb, a.c[1], b.c[1]));
     return nomem_if(c, out);
 }
 
@@ -238,8 +231,8 @@ int ck_cplx_call(ck *c, const ast_node *n, const char *name, const val *a, int n
          * im is, as NumPy's */
         ir *m = ck_op1(c, OP_EXP, ft, re), *zero = ir_const_f(c->b, ft, 0.0);
         ir *m0 = ck_op2(c, OP_EQ, CT_BOOL, m, zero), *im0 = ck_op2(c, OP_EQ, CT_BOOL, im, zero);
-        *out = ck_cplx_mk(sel(c, ck_op2(c, OP_LOR, CT_BOOL, m0, im0), sel(c, m0, zero, m), ck_op2(c, OP_MUL, ft, m, ck_op1(c, OP_COS, ft, im))),
-                          sel(c, im0, im, sel(c, m0, zero, ck_op2(c, OP_MUL, ft, m, ck_op1(c, OP_SIN, ft, im)))));
+        *out = ck_cplx_mk(ck_sel(c, ck_op2(c, OP_LOR, CT_BOOL, m0, im0), ck_sel(c, m0, zero, m), ck_op2(c, OP_MUL, ft, m, ck_op1(c, OP_COS, ft, im))),
+                          ck_sel(c, im0, im, ck_sel(c, m0, zero, ck_op2(c, OP_MUL, ft, m, ck_op1(c, OP_SIN, ft, im)))));
     } else {
         return ck_err_at(c, n->args[0]->pos, RED_ERR_TYPE,
                          "%s() of a complex value is not supported%s", name,

@@ -67,12 +67,6 @@ static plan_red *sibling(ck *c, int t, int rop, int nfree, const int *fr, int nr
     return r;
 }
 
-static ir *sel(ck *c, ir *k, ir *a, ir *b)
-{
-    ir *args[3] = {k, a, b};
-    return ir_op(c->b, OP_SELECT, a->type, 3, args);
-}
-
 /* A planner-made operator (ROP_USER, neutral identity, natively folded where
  * a backend knows `online`); the caller fills its fields' types, maps,
  * identities and combine. */
@@ -110,12 +104,12 @@ static void exp_sum_combine(ck *c, int mt, int st, plan_red *pr)
     ir *gt = ck_op2(c, OP_GT, CT_BOOL, b0, a0);
     /* smaller - larger, as -|b - a| (subtraction is exactly antisymmetric) */
     ir *d = ck_op1(c, OP_NEG, mt, ck_op1(c, OP_ABS, mt, ck_op2(c, OP_SUB, mt, b0, a0)));
-    ir *f = sel(c, ck_op2(c, OP_EQ, CT_BOOL, a0, b0), ir_const_f(c->b, st, 1.0),
+    ir *f = ck_sel(c, ck_op2(c, OP_EQ, CT_BOOL, a0, b0), ir_const_f(c->b, st, 1.0),
                 ir_cast(c->b, st, ck_op1(c, OP_EXP, mt, d)));
     ir *s_gt = ck_op2(c, OP_ADD, st, ck_op2(c, OP_MUL, st, a1, f), b1);
     ir *s_le = ck_op2(c, OP_ADD, st, a1, ck_op2(c, OP_MUL, st, b1, f));
     pr->combine[0] = ck_op2(c, OP_MAX, mt, a0, b0);
-    pr->combine[1] = sel(c, gt, s_gt, s_le);
+    pr->combine[1] = ck_sel(c, gt, s_gt, s_le);
 }
 
 static int exp_sum(ck *c, const ast_node *n, const plan_red *rd, int nfree, const int *fr, int nred,
@@ -163,7 +157,7 @@ static int exp_sum(ck *c, const ast_node *n, const plan_red *rd, int nfree, cons
     ir *ninf = ck_op2(c, OP_LAND, CT_BOOL, ck_op2(c, OP_EQ, CT_BOOL, m, ir_const_f(c->b, mt, -INFINITY)),
                       ck_op2(c, OP_NE, CT_BOOL, s, ir_const_f(c->b, st, 0.0)));
     ir *bad = ck_op2(c, OP_LOR, CT_BOOL, pinf, ninf);
-    *out = ck_mk(sel(c, bad, ir_const_f(c->b, st, NAN), s), 0);
+    *out = ck_mk(ck_sel(c, bad, ir_const_f(c->b, st, NAN), s), 0);
     if (!out->c[0]) return ck_nomem(c);
     *done = 1;
     return 0;
@@ -187,8 +181,8 @@ static void welford_combine(ck *c, int ft, int st, plan_red *pr)
     ir *q = ck_op2(c, OP_ADD, st, ck_op2(c, OP_ADD, st, qa, qb), ir_cast(c->b, st, cross));
     ir *a_empty = ck_op2(c, OP_EQ, CT_BOOL, na, zero), *b_empty = ck_op2(c, OP_EQ, CT_BOOL, nb, zero);
     pr->combine[0] = n;
-    pr->combine[1] = sel(c, b_empty, ma, sel(c, a_empty, mb, mean));
-    pr->combine[2] = sel(c, b_empty, qa, sel(c, a_empty, qb, q));
+    pr->combine[1] = ck_sel(c, b_empty, ma, ck_sel(c, a_empty, mb, mean));
+    pr->combine[2] = ck_sel(c, b_empty, qa, ck_sel(c, a_empty, qb, q));
 }
 
 /* d is X - mean(X): mean(X) lowered as sum / f(count) over this domain */
@@ -246,7 +240,7 @@ static int centred_squares(ck *c, const ast_node *n, const plan_red *rd, int nfr
     /* an infinite or NaN element: (x - mean)^2 is NaN in the expression */
     ir *mean = ck_load_temp(c, temps[1], nfree, fr, n->pos), *q = ck_load_temp(c, temps[2], nfree, fr, n->pos);
     ir *fin = ck_op1(c, OP_ISFINITE, CT_BOOL, mean);
-    *out = ck_mk(sel(c, fin, q, ir_const_f(c->b, st, NAN)), 0);
+    *out = ck_mk(ck_sel(c, fin, q, ir_const_f(c->b, st, NAN)), 0);
     if (!out->c[0]) return ck_nomem(c);
     *done = 1;
     return 0;

@@ -330,7 +330,8 @@ int ck_lower_call(ck *c, scope *s, const ast_node *n, val *out)
         }
         TRY(ck_single(c, n->args[0], &x));
         int t = plan_ct_of_dtype(casts[i].dtype);
-        if ((int)red_dtype_size(casts[i].dtype) < plan_ct_size(t) && t == CT_I32) {
+        red_dtype dt = casts[i].dtype;
+        if (dt == RED_I8 || dt == RED_U8 || dt == RED_I16 || dt == RED_U16) {
             *out = ck_mk(narrow_cast(c, casts[i].dtype, x.c[0]), 0);
             return 0;
         }
