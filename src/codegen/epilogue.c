@@ -85,6 +85,10 @@ static void emit_vec_out(gen *g, unsigned char *dep, unsigned char *keep, const 
     util_buf_puts(o, "__device__ __forceinline__ void epi_out_v(const Params &P, long long o, const long long *lo, "
                      "long long cnt, long long first, long long step)\n{\n    if (first >= cnt) return;\n");
     cg_emit_free_vars(g, "o");
+    /* an earlier walk (epi_out's) left its marks: walk again, so that the
+     * row's statistics are loaded once here too, not for every element */
+    for (int i = 0; i <= g->nir; i++)
+        if (dep[i] == 3) dep[i] = 2;
     emit_invariant(g, dep, ep->map);
     memcpy(keep, g->done, (size_t)g->nir + 1);
     for (int i = 0; i < k->nvec; i++) {
