@@ -368,7 +368,9 @@ static void test_epilogue_launches(red_ctx *ctx)
         const char *want;   /* every launch of the run */
     } t[] = {
         {softmax, RED_STRATEGY_AUTO, sq, rm, "rj_segnv "},
-        {softmax, RED_STRATEGY_AUTO, l1, lr1, "rj_segbv "},
+        /* a long row staged in shared memory, the map reading it from there */
+        {softmax, RED_STRATEGY_AUTO, l1, lr1, "rj_segbs "},
+        {"sum(A[i,j]) over j", RED_STRATEGY_AUTO, l1, lr1, "rj_segbv "},   /* no map: not staged */
         /* tree: a warp's tree for rows shorter than a block, a block's for longer ones */
         {softmax, RED_STRATEGY_TREE, sq, rm, "rj_seg32 "},
         {softmax, RED_STRATEGY_TREE, l1, lr1, "rj_segb "},

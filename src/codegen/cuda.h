@@ -77,6 +77,9 @@ typedef struct cg_kernel {
      * runtime takes it where the result's rows start on 16 bytes (its
      * parameters at epi_base, epi_ndim dimensions) and vec_ok holds. */
     int epi_vec, epi_base, epi_ndim;
+    /* epi_out_s and acc_stage_v too (a partial pass with epi_vec): rj_segbs,
+     * a block a row staged in shared memory (CG_G_SEGBS) */
+    int epi_staged;
     /* rj_segm and rj_segmf (CG_G_SEGM): CSR rows along the merge path
      * (range.c, merge_pass); out_range leaves the raw end in sz[RJ_NRED] */
     int merge;
@@ -98,7 +101,7 @@ int cg_generate(const plan *p, int pi, const cg_tuning *t, util_arena *a, cg_ker
  * body made by cg_generate.  CG_ALL_GROUPS: every usable group at once (for
  * red_precompile and red_explain). */
 enum { CG_G_MAP, CG_G_TREE, CG_G_SEQ, CG_G_PERSIST, CG_G_PERSISTV, CG_G_SEG1, CG_G_SEG32, CG_G_SEG1V, CG_G_SEG32V, CG_G_SEGB, CG_G_COUNT,
-       CG_G_KSORTED, CG_G_KOFFS, CG_G_KPRIV, CG_G_SPLIT1, CG_G_SPLITB, CG_G_KSORTEDV, CG_G_SEGBV, CG_G_SEG1A, CG_G_SEG1S, CG_G_SEGNV, CG_G_SPLITBV, CG_G_SEGM, CG_NGROUPS, CG_ALL_GROUPS = -1 };
+       CG_G_KSORTED, CG_G_KOFFS, CG_G_KPRIV, CG_G_SPLIT1, CG_G_SPLITB, CG_G_KSORTEDV, CG_G_SEGBV, CG_G_SEG1A, CG_G_SEG1S, CG_G_SEGNV, CG_G_SPLITBV, CG_G_SEGM, CG_G_SEGBS, CG_NGROUPS, CG_ALL_GROUPS = -1 };
 int cg_group_of(const char *entry);
 int cg_group_has(int group, const char *entry);
 int cg_group_usable(int group, const cg_kernel *k);

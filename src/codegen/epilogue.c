@@ -72,9 +72,11 @@ static void emit_element(gen *g, const unsigned char *keep, const ir *map)
 
 /* epi_out_v: the row's whole vectors, VEC elements of each varying array a
  * 16-byte load (b<id>: the row's start) and of the result a 16-byte store;
- * then what is left past them one element at a time. */
+ * then what is left past them one element at a time.  staged: epi_out_s,
+ * the same with the whole vectors read from the row rj_segbs staged in
+ * shared memory (S, the reduction's Vld for each vector of the row). */
 static void emit_vec_out(gen *g, unsigned char *dep, unsigned char *keep, const unsigned char *used,
-                         const plan_pass *ep)
+                         const plan_pass *ep, int staged)
 {
     util_buf *o = g->o;
     cg_kernel *k = g->k;
@@ -82,8 +84,9 @@ static void emit_vec_out(gen *g, unsigned char *dep, unsigned char *keep, const 
     int base = k->lay.temp_base[ep->map_temp], red = g->ps->red[0], vec = k->vec;
     const char *tn = cg_tname[t->type];
     cg_begin_function(g);
-    util_buf_puts(o, "__device__ __forceinline__ void epi_out_v(const Params &P, long long o, const long long *lo, "
-                     "long long cnt, long long first, long long step)\n{\n    if (first >= cnt) return;\n");
+    util_buf_printf(o, "__device__ __forceinline__ void epi_out_%s(const Params &P, long long o, const long long *lo, "
+                       "long long cnt, long long first, long long step%s)\n{\n    if (first >= cnt) return;\n",
+                    staged ? "s" : "v", staged ? ", const Vld *S" : "");
     cg_emit_free_vars(g, "o");
     /* an earlier walk (epi_out's) left its marks: walk again, so that the
      * row's statistics are loaded once here too, not for every element */
@@ -117,7 +120,10 @@ static void emit_vec_out(gen *g, unsigned char *dep, unsigned char *keep, const 
     cg_ref(g, ep->map);
     util_buf_puts(o, ";\n    }\n#pragma unroll 2\n    for (long long u = nv - 1 - first; u >= 0; u -= step) {\n");
     for (int i = 0; i < k->nvec; i++)
-        if (varies(g, dep, g->vloads[i]) && used[g->vloads[i]->id])
+        if (varies(g, dep, g->vloads[i]) && used[g->vloads[i]->id] && staged)
+            util_buf_printf(o, "    const rj_vec<%s, %d> q%d = S[u].q%d;\n", cg_tname[g->vloads[i]->type], vec,
+                            g->vloads[i]->id, g->vloads[i]->id);
+        else if (varies(g, dep, g->vloads[i]) && used[g->vloads[i]->id])
             util_buf_printf(o, "    const rj_vec<%s, %d> q%d = rj_ldg_v((const rj_vec<%s, %d> *)b%d + u);\n",
                             cg_tname[g->vloads[i]->type], vec, g->vloads[i]->id, cg_tname[g->vloads[i]->type], vec,
                             g->vloads[i]->id);
@@ -186,7 +192,11 @@ int cg_emit_epilogue(gen *g, util_arena *a)
         g->k->epi_vec = g->k->vec;
         g->k->epi_base = base;
         g->k->epi_ndim = t2->ndim;
-        emit_vec_out(g, dep, keep, seen, ep);   /* seen: the varying nodes the map reaches */
+        emit_vec_out(g, dep, keep, seen, ep, 0);   /* seen: the varying nodes the map reaches */
+        if (g->k->kind == CG_PARTIAL && !g->k->rvec && !g->ps->key) {
+            emit_vec_out(g, dep, keep, seen, ep, 1);
+            g->k->epi_staged = 1;
+        }
     }
     g->ro_loads = 0;
     return 0;

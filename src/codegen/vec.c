@@ -265,6 +265,20 @@ void cg_emit_acc_elem_v(gen *g)
         util_buf_printf(o, "    L.q%d = ((const rj_vec<%s, %d> *)b%d)[u];\n", loads[i]->id, cg_tname[loads[i]->type], vec,
                         loads[i]->id);
     util_buf_puts(o, "}\n");
+    if (!ps->key && !rv && k->kind == CG_PARTIAL && ps->nred == 1) {
+        /* acc_stage_v: vector u of each array copied into shared memory
+         * without passing through registers (cp.async, 16 bytes each), for
+         * rj_segbs, which reduces a row from there and runs its epilogue
+         * over it again */
+        util_buf_puts(o, "__device__ __forceinline__ void acc_stage_v(Vld *S, const Params &P, long long o, "
+                         "const long long *lo, long long u)\n{\n");
+        cg_begin_function(g);
+        emit_vec_bases(g, loads, n);
+        for (int i = 0; i < n; i++)
+            util_buf_printf(o, "    rj_cp_async16(&S->q%d, (const rj_vec<%s, %d> *)b%d + u);\n", loads[i]->id,
+                            cg_tname[loads[i]->type], vec, loads[i]->id);
+        util_buf_puts(o, "}\n");
+    }
     if (ps->key) {
         emit_key_v(g, loads, n);
         return;

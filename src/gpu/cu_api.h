@@ -25,6 +25,8 @@ typedef unsigned long long CUdeviceptr;
 #define CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING 41
 #define CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
 #define CU_MEMORYTYPE_DEVICE 2
+#define CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN 97
+#define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
 #define CUDA_ERROR_OUT_OF_MEMORY 2
 #define CUDA_ERROR_INVALID_IMAGE 200
 #define CUDA_ERROR_NOT_READY 600
@@ -68,6 +70,7 @@ typedef struct cu_api {
     CUresult (*EventSynchronize)(CUevent);
     CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
     CUresult (*EventDestroy)(CUevent);
+    CUresult (*FuncSetAttribute)(CUfunction, int, int);
 } cu_api;
 
 static inline void *cu_api_sym(void *h, const char *a, const char *b)
@@ -120,6 +123,7 @@ static inline int cu_api_load(cu_api *c)
     CUS(EventSynchronize, "cuEventSynchronize", NULL);
     CUS(EventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime");
     CUS(EventDestroy, "cuEventDestroy_v2", "cuEventDestroy");
+    CUS(FuncSetAttribute, "cuFuncSetAttribute", NULL);
 #undef CUS
     void **fp = (void **)c;
     for (size_t i = 0; i < sizeof *c / sizeof(void *); i++)

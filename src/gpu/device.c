@@ -43,6 +43,10 @@ int gpu_open(gpu_dev **out, util_diag *diag)
     /* every 64-bit Linux system with a GPU redjit supports has it; a
      * driver (or the stand-in) that does not say so gets the copy instead */
     if (c->DeviceGetAttribute(&g->uva, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, g->dev)) g->uva = 0;
+    /* the dynamic shared memory a block may ask for (rj_segbs); 48 KiB where unknown */
+    if (c->DeviceGetAttribute(&g->smem_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, g->dev) ||
+        g->smem_optin < 48 * 1024)
+        g->smem_optin = 48 * 1024;
     snprintf(g->arch, sizeof g->arch, "sm_%d%d", g->sm_major, g->sm_minor);
     pthread_mutex_init(&g->lock, NULL);
     *out = g;

@@ -30,6 +30,7 @@ typedef struct pass_entry {        /* generated and loaded kernels of one plan p
         int entry;                 /* enum gpu_entry */
         CUfunction f;
         int occupancy;             /* blocks per SM, 0 until asked */
+        int smem;                  /* dynamic shared memory allowed (bytes, raised as asked; 48 KiB free) */
     } fn[24];
     int nfn;
     int pi;
@@ -58,6 +59,7 @@ struct gpu_dev {
     CUdevice dev;
     CUcontext ctx;
     int sm_major, sm_minor, nsm;
+    int smem_optin;   /* dynamic shared memory a block may have, bytes */
     char arch[16];
     pthread_mutex_t lock;
     module_entry *mods;
@@ -236,6 +238,9 @@ int gpu_get_fn(run_ctx *r, pass_entry *e, int entry, int *slot);
 int gpu_defer_release(run_ctx *r, CUdeviceptr p);
 int gpu_run_get(run_ctx *r, size_t size, CUdeviceptr *out, int release);
 int gpu_launch(run_ctx *r, pass_entry *e, int entry, long long grid);
+/* The same with `smem` bytes of dynamic shared memory a block (at most
+ * gpu_dev.smem_optin). */
+int gpu_launch_smem(run_ctx *r, pass_entry *e, int entry, long long grid, int smem);
 int gpu_occupancy_grid(run_ctx *r, pass_entry *e, int entry, long long *grid);
 int gpu_upload(run_ctx *r, const core_buf *b, CUdeviceptr *adj);
 void gpu_set_array(long long *P, int base, CUdeviceptr ptr, const core_buf *b);

@@ -59,6 +59,11 @@ int gpu_run_get(run_ctx *r, size_t size, CUdeviceptr *out, int release)
 
 int gpu_launch(run_ctx *r, pass_entry *e, int entry, long long grid)
 {
+    return gpu_launch_smem(r, e, entry, grid, 0);
+}
+
+int gpu_launch_smem(run_ctx *r, pass_entry *e, int entry, long long grid, int smem)
+{
     gpu_dev *g = r->g;
     util_diag *diag = r->diag;
     int k;
@@ -67,9 +72,15 @@ int gpu_launch(run_ctx *r, pass_entry *e, int entry, long long grid)
     CUfunction f = e->fn[k].f;
     if (grid < 1) grid = 1;
     if (grid > 0x7fffffff) grid = 0x7fffffff;
+    if (smem > 48 * 1024 && smem > e->fn[k].smem) {
+        /* above 48 KiB a kernel must ask for it first */
+        CU(g->cu.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem), "cuFuncSetAttribute");
+        e->fn[k].smem = smem;
+    }
     void *args[] = {r->params};
-    CU(gpu_fault_now(GPU_FAULT_LAUNCH) ? CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
-                                   : g->cu.LaunchKernel(f, (unsigned)grid, 1, 1, BLOCK, 1, 1, 0, r->s, args, NULL),
+    CU(gpu_fault_now(GPU_FAULT_LAUNCH)
+           ? CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+           : g->cu.LaunchKernel(f, (unsigned)grid, 1, 1, BLOCK, 1, 1, (unsigned)smem, r->s, args, NULL),
        gpu_entry_name[entry]);
     return 0;
 }

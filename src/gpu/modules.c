@@ -144,6 +144,7 @@ const char *const gpu_entry_name[GPU_NENTRIES] = {
     [GPU_E_KOFFS] = "rj_koffs",     [GPU_E_KSCAN] = "rj_kscan",     [GPU_E_KFUSED] = "rj_kfused",
     [GPU_E_KFUSEDV] = "rj_kfusedv", [GPU_E_KPRIV] = "rj_kpriv",     [GPU_E_KCOMB] = "rj_kcomb",
     [GPU_E_SPLITBV] = "rj_splitbv", [GPU_E_SEGM] = "rj_segm",       [GPU_E_SEGMF] = "rj_segmf",
+    [GPU_E_SEGBS] = "rj_segbs",
 };
 
 /* The entry kernel `entry` (enum gpu_entry) of a pass's module, looked up once. */
@@ -184,6 +185,7 @@ int gpu_get_fn(run_ctx *r, pass_entry *e, int entry, int *slot)
     e->fn[e->nfn].entry = entry;
     e->fn[e->nfn].f = f;
     e->fn[e->nfn].occupancy = 0;
+    e->fn[e->nfn].smem = 0;
     *slot = e->nfn++;
     return 0;
 }

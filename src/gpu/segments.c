@@ -276,6 +276,19 @@ int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total,
                 k = GPU_E_SEGBV;
                 group = BLOCK;
                 occupancy = 0;
+                /* an epilogue that reads the row again: the row staged in
+                 * shared memory, read from memory once (a block a row
+                 * reading it back found it in neither L1 nor L2: softmax
+                 * of 16384^2 moved 3 GiB) */
+                long long staged = total / nout / e->k.vec * 16LL * e->k.nvec;
+                if (e->k.epi_staged && staged <= tu->segbs_max && staged <= g->smem_optin &&
+                    epilogue_on(r, e, GPU_E_SEGBV) == 2) {
+                    P[RJ_EPION] = r->epi_done = 2;
+                    rc = gpu_launch_smem(r, e, GPU_E_SEGBS, nout < (long long)g->nsm * 64 ? nout : (long long)g->nsm * 64,
+                                         (int)staged);
+                    P[RJ_EPION] = 0;
+                    return rc;
+                }
             } else if (group == 1 || group == 32) {
                 k = group == 1 ? GPU_E_SEG1V : GPU_E_SEG32V;
                 /* a thread's rows of 16 vectors or more (64 floats): w

@@ -32,6 +32,8 @@ static void tuning_load(void)
     v = getenv("REDJIT_SEGNV");
     t->segnv = v ? atoi(v) : 16;
     if (t->segnv > 16) t->segnv = 16;
+    v = getenv("REDJIT_SEGBS_MAX");
+    t->segbs_max = v ? atoll(v) : 96 * 1024;
     t->merge_min = env_row_min("REDJIT_MERGE_MIN", 8);
     v = getenv("REDJIT_MERGE");
     t->merge = !v || atoi(v) != 0;

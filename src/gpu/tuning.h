@@ -19,6 +19,10 @@ typedef struct gpu_tuning {
     double segbv_min, seg1a_min;
     int seg1s;          /* REDJIT_SEG1S=0: rj_seg1 instead of rj_seg1s for short CSR rows */
     int segnv;          /* REDJIT_SEGNV: rj_segnv's most lanes a row; under 4: rj_seg1v */
+    /* REDJIT_SEGBS_MAX: the most bytes of a long row (every array the reduction reads)
+     * that rj_segbs stages in shared memory when an epilogue reads the row again; 0:
+     * never (rj_segbv, the epilogue reading the row from L2 or memory) */
+    long long segbs_max;
     /* REDJIT_EPI=0: a map over a reduction's results runs as a pass of its own, never
      * inside the reduction's kernel (rj_epilogue), for comparing the two. */
     int epi;

@@ -51,7 +51,7 @@ enum {
     X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoD) X(cuMemsetD8Async)                   \
     X(cuStreamCreate) X(cuStreamSynchronize) X(cuStreamQuery) X(cuMemHostAlloc) X(cuMemFreeHost)   \
     X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)                  \
-    X(cuEventDestroy) X(cuMemHostRegister) X(cuMemHostUnregister)
+    X(cuEventDestroy) X(cuMemHostRegister) X(cuMemHostUnregister) X(cuFuncSetAttribute)
 #define AS_ENUM(f) C_##f,
 #define AS_NAME(f) #f,
 enum { FAKE_CALLS(AS_ENUM) NCALLS };
@@ -68,6 +68,7 @@ typedef struct block {
 typedef struct fake_fn {
     void *mod;   /* its module's image (a kind-2 block while loaded) */
     char name[128];
+    int max_dyn_smem;   /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: 48 KiB until raised */
 } fake_fn;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -192,6 +193,7 @@ EXPORT CUresult cuDeviceGetAttribute(int *v, int attr, int dev)
     case 75: *v = 9; return OK;     /* compute capability 9.0 */
     case 76: *v = 0; return OK;
     case 41: *v = 1; return OK;     /* unified addressing: pinned memory is at its host address */
+    case 97: *v = 227 * 1024; return OK;   /* shared memory a block may opt in to */
     default: return ERR_INVALID_VALUE;
     }
 }
@@ -287,6 +289,7 @@ EXPORT CUresult cuModuleGetFunction(void **f, void *mod, const char *name)
     if (!rc) {
         fns[nfns].mod = mod;
         strcpy(fns[nfns].name, name);
+        fns[nfns].max_dyn_smem = 0;
         *f = (void *)(uintptr_t)(++nfns);
     }
     pthread_mutex_unlock(&lock);
@@ -312,7 +315,8 @@ EXPORT CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, u
         rc = ERR_INVALID_VALUE;
     if (!rc && (bx == 0 || by == 0 || bz == 0 || (unsigned long long)bx * by * bz > 1024 || bz > 64))
         rc = ERR_INVALID_VALUE;
-    if (!rc && shmem > 48 * 1024) rc = ERR_INVALID_VALUE;
+    if (!rc && shmem > (unsigned)(fns[k - 1].max_dyn_smem ? fns[k - 1].max_dyn_smem : 48 * 1024))
+        rc = ERR_INVALID_VALUE;
     if (!rc && (!params || extra)) rc = ERR_INVALID_VALUE;   /* redjit passes kernelParams only */
     if (!rc) {
         strcpy(last_launch, fns[k - 1].name);
@@ -438,10 +442,24 @@ EXPORT CUresult cuGetErrorName(CUresult r, const char **name)
     }
 }
 
+/* An H100's limit: 227 KiB of dynamic shared memory a block once raised. */
+EXPORT CUresult cuFuncSetAttribute(void *f, int attr, int value)
+{
+    count(C_cuFuncSetAttribute);
+    pthread_mutex_lock(&lock);
+    uintptr_t k = (uintptr_t)f;
+    CUresult rc = OK;
+    if (k == 0 || k > (uintptr_t)nfns) rc = ERR_INVALID_HANDLE;
+    else if (attr != 8 || value < 0 || value > 227 * 1024) rc = ERR_INVALID_VALUE;
+    else fns[k - 1].max_dyn_smem = value;
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
 EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, void *f, int block_size, size_t shmem)
 {
     count(C_cuOccupancyMaxActiveBlocksPerMultiprocessor);
-    if (!f || block_size <= 0 || block_size > 1024 || shmem > 48 * 1024) return ERR_INVALID_VALUE;
+    if (!f || block_size <= 0 || block_size > 1024 || shmem > 227 * 1024) return ERR_INVALID_VALUE;
     *n = 2048 / block_size;
     return OK;
 }

@@ -226,6 +226,59 @@ __device__ __forceinline__ void rj_segmented_vec_block(const Params &P)
     }
 }
 
+#if RJ_EPIS
+// rj_segbs: a block a long contiguous row whose epilogue reads the row again
+// (softmax), the row staged in dynamic shared memory (P.v[RJ_NOUT] rows,
+// every one of cnt elements): each thread copies its vectors of every array
+// the reduction reads (acc_stage_v, cp.async: all of them in flight at once),
+// folds them from there in rj_run_v's order and batches (the same bits as
+// rj_segbv), and after the block's tree the epilogue reads the row from
+// shared memory too (epi_out_s).  The row leaves memory once; rj_segbv's
+// epilogue found it in neither L1 nor L2.  The runtime sizes the shared
+// memory (cnt / RJ_VEC vectors of sizeof(Vld)) and sets RJ_EPION to 2.
+__device__ __forceinline__ void rj_segmented_staged(const Params &P)
+{
+    extern __shared__ __align__(16) unsigned char rj_stage[];
+    Vld *S = (Vld *)rj_stage;
+    long long nout = P.v[RJ_NOUT];
+    for (long long o = blockIdx.x; o < nout; o += gridDim.x) {   // uniform in the block
+        long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+        long long cnt = out_range(P, o, lo, sz);
+        long long nv = cnt / RJ_VEC;
+        for (long long u = threadIdx.x; u < nv; u += RJ_BLOCK) acc_stage_v(S + u, P, o, lo, u);
+        rj_cp_async_wait_all();   // this thread's copies: the only ones it folds
+        Acc a, in;
+        acc_init(a);
+        acc_init(in);
+        int k = 0;
+        const long long step = RJ_BLOCK;
+        long long u = threadIdx.x;
+        for (; u + (long long)(RJ_VUNROLL - 1) * step < nv; u += (long long)RJ_VUNROLL * step) {
+            Vld L[RJ_VUNROLL];
+#pragma unroll
+            for (int j = 0; j < RJ_VUNROLL; j++) L[j] = S[u + (long long)j * step];
+            rj_fold_vbatch(in, P, L, o, lo, u, step);
+            if (++k == RJ_INNER / (RJ_VUNROLL * RJ_VEC)) {
+                acc_combine(a, in);
+                acc_init(in);
+                k = 0;
+            }
+        }
+#pragma unroll 1
+        for (long long t = u * RJ_VEC; t < cnt; t += (t % RJ_VEC == RJ_VEC - 1) ? (step - 1) * RJ_VEC + 1 : 1)
+            acc_elem_1(in, P, o, lo, t);
+        acc_combine(a, in);
+        a = rj_block_reduce(a);
+        if (threadIdx.x == 0) acc_write(P, o, a);
+        if (P.v[RJ_EPION]) {
+            __syncthreads();   // the row's result and every thread's copies
+            epi_out_s(P, o, lo, cnt, threadIdx.x, RJ_BLOCK, S);
+        }
+        __syncthreads();   // S is read before the next row overwrites it
+    }
+}
+#endif
+
 // rj_segmented's thread (group 1) and warp (32) per output over 16-byte
 // vectors: rows whose reduced dimension is contiguous.
 __device__ __forceinline__ void rj_segmented_vec(const Params &P, int group)

@@ -280,3 +280,15 @@ RJ_LDG_V(double, 2, double2)
 RJ_LDG_V(long long, 2, longlong2)
 RJ_LDG_V(unsigned long long, 2, ulonglong2)
 #undef RJ_LDG_V
+
+// 16 bytes from global memory into shared memory without passing through
+// registers (cp.async, sm_80 and later; .cg: cached in L2 only), and the wait
+// for all of this thread's copies, after which this thread sees them (others:
+// after a __syncthreads).  rj_segbs stages a whole row this way.
+template <class T, int V> __device__ __forceinline__ void rj_cp_async16(rj_vec<T, V> *s, const rj_vec<T, V> *g)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"((unsigned)__cvta_generic_to_shared(s)),
+                 "l"(__cvta_generic_to_global(g))
+                 : "memory");
+}
+__device__ __forceinline__ void rj_cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
