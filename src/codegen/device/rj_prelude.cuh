@@ -236,9 +236,12 @@ RJ_MATH_OPS(float, f)
 RJ_MATH_OPS(double, )
 #endif // RJ_MATH
 
-// argmin / argmax: is `c` better than `b`?  NaN is the extreme value.
-template <class T> __device__ __forceinline__ bool rj_argmax_better(T c, T b) { return c != c ? b == b : c > b; }
-template <class T> __device__ __forceinline__ bool rj_argmin_better(T c, T b) { return c != c ? b == b : c < b; }
+// argmin / argmax: is `c` better than `b`?  NaN is the extreme value.  Written
+// without a branch on c's NaN: three predicate instructions, where the
+// conditional form took six (rj_tile's argmin(abs(x[i]-y[j])): 54
+// instructions for four elements, 40 now).
+template <class T> __device__ __forceinline__ bool rj_argmax_better(T c, T b) { return c > b || (c != c && b == b); }
+template <class T> __device__ __forceinline__ bool rj_argmin_better(T c, T b) { return c < b || (c != c && b == b); }
 
 __device__ __forceinline__ bool rj_shfl(bool v, int s) { return __shfl_down_sync(0xffffffffu, (int)v, s) != 0; }
 template <class T> __device__ __forceinline__ T rj_shfl(T v, int s) { return __shfl_down_sync(0xffffffffu, v, s); }
