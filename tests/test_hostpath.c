@@ -393,6 +393,37 @@ static void test_epilogue_launches(red_ctx *ctx)
     red_set_option(ctx, RED_OPT_STRATEGY, RED_STRATEGY_AUTO);
 }
 
+/* Pairwise reductions take rj_tile under auto from 256 reduced elements an
+ * output (one chunk of the reduced domain, or several folded by rj_splitf);
+ * the forced strategies and short domains keep their kernels. */
+static void test_tile_launches(red_ctx *ctx)
+{
+    const int64_t l1[2] = {1, 4096}, lr1[2] = {4096, 1}, sq[2] = {ROWS, COLS}, rm[2] = {COLS, 1};
+    const struct {
+        const char *text;
+        int strategy;
+        const int64_t *shape, *strides;
+        const char *want;
+    } t[] = {
+        /* 4096 outputs of 4096: 16 blocks, 8 chunks each */
+        {"sum(exp(-(A[0,i]-A[0,j])*(A[0,i]-A[0,j]))) over j", RED_STRATEGY_AUTO, l1, lr1, "rj_tile rj_splitf "},
+        {"argmin(abs(A[0,i]-A[0,j])) over j", RED_STRATEGY_AUTO, l1, lr1, "rj_tile rj_splitf "},
+        {"argmin(abs(A[0,i]-A[0,j])) over j", RED_STRATEGY_TREE, l1, lr1, "rj_segb "},
+        /* rows of 64: too short to stage */
+        {"sum(A[i,0]*A[j,1]) over j", RED_STRATEGY_AUTO, sq, rm, "rj_seg1 "},
+        /* the output's index as a value; the reduced index the outer one */
+        {"sum(A[0,i]*A[0,j]*i) over j", RED_STRATEGY_AUTO, l1, lr1, "rj_tile rj_splitf "},
+        {"sum(A[0,i]*A[0,j]) over i", RED_STRATEGY_AUTO, l1, lr1, "rj_tile rj_splitf "},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        red_set_option(ctx, RED_OPT_STRATEGY, t[i].strategy);
+        kernel_for(ctx, t[i].text, 2, t[i].shape, t[i].strides, 0);
+        CHECK(strcmp(run_kernels, t[i].want) == 0, "tile case %zu: launched '%s', expected '%s'", i, run_kernels,
+              t[i].want);
+    }
+    red_set_option(ctx, RED_OPT_STRATEGY, RED_STRATEGY_AUTO);
+}
+
 /* The same for a keyed expression, with x a view of dx (type xt, xoff bytes
  * in, n elements xstride apart) and seg n keys from dseg, soff of them in. */
 static const char *key_kernel_for(red_ctx *ctx, const char *text, red_dtype xt, int xoff, int64_t n, int64_t xstride,
@@ -1162,6 +1193,7 @@ int main(int argc, char **argv)
     test_count_key(ctx);
     test_vec_choice(ctx);
     test_epilogue_launches(ctx);
+    test_tile_launches(ctx);
     test_key_vec_choice(ctx);
     test_csr_choice(ctx);
     test_csr_forced(ctx);

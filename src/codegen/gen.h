@@ -63,6 +63,9 @@ void cg_emit_map_kernel(gen *g);
 /* range.c: out_range, with the once-an-output range checks */
 void cg_emit_out_range(gen *g);
 
+/* tile.c: the operand's parts along the reduced indices alone, staged per tile (cg_kernel.tile) */
+void cg_emit_tile(gen *g, util_arena *a);
+
 /* vec.c: 16-byte loads for contiguous reductions */
 void cg_emit_acc_elem_v(gen *g);
 

@@ -46,6 +46,7 @@ static const struct {
     {"rj_segm", "RJ_ENTRY rj_segm(Params P) { rj_merge_rows(P); }\n"},
     {"rj_segmf", "RJ_ENTRY rj_segmf(Params P) { rj_merge_fix(P); }\n"},
     {"rj_segbs", "RJ_ENTRY rj_segbs(Params P) { rj_segmented_staged(P); }\n"},
+    {"rj_tile", "RJ_ENTRY rj_tile(Params P) { rj_tile_run(P); }\n"},
 };
 
 static const char *const group_entries[CG_NGROUPS] = {   /* names, each NUL-terminated */
@@ -73,6 +74,7 @@ static const char *const group_entries[CG_NGROUPS] = {   /* names, each NUL-term
     [CG_G_SPLITBV] = "rj_splitbv\0rj_splitf\0",
     [CG_G_SEGM] = "rj_segm\0rj_segmf\0",
     [CG_G_SEGBS] = "rj_segbs\0",
+    [CG_G_TILE] = "rj_tile\0rj_splitf\0",
 };
 
 int cg_group_has(int group, const char *entry)
@@ -103,6 +105,7 @@ int cg_group_usable(int group, const cg_kernel *k)
     if (group == CG_G_SEG1A || group == CG_G_SEG1S) return k->rvec;
     if (group == CG_G_SEGM) return k->merge;
     if (group == CG_G_SEGBS) return k->epi_staged;
+    if (group == CG_G_TILE) return k->tile;
     if (group == CG_G_KSORTEDV) return k->vec > 0 && kind == CG_KEYED;
     if (group == CG_G_KSORTED || group == CG_G_KOFFS || group == CG_G_KPRIV) return kind == CG_KEYED;
     if (group == CG_G_SPLIT1 || group == CG_G_SPLITB) return kind == CG_PARTIAL || kind == CG_KEYED;

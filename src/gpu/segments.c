@@ -122,6 +122,46 @@ static int epilogue_on(run_ctx *r, pass_entry *e, int k)
     return (k == GPU_E_SEGBV || k == GPU_E_SEG32V || k == GPU_E_SEGNV) && epi_vec_ok(r, e) ? 2 : 1;
 }
 
+/* rj_tile (cg_kernel.tile): a block's RJ_BLOCK outputs over a chunk of their common reduced
+ * domain, folded by rj_splitf in order where there are several chunks.  The work items
+ * (blocks of outputs times chunks), all alike, come to at least two waves of resident blocks
+ * and as near a whole number of waves as chunks of at least two tiles allow: 2.2 waves (2304
+ * items on 1056 resident blocks) left the last wave four-fifths idle. */
+static int run_tile(run_ctx *r, pass_entry *e, long long nout, long long total)
+{
+    gpu_dev *g = r->g;
+    long long *P = r->params;
+    long long nob = cdiv(nout, BLOCK), cnt = total / nout, res;
+    int rc = gpu_occupancy_grid(r, e, GPU_E_TILE, &res);
+    if (rc) return rc;
+    long long waves = cdiv(cdiv(2 * res, nob) * nob, res);
+    long long nc = waves * res / nob;
+    if (nc > cnt / (2 * BLOCK)) nc = cnt / (2 * BLOCK);
+    if (nc > 1024) nc = 1024;
+    if (nc < 1) nc = 1;
+    P[RJ_NBLK] = nc;
+    P[RJ_PARTIALS] = 0;
+    if (nc > 1) {
+        CUdeviceptr part;
+        rc = gpu_run_get(r, (size_t)(nc * nout) * (size_t)e->k.acc_size, &part, 1);
+        if (rc) return rc;
+        P[RJ_PARTIALS] = (long long)part;
+    }
+    long long grid = nob * nc;
+    if (grid > (long long)g->nsm * 64) grid = (long long)g->nsm * 64;
+    P[RJ_EPION] = r->epi_done = nc == 1 ? epilogue_on(r, e, GPU_E_TILE) : 0;
+    rc = gpu_launch(r, e, GPU_E_TILE, grid);
+    P[RJ_EPION] = 0;
+    if (rc || nc == 1) return rc;
+    P[RJ_PER] = nout < 4LL * g->nsm;
+    grid = P[RJ_PER] ? nout : cdiv(nout, BLOCK);
+    if (grid > (long long)g->nsm * 64) grid = (long long)g->nsm * 64;
+    P[RJ_EPION] = r->epi_done = epilogue_on(r, e, GPU_E_SPLITF);
+    rc = gpu_launch(r, e, GPU_E_SPLITF, grid);
+    P[RJ_PER] = P[RJ_EPION] = 0;
+    return rc;
+}
+
 /* CSR rows along the merge path (cg_kernel.merge): rj_segm on a grid of resident blocks,
  * each an equal share of rows and elements, leaving each block's first and last rows' parts
  * (two records a block), then rj_segmf, which ends the rows that cross blocks, or runs every
@@ -222,6 +262,10 @@ int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total,
          * reduction of the rows' elements as one sequence) */
         if (e->k.merge && tu->merge && strategy == RED_STRATEGY_SEGMENTED) return run_merge(r, e, nout);
         if (total < 0 && (rc = ranged_total(r, e, nout, &total))) return rc;
+        /* pairwise: parts of the operand read along the reduced indices alone,
+         * staged once a tile for a block's outputs */
+        if (e->k.tile && strategy == RED_STRATEGY_AUTO && tu->tile_min > 0 && (double)total >= tu->tile_min * (double)nout)
+            return run_tile(r, e, nout, total);
         /* ... and auto's from an average of gpu_tuning.merge_min elements a row
          * (below it a thread a row read rows of 1..5 at twice the merge path's
          * speed, bench/TUNING.md), where rows are not read by rj_seg1a or rj_seg1s

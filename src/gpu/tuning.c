@@ -35,6 +35,8 @@ static void tuning_load(void)
     v = getenv("REDJIT_SEGBS_MAX");
     t->segbs_max = v ? atoll(v) : 96 * 1024;
     t->merge_min = env_row_min("REDJIT_MERGE_MIN", 8);
+    v = getenv("REDJIT_TILE_MIN");
+    t->tile_min = v ? atof(v) : 256;
     v = getenv("REDJIT_MERGE");
     t->merge = !v || atoi(v) != 0;
     v = getenv("REDJIT_EPI");

@@ -23,6 +23,9 @@ typedef struct gpu_tuning {
      * that rj_segbs stages in shared memory when an epilogue reads the row again; 0:
      * never (rj_segbv, the epilogue reading the row from L2 or memory) */
     long long segbs_max;
+    /* REDJIT_TILE_MIN: the average number of reduced elements an output from which auto
+     * takes rj_tile for a pass with staged parts (cg_kernel.tile); 0 or less: never */
+    double tile_min;
     /* REDJIT_EPI=0: a map over a reduction's results runs as a pass of its own, never
      * inside the reduction's kernel (rj_epilogue), for comparing the two. */
     int epi;

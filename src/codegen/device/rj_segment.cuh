@@ -315,6 +315,59 @@ __device__ __forceinline__ void rj_split_final(const Params &P)
     }
 }
 
+#if RJ_TILE
+// rj_tile: pairwise reductions whose operand has parts that read along the
+// reduced indices alone (tile.c).  A block takes RJ_BLOCK consecutive
+// outputs, a thread each, and chunk c of P.v[RJ_NBLK] of their common
+// reduced domain; for each tile of RJ_BLOCK positions its threads evaluate
+// those parts once into shared memory (tile_stage), then each thread folds
+// the tile from there in order (tile_elem), a fresh accumulator a tile.
+// One chunk: the results written (and a map over them, RJ_EPI 1); several:
+// partials at part[c * nout + o] for rj_split_final, which folds them in
+// order.  Every output has the same domain (tile.c), so threads past the
+// last output still stage.
+__device__ __forceinline__ void rj_tile_run(const Params &P)
+{
+    __shared__ Stile S;
+    long long nout = P.v[RJ_NOUT], nc = P.v[RJ_NBLK];
+    long long nob = (nout + RJ_BLOCK - 1) / RJ_BLOCK, total = nob * nc;
+    Acc *part = (Acc *)P.v[RJ_PARTIALS];
+    for (long long g = blockIdx.x; g < total; g += gridDim.x) {   // uniform in the block
+        long long ob = g % nob, c = g / nob, b, e;
+        long long o = ob * RJ_BLOCK + threadIdx.x;
+        bool valid = o < nout;
+        long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+        rj_chunk(out_range(P, valid ? o : nout - 1, lo, sz), c, nc, &b, &e);
+        rj_flt F;
+        rj_flt_init(F);
+        Acc a;
+        acc_init(a);
+        for (long long base = b; base < e; base += RJ_BLOCK) {
+            int m = e - base < RJ_BLOCK ? (int)(e - base) : RJ_BLOCK;
+            __syncthreads();   // the tile before is read
+            if ((int)threadIdx.x < m) tile_stage(S, threadIdx.x, F, P, lo, sz, base + threadIdx.x);
+            __syncthreads();
+            if (valid) {
+                Acc in;
+                acc_init(in);
+#pragma unroll 8
+                for (int s = 0; s < m; s++) tile_elem(in, F, P, S, s, o, lo, sz, base + s);
+                acc_combine(a, in);
+            }
+        }
+        rj_flush(P, F);
+        if (nc > 1) {
+            if (valid) part[c * nout + o] = a;
+            continue;
+        }
+        if (valid) acc_write(P, o, a);
+#if RJ_EPI == 1
+        rj_epilogue(P, o, valid, lo, sz, 1, 0, 1);
+#endif
+    }
+}
+#endif
+
 // The number of elements of the domains of outputs 0, step, 2 step, ...
 // (step = P.v[RJ_PER], at least 1; ranges are read from the data), added
 // into P.v[RJ_KSTATS][0], which the host zeroes first: with step 1 a full
