@@ -414,6 +414,11 @@ static void test_tile_launches(red_ctx *ctx)
         /* the output's index as a value; the reduced index the outer one */
         {"sum(A[0,i]*A[0,j]*i) over j", RED_STRATEGY_AUTO, l1, lr1, "rj_tile rj_splitf "},
         {"sum(A[0,i]*A[0,j]) over i", RED_STRATEGY_AUTO, l1, lr1, "rj_tile rj_splitf "},
+        /* a contraction: both sides staged, a register tile a thread */
+        {"C[i,j] = sum(A[i,k]*A[k,j]) over k", RED_STRATEGY_AUTO, sq, rm, "rj_tile2 "},
+        {"C[i,j] = sum(A[i,k]*A[k,j]) over k", RED_STRATEGY_SEQUENTIAL, sq, rm, "rj_seg1 "},
+        /* and a map after it, a launch of its own */
+        {"C[i,j] = sqrt(sum(A[i,k]*A[k,j]) over k)", RED_STRATEGY_AUTO, sq, rm, "rj_tile2 rj_map "},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         red_set_option(ctx, RED_OPT_STRATEGY, t[i].strategy);

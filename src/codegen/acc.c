@@ -254,10 +254,18 @@ void cg_emit_fold(gen *g)
 
 void cg_emit_acc_write(gen *g)
 {
+    util_buf_puts(g->o, "__device__ __forceinline__ void acc_write(const Params &P, long long o, const Acc &a)\n{\n");
+    cg_emit_temp_offset(g, g->ps->reds[0].temp[0], "o");
+    cg_emit_acc_stores(g);
+    util_buf_puts(g->o, "}\n");
+}
+
+/* Each reduction's result from `a` at element `off` of its temporaries (which
+ * share their layout), an argmin or argmax of nothing a fault. */
+void cg_emit_acc_stores(gen *g)
+{
     const plan_pass *ps = g->ps;
     util_buf *o = g->o;
-    util_buf_puts(o, "__device__ __forceinline__ void acc_write(const Params &P, long long o, const Acc &a)\n{\n");
-    cg_emit_temp_offset(g, ps->reds[0].temp[0], "o");
     for (int q = 0; q < ps->nreds; q++) {
         const plan_red *rd = &ps->reds[q];
         for (int c = 0; c < rd->ncomp; c++) {
@@ -270,7 +278,6 @@ void cg_emit_acc_write(gen *g)
             }
         }
     }
-    util_buf_puts(o, "}\n");
 }
 
 void cg_emit_key_at(gen *g)

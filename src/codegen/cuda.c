@@ -65,6 +65,7 @@ int cg_generate(const plan *p, int pi, const cg_tuning *t, util_arena *a, cg_ker
         cg_emit_acc_elem(&g);
         cg_emit_acc_elem_v(&g);
         cg_emit_tile(&g, a);
+        cg_emit_tile2(&g, a);
         cg_emit_acc_write(&g);
         if (ps->key) cg_emit_key_at(&g);
         if (cg_epilogue_kind(p, pi) && out->kind == CG_PARTIAL && cg_emit_epilogue(&g, a))
@@ -81,9 +82,9 @@ int cg_generate(const plan *p, int pi, const cg_tuning *t, util_arena *a, cg_ker
     while (kx && kx->kind == IR_CAST && kx->type == CT_I64) kx = kx->args[0];   /* the checker widens keys */
     util_buf_printf(o, "#define RJ_KEY32 %d\n#define RJ_RVEC %d\n#define RJ_MERGE %d\n",
                     kx && (kx->type == CT_I32 || kx->type == CT_BOOL), out->rvec, out->merge);
-    util_buf_printf(o, "#define RJ_HALF %d\n#define RJ_SAT %d\n#define RJ_MATH %d\n#define RJ_EPI %d\n#define RJ_EPIV %d\n#define RJ_EPIS %d\n#define RJ_TILE %d\n",
+    util_buf_printf(o, "#define RJ_HALF %d\n#define RJ_SAT %d\n#define RJ_MATH %d\n#define RJ_EPI %d\n#define RJ_EPIV %d\n#define RJ_EPIS %d\n#define RJ_TILE %d\n#define RJ_T2 %d\n",
                     calls_any(b, half_fns), calls_any(b, sat_fns), calls_any(b, math_fns), out->epi, out->epi_vec > 0,
-                    out->epi_staged, out->tile);
+                    out->epi_staged, out->tile, out->tile2 > 0);
     util_buf_puts(o, rj_prelude_cuh);
     util_buf_puts(o, b);
     int failed = body.failed;

@@ -87,6 +87,10 @@ typedef struct cg_kernel {
      * read along the reduced indices alone, staged in shared memory a tile at
      * a time and reused by a block's outputs */
     int tile;
+    /* rj_tile2 (CG_G_TILE2, tile.c): a contraction's two sides staged, a
+     * register tile of tile2 x tile2 outputs a thread; 0 none.  The
+     * extents of its i and j are parameters t2_ni and t2_nj. */
+    int tile2, t2_ni, t2_nj;
 } cg_kernel;
 
 enum { CG_MAP, CG_FULL, CG_PARTIAL, CG_KEYED };
@@ -105,7 +109,7 @@ int cg_generate(const plan *p, int pi, const cg_tuning *t, util_arena *a, cg_ker
  * body made by cg_generate.  CG_ALL_GROUPS: every usable group at once (for
  * red_precompile and red_explain). */
 enum { CG_G_MAP, CG_G_TREE, CG_G_SEQ, CG_G_PERSIST, CG_G_PERSISTV, CG_G_SEG1, CG_G_SEG32, CG_G_SEG1V, CG_G_SEG32V, CG_G_SEGB, CG_G_COUNT,
-       CG_G_KSORTED, CG_G_KOFFS, CG_G_KPRIV, CG_G_SPLIT1, CG_G_SPLITB, CG_G_KSORTEDV, CG_G_SEGBV, CG_G_SEG1A, CG_G_SEG1S, CG_G_SEGNV, CG_G_SPLITBV, CG_G_SEGM, CG_G_SEGBS, CG_G_TILE, CG_NGROUPS, CG_ALL_GROUPS = -1 };
+       CG_G_KSORTED, CG_G_KOFFS, CG_G_KPRIV, CG_G_SPLIT1, CG_G_SPLITB, CG_G_KSORTEDV, CG_G_SEGBV, CG_G_SEG1A, CG_G_SEG1S, CG_G_SEGNV, CG_G_SPLITBV, CG_G_SEGM, CG_G_SEGBS, CG_G_TILE, CG_G_TILE2, CG_NGROUPS, CG_ALL_GROUPS = -1 };
 int cg_group_of(const char *entry);
 int cg_group_has(int group, const char *entry);
 int cg_group_usable(int group, const cg_kernel *k);

@@ -217,6 +217,49 @@ static void record_load(gen *g, const ir *x)
     k->nloads++;
 }
 
+/* A load's subscripts, checked, into its element offset o<id> (elements of
+ * the array, not bytes). */
+static void emit_load_offset(gen *g, const ir *x)
+{
+    util_buf *o = g->o;
+    for (int d = 0; d < x->nargs; d++) cg_emit(g, x->args[d]);
+    if (g->in_elem && x->slot >= 0) record_load(g, x);
+    int base = cg_buf_base(g, x->slot), nd = x->nargs;
+    char off[64];
+    snprintf(off, sizeof off, "o%d", x->id);
+    util_buf_printf(o, "    long long %s = 0;\n", off);
+    for (int d = 0; d < nd; d++) {
+        util_buf_printf(o, "    { long long s = ");
+        cg_ref(g, x->args[d]);
+        if (cg_proven_in_range(g, x, d))
+            util_buf_printf(o, "; %s += s * P.v[%d]; }\n", off, base + 1 + nd + d);
+        else if (g->deferred) {
+            util_buf_printf(o, "; s = rj_check(F, s, P.v[%d], %d, %d); %s += s * P.v[%d]; }\n",
+                            base + 1 + d, x->id, d, off, base + 1 + nd + d);
+            if (g->in_elem) g->k->elem_checks++;
+        }
+        else
+            util_buf_printf(o, "; if ((unsigned long long)s >= (unsigned long long)P.v[%d]) "
+                               "{ rj_fault(P, %d, %d, %d, s); s = 0; } %s += s * P.v[%d]; }\n",
+                            base + 1 + d, RED_ERR_INDEX, x->id, d, off, base + 1 + nd + d);
+    }
+}
+
+int cg_load_is_plain(gen *g, const ir *x)
+{
+    if (x->kind != IR_LOAD) return 0;
+    red_dtype t = cg_buf_dtype(g, x->slot);
+    return plan_ct_of_dtype(t) == x->type && (int)red_dtype_size(t) == plan_ct_size(x->type) &&
+           (plan_ct_size(x->type) == 4 || plan_ct_size(x->type) == 8);
+}
+
+void cg_emit_load_async(gen *g, const ir *x, const char *dst)
+{
+    emit_load_offset(g, x);
+    util_buf_printf(g->o, "    rj_cp_async%d(%s, (const %s *)P.v[%d] + o%d);\n", plan_ct_size(x->type), dst,
+                    cg_tname[x->type], cg_buf_base(g, x->slot), x->id);
+}
+
 void cg_emit(gen *g, const ir *x)
 {
     if (x->kind == IR_CONST || x->kind == IR_INDEX) return;
@@ -225,27 +268,10 @@ void cg_emit(gen *g, const ir *x)
     g->done[x->id] = 1;
     util_buf *o = g->o;
     if (x->kind == IR_LOAD) {
-        for (int d = 0; d < x->nargs; d++) cg_emit(g, x->args[d]);
-        if (g->in_elem && x->slot >= 0) record_load(g, x);
-        int base = cg_buf_base(g, x->slot), nd = x->nargs;
+        emit_load_offset(g, x);
+        int base = cg_buf_base(g, x->slot);
         char off[64];
         snprintf(off, sizeof off, "o%d", x->id);
-        util_buf_printf(o, "    long long %s = 0;\n", off);
-        for (int d = 0; d < nd; d++) {
-            util_buf_printf(o, "    { long long s = ");
-            cg_ref(g, x->args[d]);
-            if (cg_proven_in_range(g, x, d))
-                util_buf_printf(o, "; %s += s * P.v[%d]; }\n", off, base + 1 + nd + d);
-            else if (g->deferred) {
-                util_buf_printf(o, "; s = rj_check(F, s, P.v[%d], %d, %d); %s += s * P.v[%d]; }\n",
-                                base + 1 + d, x->id, d, off, base + 1 + nd + d);
-                if (g->in_elem) g->k->elem_checks++;
-            }
-            else
-                util_buf_printf(o, "; if ((unsigned long long)s >= (unsigned long long)P.v[%d]) "
-                                   "{ rj_fault(P, %d, %d, %d, s); s = 0; } %s += s * P.v[%d]; }\n",
-                                base + 1 + d, RED_ERR_INDEX, x->id, d, off, base + 1 + nd + d);
-        }
         util_buf_printf(o, "    const %s v%d = ", cg_tname[x->type], x->id);
         emit_load_value(o, cg_buf_dtype(g, x->slot), base, off, g->ro_loads && x->slot >= 0);
         util_buf_puts(o, ";\n");

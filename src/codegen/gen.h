@@ -48,6 +48,10 @@ int cg_fold_reads_free(const plan_pass *ps);
 /* The index of a subscript `v` or `v + c` (c a constant, stored in *c), or NULL. */
 const ir *cg_index_plus_const(const ir *s, int64_t *c);
 int cg_proven_in_range(gen *g, const ir *x, int d);
+/* A load whose element is its value (storage of its compute type, 4 or 8 bytes), and the
+ * load of such an element straight into shared memory at dst (cp.async; rj_cp_async_wait_all) */
+int cg_load_is_plain(gen *g, const ir *x);
+void cg_emit_load_async(gen *g, const ir *x, const char *dst);
 
 /* acc.c: the accumulator and the functions the strategies call */
 int cg_is_arg(int rop);
@@ -57,6 +61,7 @@ void cg_emit_acc_funcs(gen *g);
 void cg_emit_acc_elem(gen *g);
 void cg_emit_fold(gen *g);
 void cg_emit_acc_write(gen *g);
+void cg_emit_acc_stores(gen *g);
 void cg_emit_key_at(gen *g);
 void cg_emit_map_kernel(gen *g);
 
@@ -65,6 +70,7 @@ void cg_emit_out_range(gen *g);
 
 /* tile.c: the operand's parts along the reduced indices alone, staged per tile (cg_kernel.tile) */
 void cg_emit_tile(gen *g, util_arena *a);
+void cg_emit_tile2(gen *g, util_arena *a);
 
 /* vec.c: 16-byte loads for contiguous reductions */
 void cg_emit_acc_elem_v(gen *g);

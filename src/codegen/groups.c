@@ -47,6 +47,8 @@ static const struct {
     {"rj_segmf", "RJ_ENTRY rj_segmf(Params P) { rj_merge_fix(P); }\n"},
     {"rj_segbs", "RJ_ENTRY rj_segbs(Params P) { rj_segmented_staged(P); }\n"},
     {"rj_tile", "RJ_ENTRY rj_tile(Params P) { rj_tile_run(P); }\n"},
+    /* two blocks an SM: one stages while the other folds (at most 128 registers) */
+    {"rj_tile2", "extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK, 2) rj_tile2(Params P) { rj_tile2_run(P); }\n"},
 };
 
 static const char *const group_entries[CG_NGROUPS] = {   /* names, each NUL-terminated */
@@ -75,6 +77,7 @@ static const char *const group_entries[CG_NGROUPS] = {   /* names, each NUL-term
     [CG_G_SEGM] = "rj_segm\0rj_segmf\0",
     [CG_G_SEGBS] = "rj_segbs\0",
     [CG_G_TILE] = "rj_tile\0rj_splitf\0",
+    [CG_G_TILE2] = "rj_tile2\0",
 };
 
 int cg_group_has(int group, const char *entry)
@@ -106,6 +109,7 @@ int cg_group_usable(int group, const cg_kernel *k)
     if (group == CG_G_SEGM) return k->merge;
     if (group == CG_G_SEGBS) return k->epi_staged;
     if (group == CG_G_TILE) return k->tile;
+    if (group == CG_G_TILE2) return k->tile2 > 0;
     if (group == CG_G_KSORTEDV) return k->vec > 0 && kind == CG_KEYED;
     if (group == CG_G_KSORTED || group == CG_G_KOFFS || group == CG_G_KPRIV) return kind == CG_KEYED;
     if (group == CG_G_SPLIT1 || group == CG_G_SPLITB) return kind == CG_PARTIAL || kind == CG_KEYED;

@@ -262,6 +262,15 @@ int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total,
          * reduction of the rows' elements as one sequence) */
         if (e->k.merge && tu->merge && strategy == RED_STRATEGY_SEGMENTED) return run_merge(r, e, nout);
         if (total < 0 && (rc = ranged_total(r, e, nout, &total))) return rc;
+        /* contractions: the two sides staged, a register tile of outputs a
+         * thread, where there are some 32 rows and columns at least */
+        if (e->k.tile2 && strategy == RED_STRATEGY_AUTO && tu->tile_min > 0 && P[e->k.t2_ni] >= 32 &&
+            P[e->k.t2_nj] >= 32 && (double)total >= 16.0 * (double)nout) {
+            long long tiles = nout / P[e->k.t2_ni] / P[e->k.t2_nj] * cdiv(P[e->k.t2_ni], 16LL * e->k.tile2) *
+                              cdiv(P[e->k.t2_nj], 16LL * e->k.tile2);
+            /* no epilogue: a map after it is a launch of its own */
+            return gpu_launch(r, e, GPU_E_TILE2, tiles < (long long)g->nsm * 64 ? tiles : (long long)g->nsm * 64);
+        }
         /* pairwise: parts of the operand read along the reduced indices alone,
          * staged once a tile for a block's outputs */
         if (e->k.tile && strategy == RED_STRATEGY_AUTO && tu->tile_min > 0 && (double)total >= tu->tile_min * (double)nout)

@@ -295,3 +295,18 @@ template <class T, int V> __device__ __forceinline__ void rj_cp_async16(rj_vec<T
                  : "memory");
 }
 __device__ __forceinline__ void rj_cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+// One element of 4 or 8 bytes the same way (.ca: also in L1), for rj_tile2.
+template <class T> __device__ __forceinline__ void rj_cp_async4(T *s, const T *g)
+{
+    static_assert(sizeof(T) == 4, "4 bytes");
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"((unsigned)__cvta_generic_to_shared(s)),
+                 "l"(__cvta_generic_to_global(g))
+                 : "memory");
+}
+template <class T> __device__ __forceinline__ void rj_cp_async8(T *s, const T *g)
+{
+    static_assert(sizeof(T) == 8, "8 bytes");
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"((unsigned)__cvta_generic_to_shared(s)),
+                 "l"(__cvta_generic_to_global(g))
+                 : "memory");
+}

@@ -368,6 +368,93 @@ __device__ __forceinline__ void rj_tile_run(const Params &P)
 }
 #endif
 
+#if RJ_T2
+// rj_tile2: contractions (tile.c, cg_emit_tile2).  Work item g: batch bt, a
+// tile of RJ_T2BM x RJ_T2BN outputs (rows i0.., columns j0..); thread (ty, tx)
+// of a 16 x 16 grid holds rows RJ_T2POS(ty, u) and columns RJ_T2POS(tx, w) of
+// it: runs of four, 64 apart, so that the 16 threads of a row of the grid
+// read 64 neighbouring columns from shared memory (no bank conflicts).
+// Slices of RJ_T2K reduced positions: the block stages the A parts of the
+// tile's rows and the B parts of its columns (consecutive threads on
+// consecutive positions for A, on consecutive columns for B; plain loads by
+// cp.async, all in flight at once), then each thread folds every position of
+// the slice into each of its outputs, in order.  With two buffers the next
+// slice loads while the current one folds.  Positions past the domain are
+// neither staged nor folded; rows and columns past the extents are not
+// staged and their outputs not written.  Every output has the same reduced
+// domain (tile.c).
+
+// slice k0 (kn positions) into S
+__device__ __forceinline__ void rj_t2_stage(Stile2 &S, rj_flt &F, const Params &P, long long bt, long long i0,
+                                            long long j0, long long ni, long long nj, const long long *lo,
+                                            const long long *sz, long long k0, int kn)
+{
+#pragma unroll
+    for (int q = threadIdx.x; q < RJ_T2BM * RJ_T2K; q += RJ_BLOCK) {
+        int kk = q % RJ_T2K, u = q / RJ_T2K;
+        if (kk < kn && i0 + u < ni) t2_stage_a(S, kk, u, F, P, bt, i0 + u, 0, lo, sz, k0 + kk);
+    }
+#pragma unroll
+    for (int q = threadIdx.x; q < RJ_T2BN * RJ_T2K; q += RJ_BLOCK) {
+        int w = q % RJ_T2BN, kk = q / RJ_T2BN;
+        if (kk < kn && j0 + w < nj) t2_stage_b(S, kk, w, F, P, bt, 0, j0 + w, lo, sz, k0 + kk);
+    }
+}
+
+__device__ __forceinline__ void rj_tile2_run(const Params &P)
+{
+    __shared__ Stile2 S[RJ_T2BUF];
+    long long ni, nj;
+    t2_dims(P, &ni, &nj);
+    long long nout = P.v[RJ_NOUT], nbt = nout / (ni * nj);   // the runtime: ni, nj > 0
+    long long ti = (ni + RJ_T2BM - 1) / RJ_T2BM, tj = (nj + RJ_T2BN - 1) / RJ_T2BN, total = nbt * ti * tj;
+    int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+    for (long long g = blockIdx.x; g < total; g += gridDim.x) {   // uniform in the block
+        long long bt = g / (ti * tj), rem = g % (ti * tj);
+        long long i0 = rem / tj * RJ_T2BM, j0 = rem % tj * RJ_T2BN;
+        long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+        long long cnt = out_range(P, t2_out(P, bt, 0, 0), lo, sz);
+        rj_flt F;
+        rj_flt_init(F);
+        Acc acc[RJ_T2M][RJ_T2N];
+#pragma unroll
+        for (int u = 0; u < RJ_T2M; u++)
+#pragma unroll
+            for (int w = 0; w < RJ_T2N; w++) acc_init(acc[u][w]);
+        int buf = 0;
+        __syncthreads();   // the tile before has left S
+        if (cnt > 0) rj_t2_stage(S[0], F, P, bt, i0, j0, ni, nj, lo, sz, 0, cnt < RJ_T2K ? (int)cnt : RJ_T2K);
+        for (long long k0 = 0; k0 < cnt; k0 += RJ_T2K) {
+            int kn = cnt - k0 < RJ_T2K ? (int)(cnt - k0) : RJ_T2K;
+            long long k1 = k0 + RJ_T2K;
+            rj_cp_async_wait_all();
+            __syncthreads();   // slice k0 is in S[buf]; the slice before it is read
+            if (RJ_T2BUF == 2 && k1 < cnt)
+                rj_t2_stage(S[buf ^ 1], F, P, bt, i0, j0, ni, nj, lo, sz, k1, cnt - k1 < RJ_T2K ? (int)(cnt - k1) : RJ_T2K);
+            if (kn == RJ_T2K) {
+#pragma unroll 4
+                for (int kk = 0; kk < RJ_T2K; kk++) t2_step(acc, F, P, S[buf], kk, ty, tx, bt, i0, j0, lo, sz, k0 + kk);
+            } else {
+                for (int kk = 0; kk < kn; kk++) t2_step(acc, F, P, S[buf], kk, ty, tx, bt, i0, j0, lo, sz, k0 + kk);
+            }
+            if (RJ_T2BUF == 1 && k1 < cnt) {
+                __syncthreads();   // S is read
+                rj_t2_stage(S[0], F, P, bt, i0, j0, ni, nj, lo, sz, k1, cnt - k1 < RJ_T2K ? (int)(cnt - k1) : RJ_T2K);
+            }
+            buf ^= RJ_T2BUF - 1;
+        }
+        rj_flush(P, F);
+#pragma unroll
+        for (int u = 0; u < RJ_T2M; u++)
+#pragma unroll
+            for (int w = 0; w < RJ_T2N; w++) {
+                long long ii = i0 + RJ_T2POS(ty, u), jj = j0 + RJ_T2POS(tx, w);
+                if (ii < ni && jj < nj) t2_write(P, bt, ii, jj, acc[u][w]);
+            }
+    }
+}
+#endif
+
 // The number of elements of the domains of outputs 0, step, 2 step, ...
 // (step = P.v[RJ_PER], at least 1; ranges are read from the data), added
 // into P.v[RJ_KSTATS][0], which the host zeroes first: with step 1 a full
