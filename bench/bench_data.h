@@ -38,6 +38,13 @@
  *                   or BD_SEED_W (w): BD_SEED_Z + 1 and BD_SEED_W + 1 are the parts' seeds
  *   f32 with NaN  = a quiet NaN (0x7fc00000) where hash(i, BD_SEED_NAN) % 100 == 0 (about 1%),
  *                   else f32(i, BD_SEED_XNAN)
+ *
+ * Normal values (the pair_* cases; every case reads a prefix of one array, x, y, a or b):
+ *   normal        = (s - 8388606) * f32(sqrt(3)) * 2^-22, s = the sum over k = 0..3 of
+ *                   hash(i, seed + k) >> 10: four 22-bit uniforms (Irwin-Hall), mean 0, variance 1,
+ *                   within 3.47 of 0; s - 8388606 is exact in f32, so one rounding, the same in every
+ *                   program.  Seeds BD_SEED_PX (x), BD_SEED_PY (y), BD_SEED_PA (a), BD_SEED_PB (b),
+ *                   each taking four
  */
 #ifndef BENCH_DATA_H
 #define BENCH_DATA_H
@@ -54,7 +61,8 @@
 enum { BD_SEED_X = 1, BD_SEED_B = 2, BD_SEED_F64 = 3, BD_SEED_I32 = 4, BD_SEED_LEN = 5, BD_SEED_COL = 6,
        BD_SEED_SPV = 7, BD_SEED_SPX = 8, BD_SEED_PLEN = 9, BD_SEED_L13 = 10, BD_SEED_U8 = 11, BD_SEED_I16 = 12,
        BD_SEED_Z = 13, /* and 14: z's imaginary parts */ BD_SEED_W = 15, /* and 16 */ BD_SEED_NAN = 17,
-       BD_SEED_XNAN = 18 };
+       BD_SEED_XNAN = 18, BD_SEED_PX = 19, /* to 22 */ BD_SEED_PY = 23, /* to 26 */ BD_SEED_PA = 27,
+       /* to 30 */ BD_SEED_PB = 31 /* to 34 */ };
 
 /* segment layouts, in table order */
 enum { BD_LAYOUT_ONE = 0, BD_LAYOUT_RAND = 1, BD_LAYOUT_LEN3 = 2, BD_LAYOUT_ROWS = 3, BD_NLAYOUTS = 4 };
@@ -115,6 +123,15 @@ BD_FN float bd_f32_nan(uint64_t i, uint32_t seed)
         float f;
     } nan = {0x7fc00000u};
     return bd_hash(i, BD_SEED_NAN) % 100u == 0 ? nan.f : bd_f32(i, seed);
+}
+
+/* A normal value of mean 0 and variance 1 (the header's table): the sum of four 22-bit uniforms,
+ * centred, exact as an integer and in f32, times f32(sqrt(3)) * 2^-22 (0x1.bb67aep-22). */
+BD_FN float bd_normal(uint64_t i, uint32_t seed)
+{
+    int32_t s = -8388606;   /* 4 (2^22 - 1) / 2: the sum's mean */
+    for (uint32_t k = 0; k < 4; k++) s += (int32_t)(bd_hash(i, seed + k) >> 10);
+    return (float)s * 4.129530850605079e-07f;
 }
 
 /* Length of segment k of a layout (before the cut at NS). */

@@ -8,16 +8,19 @@ block_until_ready, XLA's streams being its own; median of --reps runs after --wa
 slow runs) and prints one JSON object per line, as cub_bench and redjit_bench.  The composition
 cases (comp_*) are in peers_comp.py, the sparse ones (spmv_*, gather_all: CuPy's and PyTorch's
 cuSPARSE SpMV) in peers_spmv.py, the element-type ones (types_*: u8, i16 and c64 inputs, nansum and
-nanargmax; run only when --cases names them) in peers_types.py.  torch.compile (default mode,
-dynamic=False) and jax.jit run the single reductions of peers_comp.JIT_SINGLE and the
-compositions; each case's function is compiled anew after the compiler's caches are reset, and its
-first call (trace, compile, run, synchronise) is the record's cold_ms.  A peer that cannot be imported or compiled is left out,
-with the reason in a config record and on stderr.
+nanargmax; run only when --cases names them) in peers_types.py, the pairwise ones (pair_*: kernel
+sums, nearest neighbours and products over normal inputs; run only when --cases names them) in
+peers_pairwise.py.  torch.compile (default mode, dynamic=False) and jax.jit run the single
+reductions of peers_comp.JIT_SINGLE, the compositions and the pairwise cases; each case's function
+is compiled anew after the compiler's caches are reset, and its first call (trace, compile, run,
+synchronise) is the record's cold_ms.  A peer that cannot be imported or compiled is left out, with
+the reason in a config record and on stderr.
 
   peers.py [--log2n 28] [--curve 10,20,24,26,28,30] [--log2s 26] [--rows 16384 --cols 16384]
            [--short-rows 33554432 --short-cols 8] [--cube 1024,512,512] [--reps 50] [--warmup 5]
            [--budget-ms 2000] [--calls 20000] [--cases id,id,...] [--spmv-log2nnz 26] [--spmv-grid 4096]
-           [--types-log2n 30] [--types-image 16384,16384] [--systems cupy,torch,torch_compile,jax]
+           [--types-log2n 30] [--types-image 16384,16384] [--pair-log2n 16] [--pair-bilinear 16384]
+           [--pair-bmm 64,512] [--pair-matmul 4096] [--systems cupy,torch,torch_compile,jax]
            [--jit-budget-s 150]
   peers.py --numpy-check ...   NumPy on the host, wall clock: checks the generator, layouts and
                                checksums against redjit_bench --cpu-check without a GPU; with
@@ -38,6 +41,7 @@ import warnings
 import numpy as np
 
 from peers_comp import COMP_VARIANTS, JIT_SINGLE, comp_impls, comp_inputs, jit_single_impls
+from peers_pairwise import PAIR_XLA_FLAGS, nearest_dist, pair_forms, pair_inputs, wanted_any as pair_wanted
 from peers_spmv import spmv_forms, spmv_inputs, wanted_any as spmv_wanted
 from peers_types import types_forms, types_inputs, wanted_any as types_wanted
 
@@ -394,7 +398,8 @@ def measure(sysobj, fn, arg_sets, opt):
     return r, float(np.median(ts)), float(min(ts)), reps
 
 
-def values(sysobj, r, kind):
+def values(sysobj, r, kind, args=()):
+    """The record's value fields of result r; args: the call's arguments (a nearest neighbour's x, y)."""
     if kind == "scalar" or kind == "index":
         v = sysobj.scalar(r)
         return {"value": int(v) if kind == "index" or isinstance(v, (int, np.integer)) else float(v)}
@@ -405,6 +410,10 @@ def values(sysobj, r, kind):
         return {"value": v.real, "imag": v.imag}
     if kind == "outs":      # every result's checksums, as redjit_bench's comp_* records
         return {"outs": [checksums(sysobj.host(o)) for o in (r if isinstance(r, tuple) else (r,))]}
+    if kind == "nearest":   # indices into y, and the distances at them (redjit_bench's print_nearest)
+        idx = sysobj.host(r)
+        d = checksums(nearest_dist(np, idx, *(sysobj.host(a) for a in args[:2])))
+        return dict(checksums(idx), dist=d["value"], dist_check=d["check"])
     return checksums(sysobj.host(r))
 
 
@@ -422,7 +431,7 @@ def time_case(sysobj, rec, fn, kind, sets, opt):
             rec["cold_ms"] = round(cold, 3)
         r, us, mn, reps = measure(sysobj, fn, sets, opt)
         rec.update({"us": round(us, 3), "min_us": round(mn, 3), "reps": reps})
-        rec.update(values(sysobj, r, kind))
+        rec.update(values(sysobj, r, kind, sets[0]))
     except Exception as ex:  # a peer that cannot run a case: say so, go on
         msg = (str(ex) if isinstance(ex, JitSkip) else f"{type(ex).__name__}: {ex}")[:400]
         rec["skipped" if sysobj.jit else "error"] = msg
@@ -542,6 +551,12 @@ def run_system(sysobj, mods, data, opt):
             fn, kind, variant = tforms[cid]
             case(cid, n, None, arrays, (), nbytes, impl=(fn, kind), variant=variant)
 
+    pforms = pair_forms(sysobj.name, mods)
+    for cid, n, arrays, nbytes, fields in data.get("pairs", []):
+        if cid in pforms:
+            fn, kind, variant = pforms[cid]
+            case(cid, n, None, arrays, (), nbytes, impl=(fn, kind), variant=variant, fields=fields)
+
     if wanted("overhead") and data["gpu"] and not sysobj.jit and sysobj.name != "numpy":
         xs = conv(x[:1024])
         calls = opt.calls
@@ -569,6 +584,10 @@ def parse_args():
     ap.add_argument("--spmv-grid", type=int, default=4096, help="the 2-D Poisson matrix's grid side")
     ap.add_argument("--types-log2n", type=int, default=30, help="the types cases' scale (redjit_bench.c's header)")
     ap.add_argument("--types-image", default="16384,16384", help="R,C of the u8 image of types_rowsum_u8")
+    ap.add_argument("--pair-log2n", type=int, default=16, help="the pairwise cases' points: 2^P and 2^(P-2)")
+    ap.add_argument("--pair-bilinear", type=int, default=16384, help="the side of pair_bilinear's K")
+    ap.add_argument("--pair-bmm", default="64,512", help="B,M: pair_bmm's B products of M x M matrices")
+    ap.add_argument("--pair-matmul", type=int, default=4096, help="the side of pair_matmul_4096's matrices")
     ap.add_argument("--reps", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--budget-ms", type=float, default=2000)
@@ -589,6 +608,12 @@ def parse_args():
         ap.error("--types-image takes two positive extents, R,C, of at most 2^31 elements in all")
     if not 8 <= opt.types_log2n <= 31:
         ap.error("--types-log2n takes 8..31")
+    opt.pair_bmm = [int(c) for c in opt.pair_bmm.split(",")]
+    if not 2 <= opt.pair_log2n <= 24:
+        ap.error("--pair-log2n takes 2..24")
+    if (not 1 <= opt.pair_bilinear <= 65536 or len(opt.pair_bmm) != 2 or min(opt.pair_bmm) < 1 or
+            opt.pair_bmm[0] * opt.pair_bmm[1] ** 2 > 1 << 31 or not 1 <= opt.pair_matmul <= 46340):
+        ap.error("--pair-bilinear takes 1..65536, --pair-bmm B,M at most 2^31 elements, --pair-matmul 1..46340")
     return opt
 
 
@@ -608,9 +633,10 @@ def unavailable(cfg, name, ex):
     print(f"peers.py: {name} left out: {cfg[name + '_error']}", file=sys.stderr)
 
 
-def import_peers(systems, cfg, cpu):
+def import_peers(systems, cfg, cpu, cases=None):
     """{name: module} of the peers asked for that import (and, unless cpu, have a GPU); CuPy is
-    imported in any case off the CPU, as it builds the inputs.  What fails is noted in cfg."""
+    imported in any case off the CPU, as it builds the inputs.  What fails is noted in cfg; cases:
+    the ids named (the pairwise cases want XLA flags of their own)."""
     mods = {"numpy": np}
     if not cpu:
         try:
@@ -639,6 +665,9 @@ def import_peers(systems, cfg, cpu):
             cfg["triton_error"] = f"{type(ex).__name__}: {ex}"[:300]
     if "jax" in systems:
         os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"    # CuPy shares the device
+        if pair_wanted(cases):   # before jax is imported: XLA reads them once
+            os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + PAIR_XLA_FLAGS).strip()
+            cfg["xla_flags"] = os.environ["XLA_FLAGS"]
         try:
             import jax
             if not cpu and jax.default_backend() == "cpu":
@@ -653,10 +682,10 @@ def import_peers(systems, cfg, cpu):
     return mods
 
 
-def build_inputs(xp, opt, sparse, types=False):
+def build_inputs(xp, opt, sparse, types=False, pairs=False):
     """The arrays of bench_data.h (every f32 case reads a prefix of x, as in the C programs); with
     sparse, the sparse cases' matrices asked for (peers_spmv.py); with types, the element-type
-    cases' arrays named (peers_types.py)."""
+    cases' arrays named (peers_types.py); with pairs, the pairwise cases' (peers_pairwise.py)."""
     N, NS = 1 << opt.log2n, 1 << opt.log2s
     NX = max([N, NS, opt.rows * opt.cols, opt.short_rows * opt.short_cols, math.prod(opt.cube)] +
              [1 << c for c in opt.curve])
@@ -674,6 +703,8 @@ def build_inputs(xp, opt, sparse, types=False):
         data["spmv"] = spmv_inputs(xp, opt, bd_hash, gen, data["ptr"]["rand"])
     if types and types_wanted(opt.cases):
         data["types"] = types_inputs(xp, opt, bd_hash, gen)
+    if pairs and pair_wanted(opt.cases):
+        data["pairs"] = pair_inputs(xp, opt, bd_hash)
     return data
 
 
@@ -724,7 +755,7 @@ def main():
     else:
         systems = (opt.systems or "cupy,torch,torch_compile,jax").split(",")
     cfg = {"case": "config", "system": "peers", "numpy": np.__version__}
-    mods = import_peers(systems, cfg, opt.numpy_check)
+    mods = import_peers(systems, cfg, opt.numpy_check, opt.cases)
     cp = mods.get("cupy")
     peers = peer_systems(systems, mods, opt.numpy_check)
     if not opt.numpy_check and not peers:
@@ -738,7 +769,8 @@ def main():
     # the sparse matrices where a system that runs them is there (not in JAX's process)
     sparse = opt.numpy_check or any(spmv_forms(s.name, mods) for s, _ in peers)
     types = opt.numpy_check or any(types_forms(s.name, mods) for s, _ in peers)   # likewise
-    data = build_inputs(xp, opt, sparse, types)
+    pairs = opt.numpy_check or any(pair_forms(s.name, mods) for s, _ in peers)
+    data = build_inputs(xp, opt, sparse, types, pairs)
     data["gpu"] = not opt.numpy_check
     if xp is not np:
         cp.cuda.Device().synchronize()

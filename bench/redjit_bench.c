@@ -8,7 +8,8 @@
  *                [--short-rows 33554432 --short-cols 8] [--reps 50] [--warmup 5] [--budget-ms 2000]
  *                [--calls 100000] [--cases id,id,...] [--strategies auto,tree,...] [--no-jit] [--held]
  *                [--cube 1024,512,512] [--comp-strategies auto] [--spmv-log2nnz 26] [--spmv-grid 4096]
- *                [--types-log2n 30] [--types-image 16384,16384]
+ *                [--types-log2n 30] [--types-image 16384,16384] [--pair-log2n 16] [--pair-bilinear 16384]
+ *                [--pair-bmm 64,512] [--pair-matmul 4096]
  *
  * Timing: the expression runs on a stream of ours with RED_RESULTS_DEVICE, so red_run returns
  * once its work is queued; events recorded on that stream before and after the call measure the
@@ -41,6 +42,19 @@
  * c64, sum(conj(w[i]) * z[i]) over i over 2^(L-4) each, nanargmax(x) and nansum(x) over 2^(L-2) f32
  * with about 1% NaN (1 GiB each at L = 30, the dot product's two 512 MiB); the row sums over a u8
  * image of --types-image R,C.  A complex result is reported as "value" (real part) and "imag".
+ *
+ * The pairwise cases (ids pair_*: a reduction over j of a term of x[i] and y[j], Gaussian kernel
+ * sums and nearest neighbours, and the contractions: a bilinear form, batched and plain matrix
+ * products) likewise run only when --cases names them (bench/run.sh pairwise), under every
+ * strategy, with a cold first run as the compositions have; their records carry "shape", the
+ * extents of the expression's indices (n is their product: the terms evaluated).  Their inputs
+ * (bench_data.h's normal values) scale with --pair-log2n P: 2^P points and 2^(P-2) (the ids name
+ * the sizes at P = 16), 2^(P-2) 3-D points; the bilinear form's K is --pair-bilinear K squared, the
+ * batched product --pair-bmm B,M (B products of M x M matrices), the plain one --pair-matmul M
+ * squared.  The products' forced strategies get PAIR_SLOW_REPS runs after PAIR_SLOW_WARMUP, and one
+ * whose single run takes longer than PAIR_SKIP_MS is recorded as "skipped", not timed.  A nearest-
+ * neighbour record carries, besides its indices' checksums, those of the distances at them ("dist",
+ * "dist_check"), which agree with a peer's where tied distances make the indices differ.
  *
  * The CUDA driver is loaded with dlopen through the library's src/gpu/cu_api.h, so this
  * builds without CUDA headers; without a GPU it prints a notice and exits 0.
@@ -114,8 +128,11 @@ static struct {
     long long spmv_grid;
     int types_log2n;
     long long types_image[2];
+    int pair_log2n;
+    long long pair_bilinear, pair_bmm[2], pair_matmul;
 } opt = {28, 26, 50, 5, 16384, 16384, 1LL << 25, 8, 100000, 2000, {10, 20, 24, 26, 28, 30}, 6, NULL,
-         "auto,tree,sequential,persistent,segmented", 1, 0, "auto", {1024, 512, 512}, 26, 4096, 30, {16384, 16384}};
+         "auto,tree,sequential,persistent,segmented", 1, 0, "auto", {1024, 512, 512}, 26, 4096, 30, {16384, 16384},
+         16, 16384, {64, 512}, 4096};
 
 static int in_list(const char *list, const char *name)
 {
@@ -126,7 +143,7 @@ static int in_list(const char *list, const char *name)
     return 0;
 }
 
-/* Whether --cases names a case (the types_* cases run only when named). */
+/* Whether --cases names a case (the types_* and pair_* cases run only when named). */
 static int named(const char *name)
 {
     return opt.cases && in_list(opt.cases, name);
@@ -135,8 +152,9 @@ static int named(const char *name)
 /* ---- device inputs ------------------------------------------------------------------------ */
 
 /* G_COL, G_COL64: the random columns bd_col(k, ncols), as int32 or int64; G_U8, G_I16, G_C64
- * (parts of seeds seed and seed + 1), G_F32NAN (about 1% NaN): the types_* cases' */
-enum { G_F32, G_F64, G_I32, G_COL, G_COL64, G_U8, G_I16, G_C64, G_F32NAN };
+ * (parts of seeds seed and seed + 1), G_F32NAN (about 1% NaN): the types_* cases'; G_NORMAL (seeds
+ * seed to seed + 3): the pair_* cases' */
+enum { G_F32, G_F64, G_I32, G_COL, G_COL64, G_U8, G_I16, G_C64, G_F32NAN, G_NORMAL };
 
 /* Device array of n elements of generator `g`, built on the host in chunks (ncols: G_COL's). */
 static CUdeviceptr make_gen(int g, int64_t n, uint32_t seed, uint32_t ncols)
@@ -165,6 +183,7 @@ static CUdeviceptr make_gen(int g, int64_t n, uint32_t seed, uint32_t ncols)
             else if (g == G_I16) ((int16_t *)h)[i] = bd_i16(k, seed);
             else if (g == G_C64) bd_c64(k, seed, (float *)h + 2 * i);
             else if (g == G_F32NAN) ((float *)h)[i] = bd_f32_nan(k, seed);
+            else if (g == G_NORMAL) ((float *)h)[i] = bd_normal(k, seed);
             else ((int32_t *)h)[i] = bd_i32(k, seed);
         }
         if (cpu_mode) memcpy((char *)(uintptr_t)d + c0 * esz, h, (size_t)m * esz);
@@ -196,8 +215,9 @@ static CUdeviceptr upload(const void *h, size_t bytes)
 /* ---- cases -------------------------------------------------------------------------------- */
 
 /* K_OUTS: any number of results, scalars or arrays, each reported by its checksums; K_COMPLEX: a
- * complex scalar, "value" (real part) and "imag" */
-enum { K_SCALAR, K_PAIR, K_INDEX, K_ARRAY, K_OUTS, K_COMPLEX };
+ * complex scalar, "value" (real part) and "imag"; K_NEAREST: an array of indices into the second
+ * input, with the checksums of the distances at them (print_nearest) */
+enum { K_SCALAR, K_PAIR, K_INDEX, K_ARRAY, K_OUTS, K_COMPLEX, K_NEAREST };
 
 typedef struct bind_spec {
     const char *name;
@@ -216,6 +236,11 @@ typedef struct bench_case {
     int kind;
     int comp;         /* a composition case: --comp-strategies, a cold first run, "outs" */
     int64_t nrows, ncols;   /* a sparse matrix's shape (spmv_*; gather_all: ncols alone), else 0 */
+    int pair;         /* a pairwise case: a cold first run; dom: its indices' extents (idx names them) */
+    int slow;         /* a product: its forced strategies get fewer runs, and are skipped past PAIR_SKIP_MS */
+    int ndom;
+    int64_t dom[4];
+    const char *idx;
     int nb;
     bind_spec b[4];
 } bench_case;
@@ -371,6 +396,55 @@ static int print_outs(red_expr *e)
     return 0;
 }
 
+/* A nearest-neighbour result (K_NEAREST: argmin(abs(x[i]-y[j])) over j, x and y bound first, f32):
+ * the checksums of its indices, as of an array, and "dist", "dist_check": sum d[i] and
+ * sum ((i % 16) - 7.5) d[i] of the distances d[i] = |x[i] - y[idx[i]]| in f64, x and y read back
+ * from the device.  Where two distances tie in f32 the peers may take another index, but not
+ * another distance: the report compares these. */
+static int print_nearest(red_expr *e, const bench_case *c)
+{
+    red_array r;
+    int rc = red_result(e, 0, &r, NULL);
+    if (rc) return rc;
+    int64_t m = red_array_size(&r), nx = c->b[0].shape[0], ny = c->b[1].shape[0];
+    if (m != nx) return RED_ERR_ARG;
+    int64_t *idx = malloc((size_t)(m ? m : 1) * sizeof *idx);
+    float *x = malloc((size_t)(nx ? nx : 1) * 4), *y = malloc((size_t)(ny ? ny : 1) * 4);
+    if (!idx || !x || !y) die("out of memory");
+    red_array ha;
+    red_array_init(&ha, idx, RED_I64, r.ndim, r.shape, NULL);
+    if (!(rc = red_result_copy(e, 0, &ha))) {
+        if (cpu_mode) {
+            memcpy(x, (void *)(uintptr_t)c->b[0].base, (size_t)nx * 4);
+            memcpy(y, (void *)(uintptr_t)c->b[1].base, (size_t)ny * 4);
+        } else {
+            cu_check(cu.MemcpyDtoH(x, c->b[0].base, (size_t)nx * 4), "cuMemcpyDtoH");
+            cu_check(cu.MemcpyDtoH(y, c->b[1].base, (size_t)ny * 4), "cuMemcpyDtoH");
+        }
+        double v[3] = {0, 0, 0}, d[2] = {0, 0};
+        for (int64_t k = 0; k < m; k++) {
+            double w = (double)(k % 16) - 7.5;
+            v[0] += (double)idx[k];
+            v[1] += w * (double)idx[k];
+            v[2] += fabs((double)idx[k]);
+            if (idx[k] < 0 || idx[k] >= ny) {   /* not an index of y: no distance, no agreement */
+                d[0] = d[1] = NAN;
+                continue;
+            }
+            double dk = fabs((double)x[k] - (double)y[idx[k]]);
+            d[0] += dk;
+            d[1] += w * dk;
+        }
+        printf(", \"value\": %.17g, \"check\": %.17g, \"mag\": %.17g, \"nout\": %lld", v[0], v[1], v[2], (long long)m);
+        json_f64("dist", d[0]);
+        json_f64("dist_check", d[1]);
+    }
+    free(idx);
+    free(x);
+    free(y);
+    return rc;
+}
+
 /* The value fields of a record: scalar value(s), for an array result its checksums
  * value = sum out[k], check = sum ((k % 16) - 7.5) out[k], mag = sum |out[k]|, or (K_OUTS) the
  * checksums of every result. */
@@ -400,6 +474,8 @@ static int print_values(red_expr *e, const bench_case *c)
         printf(", \"value\": %lld", (long long)v);
     } else if (c->kind == K_OUTS) {
         return print_outs(e);
+    } else if (c->kind == K_NEAREST) {
+        return print_nearest(e, c);
     } else if (c->kind == K_COMPLEX) {
         double v[2];
         if ((rc = result_complex(e, 0, v))) return rc;
@@ -430,6 +506,11 @@ static void print_head(const bench_case *c, const char *system)
     printf("{\"case\": \"%s\", \"n\": %lld, \"system\": \"%s\", \"bytes\": %.0f", c->id, (long long)c->n, system,
            c->bytes);
     if (c->ncols) printf(", \"nrows\": %lld, \"ncols\": %lld", (long long)c->nrows, (long long)c->ncols);
+    if (c->ndom) {
+        printf(", \"shape\": [");
+        for (int d = 0; d < c->ndom; d++) printf("%s%lld", d ? ", " : "", (long long)c->dom[d]);
+        printf("], \"indices\": \"%s\"", c->idx);
+    }
     if (opt.held) printf(", \"held\": 1");
 }
 
@@ -454,7 +535,15 @@ static void hold_stream(void *arg)
 typedef struct timing {
     double med_us, min_us;
     int reps;
+    double over_ms;   /* a run past PAIR_SKIP_MS that ended the measurement (slow), else 0 */
 } timing;
+
+/* The products' forced strategies (bench_case.slow): at 4096^3 a run of each took 0.16 to 0.52 s
+ * on the H200, so 3 runs after one warm-up, and none for a strategy whose one run
+ * passes 2 s */
+#define PAIR_SLOW_REPS 3
+#define PAIR_SLOW_WARMUP 1
+#define PAIR_SKIP_MS 2000.0
 
 static int run_once(red_expr *e, const bench_case *c, int rot, double *us)
 {
@@ -478,28 +567,43 @@ static int run_once(red_expr *e, const bench_case *c, int rot, double *us)
     return 0;
 }
 
-/* Runs per measurement: all of --reps unless one run is slow, then what fits the budget. */
-static int plan_reps(double probe_us, int *warm)
+/* Runs per measurement: all of max_reps (after warmup) unless one run is slow, then what fits the
+ * budget. */
+static int plan_reps(double probe_us, int max_reps, int warmup, int *warm)
 {
-    int reps = opt.reps;
+    int reps = max_reps;
     double per = probe_us > 1 ? probe_us : 1;
-    if (per * 1e-3 * (opt.reps + opt.warmup) > opt.budget_ms) {
+    if (per * 1e-3 * (max_reps + warmup) > opt.budget_ms) {
         reps = (int)(opt.budget_ms / (per * 1e-3)) - 1;
         if (reps < 3) reps = 3;
         if (per * 1e-3 > opt.budget_ms) reps = 1;
-        if (reps > opt.reps) reps = opt.reps;
+        if (reps > max_reps) reps = max_reps;
     }
-    *warm = reps < opt.reps ? 0 : opt.warmup;
+    *warm = reps < max_reps ? 0 : warmup;
     return reps;
 }
 
-static int time_gpu(red_expr *e, const bench_case *c, int k, timing *t)
+/* slow: PAIR_SLOW_REPS runs after PAIR_SLOW_WARMUP, and none where the first run (NVRTC's time
+ * aside, from ctx's statistics) or the second takes longer than PAIR_SKIP_MS: t->over_ms. */
+static int time_gpu(red_ctx *ctx, red_expr *e, const bench_case *c, int k, int slow, timing *t)
 {
     double probe, *v;
+    red_cache_info a, b;
+    red_cache_stats(ctx, &a);
     int rc = run_once(e, c, 0, &probe);     /* first run: may compile */
+    red_cache_stats(ctx, &b);
+    if (!rc && slow && probe * 1e-3 - (b.compile_ms - a.compile_ms) > PAIR_SKIP_MS) {
+        t->over_ms = probe * 1e-3 - (b.compile_ms - a.compile_ms);
+        return 0;
+    }
     if (!rc) rc = run_once(e, c, k > 1 ? 1 : 0, &probe);
     if (rc) return rc;
-    int warm, reps = plan_reps(probe, &warm);
+    if (slow && probe * 1e-3 > PAIR_SKIP_MS) {
+        t->over_ms = probe * 1e-3;
+        return 0;
+    }
+    int warm, reps = slow ? plan_reps(probe, PAIR_SLOW_REPS, PAIR_SLOW_WARMUP, &warm)
+                          : plan_reps(probe, opt.reps, opt.warmup, &warm);
     v = malloc((size_t)reps * sizeof *v);
     if (!v) die("out of memory");
     int rot = 2;
@@ -588,14 +692,18 @@ static int plan_passes(red_expr *e)
     return n;
 }
 
-/* A composition's fields in its automatic strategy's record: its first input's shape, the plan's
- * passes and the cold first run. */
+/* A composition's or a pairwise case's fields in its automatic strategy's record: a composition's
+ * first input's shape (a pairwise case's is in every record: print_head), the plan's passes and
+ * the cold first run. */
 static void print_comp_fields(red_expr *e, const bench_case *c, const cold_run *cr)
 {
     const bind_spec *b = &c->b[0];
-    printf(", \"shape\": [");
-    for (int d = 0; d < b->ndim; d++) printf("%s%lld", d ? ", " : "", (long long)b->shape[d]);
-    printf("], \"passes\": %d", plan_passes(e));
+    if (c->comp) {
+        printf(", \"shape\": [");
+        for (int d = 0; d < b->ndim; d++) printf("%s%lld", d ? ", " : "", (long long)b->shape[d]);
+        printf("]");
+    }
+    printf(", \"passes\": %d", plan_passes(e));
     if (cr->rc) json_str("cold_error", red_errstr(cr->rc));
     else
         printf(", \"cold_ms\": %.3f, \"cold_compiles\": %lld, \"cold_compile_ms\": %.3f", cr->ms, cr->compiles,
@@ -607,9 +715,11 @@ static void run_case(red_ctx *ctx, bench_case *c)
     int k = rotation_of(c);
     make_copies(c, k);
     cold_run cr = {0};
-    if (c->comp) cr = first_run_cold(c);
+    if (c->comp || c->pair) cr = first_run_cold(c);
     double sync_us = -1;
-    int rcs = time_sync(ctx, c, k, opt.reps < 20 ? opt.reps : 20, &sync_us);
+    /* not for the pairwise cases: their table has no column for it, and a product's run takes
+     * up to half a second */
+    int rcs = c->pair ? 1 : time_sync(ctx, c, k, opt.reps < 20 ? opt.reps : 20, &sync_us);
     for (int s = 0; s < 5; s++) {
         if (!in_list(c->comp ? opt.comp_strategies : opt.strategies, strategy_names[s])) continue;
         red_expr *e;
@@ -619,13 +729,18 @@ static void run_case(red_ctx *ctx, bench_case *c)
         red_expr_set_option(e, RED_OPT_RESULTS, RED_RESULTS_DEVICE);
         if (!cpu_mode) red_expr_set_stream(e, stream);
         timing t = {0};
-        rc = time_gpu(e, c, k, &t);
+        rc = time_gpu(ctx, e, c, k, c->slow && s != 0, &t);
         print_head(c, "redjit");
         printf(", \"strategy\": \"%s\", \"expr\": \"%s\", \"rot\": %d", strategy_names[s], c->text, k);
-        if (!rc) {
+        if (!rc && t.over_ms > 0) {   /* not a failure: too slow to time in the run's budget */
+            char msg[120];
+            snprintf(msg, sizeof msg, "one run took %.1f s, over the %.0f s allowed a product's forced strategy",
+                     t.over_ms * 1e-3, PAIR_SKIP_MS * 1e-3);
+            json_str("skipped", msg);
+        } else if (!rc) {
             printf(", \"us\": %.3f, \"min_us\": %.3f, \"reps\": %d", t.med_us, t.min_us, t.reps);
             if (s == 0 && !rcs) printf(", \"sync_us\": %.3f", sync_us);
-            if (s == 0 && c->comp) print_comp_fields(e, c, &cr);
+            if (s == 0 && (c->comp || c->pair)) print_comp_fields(e, c, &cr);
             rc = print_values(e, c);
         }
         if (rc) {
@@ -661,7 +776,7 @@ static void jit_new_expressions(red_ctx *ctx)
     int nms = 0;
     for (int i = 0; i < ncases; i++) {
         bench_case *c = &cases[i];
-        if (c->comp) continue;   /* their records carry their own first run (cold_ms) */
+        if (c->comp || c->pair) continue;   /* their records carry their own first run (cold_ms) */
         int seen = 0;   /* one per expression text and input types */
         for (int j = 0; j < i && !seen; j++) {
             int same = !strcmp(cases[j].text, c->text) && cases[j].nb == c->nb;
@@ -1053,6 +1168,97 @@ static void add_types(void)
             (long long)(w ? nw : 0), (long long)(want_nan ? nnan : 0));
 }
 
+/* ---- the pairwise cases ------------------------------------------------------------------- */
+
+/* A pairwise case over the domain d0 x d1 x ... (0 ends it) of the indices named in idx: n, the
+ * terms evaluated, is the domain's size. */
+static bench_case *add_pair(const char *id, const char *text, int kind, const char *idx, int64_t d0, int64_t d1,
+                            int64_t d2, int64_t d3)
+{
+    int64_t d[4] = {d0, d1, d2, d3}, n = 1;
+    bench_case *c = add_case(id, text, 0, kind);
+    c->pair = 1;
+    c->idx = idx;
+    for (; c->ndom < 4 && d[c->ndom]; c->ndom++) {
+        c->dom[c->ndom] = d[c->ndom];
+        n *= d[c->ndom];
+    }
+    c->n = n;
+    return c;
+}
+
+#define PAIR_GAUSS "sum(exp(-(x[i]-y[j])*(x[i]-y[j]))) over j"
+#define PAIR_NN "argmin(abs(x[i]-y[j])) over j"
+
+/* The pair_* cases named in --cases, in table order, over four arrays of bench_data.h's normal
+ * values, each built once at the largest size a named case reads: the points x and y (the 3-D
+ * points their prefixes as n x 3, the bilinear form's vectors prefixes too) and a and b (the
+ * bilinear form's K a prefix of a, the products' factors prefixes of a and b).  Bytes: each input
+ * once. */
+static void add_pairwise(void)
+{
+    int64_t n16 = (int64_t)1 << opt.pair_log2n, n14 = n16 >> 2, nk = opt.pair_bilinear;
+    int64_t nb = opt.pair_bmm[0], nm = opt.pair_bmm[1], mm = opt.pair_matmul;
+    int want16 = named("pair_gauss_16") || named("pair_nn_16"), want14 = named("pair_gauss_14") || named("pair_nn_14");
+    int want_bmm = named("pair_bmm"), want_mm = named("pair_matmul_4096");
+    int64_t pn = max64(max64(want16 ? n16 : 0, want14 ? n14 : 0),
+                       max64(named("pair_gauss3d_14") ? 3 * n14 : 0, named("pair_bilinear") ? nk : 0));
+    int64_t an = max64(named("pair_bilinear") ? nk * nk : 0, max64(want_bmm ? nb * nm * nm : 0, want_mm ? mm * mm : 0));
+    int64_t bn = max64(want_bmm ? nb * nm * nm : 0, want_mm ? mm * mm : 0);
+    if (!pn && !an) return;   /* none asked for */
+    double t0 = now_ms();
+    CUdeviceptr x = pn ? keep(make_array(G_NORMAL, pn, BD_SEED_PX)) : 0;
+    CUdeviceptr y = pn ? keep(make_array(G_NORMAL, pn, BD_SEED_PY)) : 0;
+    CUdeviceptr a = an ? keep(make_array(G_NORMAL, an, BD_SEED_PA)) : 0;
+    CUdeviceptr b = bn ? keep(make_array(G_NORMAL, bn, BD_SEED_PB)) : 0;
+    bench_case *c;
+    for (int big = 0; big < 2; big++) {
+        int64_t m = big ? n16 : n14;
+        if (named(big ? "pair_gauss_16" : "pair_gauss_14")) {
+            c = add_pair(big ? "pair_gauss_16" : "pair_gauss_14", PAIR_GAUSS, K_ARRAY, "i,j", m, m, 0, 0);
+            add_bind(c, "x", RED_F32, x, m, 0);
+            add_bind(c, "y", RED_F32, y, m, 0);
+        }
+    }
+    for (int big = 0; big < 2; big++) {
+        int64_t m = big ? n16 : n14;
+        if (named(big ? "pair_nn_16" : "pair_nn_14")) {
+            c = add_pair(big ? "pair_nn_16" : "pair_nn_14", PAIR_NN, K_NEAREST, "i,j", m, m, 0, 0);
+            add_bind(c, "x", RED_F32, x, m, 0);
+            add_bind(c, "y", RED_F32, y, m, 0);
+        }
+    }
+    /* no pair_gauss3d_16: redjit runs the sum over d as a pass of its own, whose n x n result it
+     * keeps in device memory, 16 GiB at 2^16 points (1 GiB here) */
+    if (named("pair_gauss3d_14")) {
+        c = add_pair("pair_gauss3d_14", "sum(exp(-sum((x[i,d]-y[j,d])*(x[i,d]-y[j,d])) over d)) over j", K_ARRAY,
+                     "i,j,d", n14, n14, 3, 0);
+        add_bind(c, "x", RED_F32, x, n14, 3);
+        add_bind(c, "y", RED_F32, y, n14, 3);
+    }
+    if (named("pair_bilinear")) {
+        c = add_pair("pair_bilinear", "sum(x[i]*K[i,j]*y[j]) over i, j", K_SCALAR, "i,j", nk, nk, 0, 0);
+        add_bind(c, "x", RED_F32, x, nk, 0);
+        add_bind(c, "K", RED_F32, a, nk, nk);
+        add_bind(c, "y", RED_F32, y, nk, 0);
+    }
+    if (want_bmm) {
+        c = add_pair("pair_bmm", "C[b,i,j] = sum(A[b,i,k]*B[b,k,j]) over k", K_ARRAY, "b,i,j,k", nb, nm, nm, nm);
+        add_bind3(c, "A", RED_F32, a, nb, nm, nm);
+        add_bind3(c, "B", RED_F32, b, nb, nm, nm);
+        c->slow = 1;
+    }
+    if (want_mm) {
+        c = add_pair("pair_matmul_4096", "C[i,j] = sum(A[i,k]*B[k,j]) over k", K_ARRAY, "i,j,k", mm, mm, mm, 0);
+        add_bind(c, "A", RED_F32, a, mm, mm);
+        add_bind(c, "B", RED_F32, b, mm, mm);
+        c->slow = 1;
+    }
+    if (!cpu_mode) cu_check(cu.CtxSynchronize(), "cuCtxSynchronize");
+    fprintf(stderr, "redjit_bench: pairwise inputs ready in %.1f s (x, y: %lld each, a: %lld, b: %lld normal f32)\n",
+            (now_ms() - t0) * 1e-3, (long long)pn, (long long)an, (long long)bn);
+}
+
 static void parse_types_image(const char *s)
 {
     if (sscanf(s, "%lld,%lld", &opt.types_image[0], &opt.types_image[1]) != 2 || opt.types_image[0] < 1 ||
@@ -1094,12 +1300,22 @@ static void parse_options(int argc, char **argv)
         else if (!strcmp(k, "--spmv-grid")) opt.spmv_grid = atoll(v);
         else if (!strcmp(k, "--types-log2n")) opt.types_log2n = atoi(v);
         else if (!strcmp(k, "--types-image")) parse_types_image(v);
+        else if (!strcmp(k, "--pair-log2n")) opt.pair_log2n = atoi(v);
+        else if (!strcmp(k, "--pair-bilinear")) opt.pair_bilinear = atoll(v);
+        else if (!strcmp(k, "--pair-bmm")) {
+            if (sscanf(v, "%lld,%lld", &opt.pair_bmm[0], &opt.pair_bmm[1]) != 2) die("--pair-bmm takes B,M");
+        } else if (!strcmp(k, "--pair-matmul")) opt.pair_matmul = atoll(v);
         else die("unknown option %s (see the comment at the top of bench/redjit_bench.c)", k);
     }
     if (opt.reps < 1 || opt.warmup < 0 || opt.calls < 1) die("bad --reps, --warmup or --calls");
     if (opt.spmv_log2nnz < 6 || opt.spmv_log2nnz > 30 || opt.spmv_grid < 2 || opt.spmv_grid > 20000)
         die("--spmv-log2nnz takes 6..30 and --spmv-grid 2..20000");
     if (opt.types_log2n < 8 || opt.types_log2n > 31) die("--types-log2n takes 8..31");
+    if (opt.pair_log2n < 2 || opt.pair_log2n > 24) die("--pair-log2n takes 2..24");
+    if (opt.pair_bilinear < 1 || opt.pair_bilinear > 65536 || opt.pair_bmm[0] < 1 || opt.pair_bmm[1] < 1 ||
+        opt.pair_bmm[0] * opt.pair_bmm[1] * opt.pair_bmm[1] > (1LL << 31) || opt.pair_matmul < 1 ||
+        opt.pair_matmul > 46340)
+        die("--pair-bilinear takes 1..65536, --pair-bmm B,M at most 2^31 elements, --pair-matmul 1..46340");
 }
 
 int main(int argc, char **argv)
@@ -1224,6 +1440,7 @@ int main(int argc, char **argv)
     add_compositions(x, key_d[BD_LAYOUT_RAND], NS);
     add_sparse(ptr_d[BD_LAYOUT_RAND], nseg[BD_LAYOUT_RAND], NS);
     add_types();
+    add_pairwise();
 
     printf("{\"case\": \"config\", \"system\": \"redjit\", \"version\": \"%s\", \"reps\": %d, \"warmup\": %d, "
            "\"budget_ms\": %.0f}\n", red_version_string(), opt.reps, opt.warmup, opt.budget_ms);

@@ -7,8 +7,9 @@ benchmark's table: bench/RESULTS.md (with the command, date and device), bench/b
             [--device-info FILE] [--peak GB/s] FILE.jsonl ...
 
 The composition cases (comp_*) and the JIT compilers' first calls have tables of their own
-(report_comp.py), and so do the sparse cases (spmv_*, gather_all: report_spmv.py) and the
-element-type cases (types_*: report_types.py).
+(report_comp.py), and so do the sparse cases (spmv_*, gather_all: report_spmv.py), the
+element-type cases (types_*: report_types.py) and the pairwise cases (pair_*: report_pairwise.py,
+their JIT compilers' first calls in report_comp.py's table).
 
 Exits 1 when a redjit result disagrees with the reference peer's (CUB, else CuPy, else
 PyTorch, else NumPy), 0 otherwise.
@@ -22,6 +23,7 @@ import subprocess
 import sys
 
 from report_comp import LABELS, cold_section, comp_section
+from report_pairwise import PAIR_TITLES, is_pair, pair_section
 from report_spmv import is_spmv, spmv_section
 from report_types import is_types, types_section
 
@@ -131,10 +133,10 @@ def md_table(h, body):
 def sort_records(recs):
     """The records by kind: g["rows"][(case, n)] = {"redjit": {strategy: rec}, "peers": {system: rec}}
     in g["order"] (the main table), g["held"] likewise by system (--held runs), the configs (the
-    peers' merged), jit_* and overhead records, comp_*, sparse and types_* records, the JIT peers'
-    warm-ups, notes."""
+    peers' merged), jit_* and overhead records, comp_*, sparse, types_* and pair_* records, the JIT
+    peers' warm-ups, notes."""
     g = {"rows": {}, "order": [], "configs": [], "jit": [], "overhead": [], "notes": [], "held": {},
-         "held_order": [], "comps": [], "spmv": [], "types": [], "warm": []}
+         "held_order": [], "comps": [], "spmv": [], "types": [], "pairs": [], "warm": []}
     rows, order, configs, held = g["rows"], g["order"], g["configs"], g["held"]
     for r in recs:
         c = r.get("case")
@@ -157,6 +159,8 @@ def sort_records(recs):
             g["spmv"].append(r)
         elif is_types(c):
             g["types"].append(r)
+        elif is_pair(c):
+            g["pairs"].append(r)
         elif c == "peer_jit_warmup":
             g["warm"].append(r)
         elif c == "none":
@@ -446,7 +450,9 @@ def main():
     comp_lines = comp_section(g["comps"], out)
     spmv_lines = spmv_section(g["spmv"], out)
     types_lines = types_section(g["types"], out)
-    cold_lines = cold_section(g["comps"], g["rows"], g["order"], g["jit"], g["warm"], TITLES)
+    pair_lines = pair_section(g["pairs"], out)
+    cold_lines = cold_section(g["comps"] + g["pairs"], g["rows"], g["order"], g["jit"], g["warm"],
+                              dict(TITLES, **PAIR_TITLES))
     held_table = held_section(g, out)
     jit_lines = jit_section(g["jit"], g["overhead"], errors)
     image = draw_curve(png, csv_rows, opt.peak, notes)
@@ -492,6 +498,7 @@ def main():
     md += comp_lines
     md += spmv_lines
     md += types_lines
+    md += pair_lines
     if jit_lines:
         md += ["## Compilation and per-call costs", ""] + jit_lines + [""]
     md += cold_lines
@@ -507,7 +514,7 @@ def main():
         f.write("\n".join(md))
 
     for part in (main_table, held_table, "\n".join(comp_lines), "\n".join(spmv_lines), "\n".join(types_lines),
-                 "\n".join(jit_lines), "\n".join(cold_lines)):
+                 "\n".join(pair_lines), "\n".join(jit_lines), "\n".join(cold_lines)):
         if part:
             print(part + "\n")
     for title, items in (("DISAGREEMENTS", failures), ("ERRORS", errors), ("NOTES", notes)):

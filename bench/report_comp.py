@@ -198,15 +198,17 @@ def _cold_row(title, n, redjit_cold, redjit_us, peers):
 
 def cold_section(comp_recs, rows, order, jit, warm, titles):
     """Markdown lines of the JIT table: each case a JIT peer ran, its first call (trace, compile,
-    run, synchronise; caches reset) and steady time, beside redjit's first run and time; rows,
-    order and titles are report.py's single reductions, jit redjit_bench's jit_* records."""
+    run, synchronise; caches reset) and steady time, beside redjit's first run and time; comp_recs
+    the records that carry redjit's own first run (compositions, pairwise cases), rows, order and
+    titles (the pairwise cases' too) are report.py's single reductions, jit redjit_bench's jit_*
+    records."""
     body = []
     for key, row in group(comp_recs).items():
         auto = row["redjit"].get("auto", {})
         peers = {p: r for p, r in row["peers"].items() if p in JIT_PEERS and "cold_ms" in r}
         if peers or "cold_ms" in auto:
-            body.append(_cold_row(COMP_TITLES.get(key[0], key[0]), _shape(auto, key[1]), auto.get("cold_ms"),
-                                  auto.get("us"), peers))
+            body.append(_cold_row(COMP_TITLES.get(key[0]) or titles.get(key[0], key[0]), _shape(auto, key[1]),
+                                  auto.get("cold_ms"), auto.get("us"), peers))
     new = [r for r in jit if r.get("case") == "jit_new" and "ms" in r]
     for key in order:
         peers = {p: r for p, r in rows[key]["peers"].items() if p in JIT_PEERS and "cold_ms" in r}
@@ -228,7 +230,7 @@ def cold_section(comp_recs, rows, order, jit, warm, titles):
             "compiled function after `torch._dynamo.reset()` / `jax.clear_caches()`, with empty Inductor and "
             "Triton cache folders and no FX graph or XLA persistent cache, timed from the call to the synchronised "
             "result; for redjit the first run of the expression (prepare, bind, run, result on the host) in a "
-            "fresh context with the disk cache emptied (compositions), or `jit_new` above (single reductions: "
+            "fresh context with the disk cache emptied (compositions, pairwise cases), or `jit_new` above (single reductions: "
             "one compile per expression, whatever n). Each compiler's one-time costs were paid first on a "
             "function no case uses" + (f" ({warm_line})" if warm_line else "") + ". Steady state: the medians "
             "of the tables above.", "", _md(head, body), ""]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run.sh -- the GPU benchmark in one command, on the GPU machine, from anywhere in the checkout:
 #
-#   bench/run.sh [--quick] [--cases id,id,...] [compositions | sparse | types]
+#   bench/run.sh [--quick] [--cases id,id,...] [compositions | sparse | types | pairwise]
 #
 # Builds redjit and bench/redjit_bench (CMake, Release, build-bench/) and bench/cub_bench.cu (nvcc,
 # in parallel), runs cub_bench, redjit_bench and peers.py (CuPy, PyTorch and torch.compile in one
@@ -16,6 +16,12 @@
 # nanargmax), redjit under every strategy against CuPy and PyTorch; $OUT/bench/RESULTS-types.md.
 # The types cases are not part of the full run (some 5 GiB of inputs, and by estimate up to a
 # minute, that its 560-s budget cannot spare): they run only by name, `types` or --cases types_....
+# `pairwise` (or BENCH_ONLY=pairwise) likewise: only the pairwise cases (pair_*: Gaussian kernel
+# sums and nearest neighbours over 2^14 and 2^16 points, the kernel sums over 3-D points, a
+# bilinear form, batched and plain matrix products), redjit under every strategy against PyTorch,
+# torch.compile and JAX; $OUT/bench/RESULTS-pairwise.md.  Never in the full run either (the three
+# programs took 86 s over them on the H200, eager PyTorch's temporaries 16 GiB each): by name only,
+# `pairwise` or --cases pair_....
 # The JSON lines, logs and copies of RESULTS.md and the image go to $OUT/bench (or build-bench/out).
 # --quick: small sizes and few runs, a smoke test (under two minutes with the build), not a
 # measurement.  BENCH_RESULTS (default bench/RESULTS.md) and BENCH_PNG (bench/bandwidth.png) name
@@ -35,19 +41,21 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
     --cases) cases=(--cases "$2"); shift ;;
-    compositions|sparse|types) only=$1 ;;
-    *) echo "usage: bench/run.sh [--quick] [--cases id,id,...] [compositions | sparse | types]" >&2; exit 2 ;;
+    compositions|sparse|types|pairwise) only=$1 ;;
+    *) echo "usage: bench/run.sh [--quick] [--cases id,id,...] [compositions | sparse | types | pairwise]" >&2; exit 2 ;;
   esac
   shift
 done
 case "$only" in
-  ''|compositions|sparse|types) ;;
-  *) echo "bench/run.sh: BENCH_ONLY may be 'compositions', 'sparse', 'types' or empty, not '$only'" >&2; exit 2 ;;
+  ''|compositions|sparse|types|pairwise) ;;
+  *) echo "bench/run.sh: BENCH_ONLY may be 'compositions', 'sparse', 'types', 'pairwise' or empty, not '$only'" >&2
+     exit 2 ;;
 esac
 comp_ids=comp_rowstats,comp_lse,comp_softmax,comp_cssq,comp_segstats,comp_3d
 spmv_ids=spmv_r32,spmv_rand,spmv_rand_i64,spmv_poisson,spmv_power,spmv_len13,gather_all
 types_ids=types_sum_u8,types_rowsum_u8,types_sum_i16,types_sum_c64,types_absmax_c64,types_dot_c64
 types_ids=$types_ids,types_nanargmax_f32,types_nansum_f32
+pair_ids=pair_gauss_14,pair_gauss_16,pair_nn_14,pair_nn_16,pair_gauss3d_14,pair_bilinear,pair_bmm,pair_matmul_4096
 
 build="build-bench"
 out=${OUT:-$PWD/$build/out}/bench
@@ -59,6 +67,7 @@ if [ -n "$only" ]; then   # never over the full run's table and image
       compositions) cases=(--cases "$comp_ids") ;;
       sparse) cases=(--cases "$spmv_ids") ;;
       types) cases=(--cases "$types_ids") ;;
+      pairwise) cases=(--cases "$pair_ids") ;;
     esac
   fi
 else
@@ -77,6 +86,7 @@ if [ $quick = 1 ]; then
   cube=(--cube 256,256,256)
   spmv=(--spmv-log2nnz 22 --spmv-grid 1024)     # some 2^22 nonzeros a matrix
   types=(--types-log2n 24 --types-image 2048,2048)   # 16 MiB an input, a 4 MiB u8 image
+  pairs=(--pair-log2n 12 --pair-bilinear 2048 --pair-bmm 8,256 --pair-matmul 1024)
   calls_c=10000; calls_py=5000
   t_cub=90; t_redjit=120; t_peers=200; t_jax=120; jit_budget=60
 else
@@ -86,6 +96,9 @@ else
   spmv=(--spmv-log2nnz 26 --spmv-grid 4096)     # 2^21 rows of 32, 2^24 Poisson rows, 2^25 rows of 1..3
   # 2^30 u8, 2^29 i16, 2^27 c64 (2^26 each for the dot product), 2^28 f32: 1 GiB an input; a u8 image
   types=(--types-log2n 30 --types-image 16384,16384)
+  # 2^16 and 2^14 points (eager PyTorch: 16 GiB temporaries), K of 16384^2 (1 GiB), 64 products
+  # of 512^3, one of 4096^3
+  pairs=(--pair-log2n 16 --pair-bilinear 16384 --pair-bmm 64,512 --pair-matmul 4096)
   calls_c=100000; calls_py=20000
   t_cub=150; t_redjit=330; t_peers=330; t_jax=150; jit_budget=120
 fi
@@ -99,7 +112,7 @@ if [ "$only" = sparse ]; then   # of the dense inputs the sparse cases read only
   # shellcheck disable=SC2054  # the commas are inside an option value
   cube=(--cube 64,64,64)
 fi
-if [ "$only" = types ]; then   # the types cases read none of the dense inputs
+if [ "$only" = types ] || [ "$only" = pairwise ]; then   # these cases read none of the dense inputs
   sizes+=(--log2n 20 --curve 20 --log2s 20 --rows 1024 --cols 1024 --short-rows 1024)
   # shellcheck disable=SC2054  # the commas are inside an option value
   cube=(--cube 64,64,64)
@@ -168,20 +181,22 @@ if [ -z "$only" ] && [ -x "$cub" ]; then
 fi
 if [ -x "$build/bench/redjit_bench" ]; then
   run_step redjit "$(limit $t_redjit)" "$build/bench/redjit_bench" "${sizes[@]}" "${cube[@]}" "${spmv[@]}" \
-    "${types[@]}" --calls $calls_c "${cases[@]}"
+    "${types[@]}" "${pairs[@]}" --calls $calls_c "${cases[@]}"
 fi
 # the Python peers: CuPy, PyTorch and torch.compile in one process, JAX in a second one (its CUDA
 # libraries apart from PyTorch's); a peer that does not import or compile is left out, with the
 # reason on stderr, which is shown here
 # (the sparse or the types cases alone: neither JIT compiler runs them, so no torch.compile and no
-# JAX process)
+# JAX process; the pairwise cases alone: CuPy does not run them, but builds their inputs)
 systems=cupy,torch,torch_compile
 [ "$only" = sparse ] || [ "$only" = types ] && systems=cupy,torch
+[ "$only" = pairwise ] && systems=torch,torch_compile
 run_step peers "$(limit $t_peers)" "$py" bench/peers.py "${sizes[@]}" "${cube[@]}" "${spmv[@]}" "${types[@]}" \
-  --calls $calls_py "${cases[@]}" --systems $systems --jit-budget-s $jit_budget
+  "${pairs[@]}" --calls $calls_py "${cases[@]}" --systems $systems --jit-budget-s $jit_budget
 if [ "$only" != sparse ] && [ "$only" != types ]; then
   XLA_PYTHON_CLIENT_PREALLOCATE=false run_step peers_jax "$(limit $t_jax)" "$py" bench/peers.py "${sizes[@]}" \
-    "${cube[@]}" "${spmv[@]}" "${types[@]}" --calls $calls_py "${cases[@]}" --systems jax --jit-budget-s $jit_budget
+    "${cube[@]}" "${spmv[@]}" "${types[@]}" "${pairs[@]}" --calls $calls_py "${cases[@]}" --systems jax \
+    --jit-budget-s $jit_budget
 fi
 grep -h -e "left out" -e "skipped" -e "from_dlpack failed" "$out/peers.err" "$out/peers_jax.err" 2>/dev/null |
   sed 's/^/  /'

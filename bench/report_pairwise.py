@@ -1,0 +1,197 @@
+"""report_pairwise.py -- the pairwise section of the benchmark's results that report.py takes from here
+(pair_*: Gaussian kernel sums and nearest neighbours over 1-D points, Gaussian kernel sums over 3-D points,
+a bilinear form, batched and plain matrix products), redjit under every strategy beside PyTorch,
+torch.compile and jax.jit; the JIT compilers' first calls go into report_comp.py's table with the
+compositions'.
+
+Every redjit strategy's result is checked against the reference peer (eager PyTorch, else NumPy, else a
+JIT peer): an array by its checksums and a scalar by its value, as the compositions are (|difference| /
+max(sum |out[k]|, sqrt(n), 1) <= 1e-4, n the terms evaluated); a nearest-neighbour result by the
+distances at its indices ("dist", "dist_check"), to 1e-6 of their sum: where two distances tie the
+indices may differ, the distances not, and a wrong index only adds to the sum.  A disagreement is a
+failure (the run exits 1), a peer's disagreement with the reference a note; a product's forced strategy
+too slow to time ("skipped") is neither.
+"""
+import math
+
+from report_comp import _fmt_us as fmt_us, _md as md, _shape as shape, group, label
+
+PAIR_TITLES = {
+    "pair_gauss_14": "Gaussian kernel sums", "pair_gauss_16": "Gaussian kernel sums",
+    "pair_nn_14": "nearest neighbour", "pair_nn_16": "nearest neighbour",
+    "pair_gauss3d_14": "Gaussian kernel sums, 3-D points", "pair_bilinear": "bilinear form x K y",
+    "pair_bmm": "batched matrix product", "pair_matmul_4096": "matrix product",
+}
+STRATEGIES = ["tree", "sequential", "persistent", "segmented"]
+PEERS = ["torch", "torch_compile", "jax"]
+REF = ["torch", "numpy", "torch_compile", "jax"]
+TOL = 1e-4
+NEAREST_TOL = 1e-6   # of the sum of distances: a tie moves it by an f32 rounding of one distance at most
+
+
+def is_pair(case):
+    return bool(case) and case.startswith("pair_")
+
+
+def _label(s):
+    return {"torch": "PyTorch", "numpy": "NumPy"}.get(s, label(s))
+
+
+def _n(n):
+    return f"2^{n.bit_length() - 1}" if n > 0 and n & (n - 1) == 0 else str(n)
+
+
+def _time(us):
+    t = fmt_us(us)
+    return t if t.endswith("ms") else t + " us"
+
+
+def _diff(n, r, p):
+    """Relative difference of record r's result from reference record p; inf where they do not match up
+    or one is not a number."""
+    if "dist" in r or "dist" in p:
+        if r.get("nout") != p.get("nout") or "dist" not in r or "dist" not in p:
+            return math.inf
+        scale = abs(p["dist"])
+        e = (max(abs(r["dist"] - p["dist"]), abs(r["dist_check"] - p["dist_check"]) / 7.5) / scale if scale > 0
+             else (0.0 if r["dist"] == p["dist"] else math.inf))
+    elif "check" in r or "check" in p:
+        if r.get("nout") != p.get("nout") or "check" not in r or "check" not in p:
+            return math.inf
+        mag = max(abs(p.get("mag", 0.0)), math.sqrt(n), 1.0)
+        e = max(abs(r["value"] - p["value"]) / mag, abs(r["check"] - p["check"]) / (7.5 * mag))
+    elif "value" in r and "value" in p:
+        e = abs(r["value"] - p["value"]) / max(abs(p["value"]), math.sqrt(n), 1.0)
+    else:
+        return math.inf
+    return e if math.isfinite(e) else math.inf     # a NaN result is a disagreement
+
+
+def _tol(r):
+    return NEAREST_TOL if "dist" in r else TOL
+
+
+def _show(r):
+    if "dist" in r:
+        return f"distances {r.get('dist')} / {r.get('dist_check')}"
+    return f"{r.get('value')}" + (f" / {r['check']}" if "check" in r else "")
+
+
+def _check(case, n, R, P, out):
+    ref = next((P[s] for s in REF if s in P and "value" in P[s]), None)
+    if ref is None:
+        return "no peer"
+    name = _label(ref["system"])
+    bad, worst, ties = [], 0.0, False
+    for s, r in R.items():
+        if "value" not in r:
+            continue
+        e, tol = _diff(n, r, ref), _tol(ref)
+        worst = max(worst, e)
+        if not e <= tol:
+            bad.append(f"{s} {e:.1e}")
+            out["failures"].append(f"{case} n={_n(n)} [{s}]: redjit {_show(r)} vs {name} {_show(ref)} (relative "
+                                   f"difference {e:.2e}, tolerance {tol:g})")
+        elif "dist" in r and (r["value"], r["check"]) != (ref["value"], ref["check"]):
+            ties = True
+    for s, p in P.items():
+        if p is not ref and "value" in p and not _diff(n, p, ref) <= _tol(ref):
+            out["notes"].append(f"peer {_label(s)} disagrees with {name} on {case}: {_show(p)} vs {_show(ref)} "
+                                f"(relative difference {_diff(n, p, ref):.2e}, tolerance {_tol(ref):g})")
+    if bad:
+        return "FAIL " + ", ".join(bad)
+    if not any("value" in r for r in R.values()):
+        return "-"
+    return (f"ok vs {name}" + (f" ({worst:.0e})" if worst > 0 else "") +
+            ("; other indices at tied distances" if ties else ""))
+
+
+def _us(r):
+    return r.get("us") if r and "error" not in r and "skipped" not in r else None
+
+
+def _cell(who, case, n, r, out):
+    """A time cell: the time, '-' where it did not run or was skipped (a note), 'err' (an error)."""
+    if r is None:
+        return "-"
+    if "skipped" in r:
+        out["notes"].append(f"{who} {case} n={_n(n)}: {r['skipped']}")
+        return "skipped"
+    if _us(r) is None:
+        out["errors"].append(f"{who} {case} n={_n(n)}: {r.get('error', 'no time')}")
+        return "err"
+    return fmt_us(r["us"])
+
+
+def _row(key, row, strategies, peers, slow, out):
+    case, n = key
+    R, P = row["redjit"], row["peers"]
+    auto = R.get("auto", {})
+    au = _us(auto)
+    line = [PAIR_TITLES.get(case, case), shape(auto or next(iter(P.values()), {}), n),
+            _cell("redjit", case, n, auto, out) if auto else "-"]
+    line += [_cell(f"redjit [{s}]", case, n, R.get(s), out) for s in strategies]
+    best, best_name = None, None
+    for p in peers:
+        line.append(_cell(_label(p), case, n, P.get(p), out))
+        if p != "numpy" and _us(P.get(p)) is not None and (best is None or P[p]["us"] < best):
+            best, best_name = P[p]["us"], p
+    ratio = best / au if best and au else None
+    if ratio is not None and ratio < 1.0:
+        slow.append(f"{PAIR_TITLES.get(case, case)} (`{case}`): {ratio:.2f}x, {_label(best_name)} "
+                    f"{_time(best)} against redjit's {_time(au)}")
+    return line + [_label(best_name) if best_name else "-", f"{ratio:.2f}x" if ratio else "-",
+                   _check(case, n, R, P, out)]
+
+
+def _forms(rows):
+    lines = []
+    for (case, n), row in rows.items():
+        auto = row["redjit"].get("auto", {})
+        parts = []
+        if auto.get("expr"):
+            passes = auto.get("passes")
+            parts.append(f"redjit `{auto['expr']}`" +
+                         (f" ({passes} pass{'es' if passes != 1 else ''})" if isinstance(passes, int) and passes > 0
+                          else ""))
+        for s, r in row["peers"].items():
+            if r.get("variant"):
+                parts.append(f"{_label(s)} `{r['variant']}`" + (f" {_time(r['us'])}" if _us(r) else ""))
+        if parts:
+            lines.append(f"- `{case}` ({row['dims']}): " + "; ".join(parts))
+    return lines
+
+
+def pair_section(recs, out):
+    """Markdown lines of the pairwise table (none without pairwise records); out holds the lists
+    failures, errors and notes that report.py prints."""
+    rows = group(recs)
+    if not rows:
+        return []
+    strategies = [s for s in STRATEGIES if any(s in row["redjit"] for row in rows.values())]
+    peers = [p for p in PEERS + ["numpy"] if any(p in row["peers"] for row in rows.values())]
+    for (case, n), row in rows.items():
+        r = row["redjit"].get("auto") or next(iter(row["peers"].values()), {})
+        row["dims"] = ", ".join(f"{i} {d}" for i, d in zip(r.get("indices", "").split(","), r.get("shape", [])))
+    slow = []
+    head = (["case", "shape", "redjit us"] + [f"{s} us" for s in strategies] + [f"{_label(p)} us" for p in peers] +
+            ["best peer", "redjit vs best", "check"])
+    body = [_row(key, row, strategies, peers, slow, out) for key, row in rows.items()]
+    lines = ["## Pairwise: kernel sums, nearest neighbours, products", "",
+             "Reductions over pairs, x[i] against y[j] (sums of a Gaussian kernel, the nearest neighbour), and "
+             "contractions (a bilinear form, batched and plain matrix products), each one redjit expression "
+             "(the automatic strategy, then each forced one; an array result left on the device) beside "
+             "PyTorch, torch.compile and jax.jit on the same data, normal f32 values. Shape: the extents of the "
+             "expression's indices, their product the terms evaluated (the forms below name them). Times: medians "
+             "of CUDA-event timings of one call, in us unless marked ms (jax.jit: wall clock from the call to "
+             "`block_until_ready`); the products' forced strategies over 3 runs, and `skipped` where one run "
+             "took over 2 s. The products in FP32: PyTorch with TF32 off (cuBLAS's FP32 GEMM), JAX with "
+             "precision HIGHEST (and without XLA's fusion autotuner, whose compiles took over 45 s here). redjit vs best: the best peer's time over redjit's automatic one (above 1: "
+             "redjit is faster). Check: every strategy's result against the reference peer (eager PyTorch): "
+             "arrays by their checksums, scalars by their value, to 1e-4 of max(sum |out|, sqrt(n)); nearest "
+             "neighbours by the sum of the distances at their indices, to 1e-6 (indices may differ where "
+             "distances tie).", "", md(head, body), ""]
+    if slow:
+        lines += ["Below 1.0x (a peer faster than redjit):", ""] + [f"- {s}" for s in slow] + [""]
+    lines += ["Forms (each peer's time):", ""] + _forms(rows) + [""]
+    return lines
