@@ -58,10 +58,14 @@ static const form forms[] = {
     {"r = max(abs(A[i,j])) over j; N[i,k] = A[i,k] / r", 2, EPI " 0"},
     {"sum(A[i,j]) over j / count(A[i,j] > 0) over j", 2, EPI " 0"},
     {"P[i,j] = A[i,j] + sum(A[i+1,k]) over k", 2, EPI " 0"},
-    /* and not: other rows' results, an index of another array's extent, full reductions */
+    /* after a full reduction, a map of one element (the first of the two maps here) */
+    {"mean(x), sum((x - mean(x)) * (x - mean(x)))", 3, "pass 1: map, " EPI " 0"},
+    {"mean(x)", 2, "pass 1: map, " EPI " 0"},
+    /* and not: other rows' results, an index of another array's extent, a full
+     * reduction's map over its whole domain */
     {"sum(A[i,j]) over j + sum(A[k,j]) over j", 2, NULL, EPI},
     {"r = sum(A[i,j]) over j; P[i,k] = B[i,k] / r", 2, NULL, EPI},
-    {"mean(x), sum((x - mean(x)) * (x - mean(x)))", 3, NULL, EPI},
+    {"D[i] = x[i] - mean(x)", 2, NULL, EPI},
     {"P[i,j] = A[i,j] / sum(A[i,k]) over k in 0..3", 2, NULL, EPI},
 };
 

@@ -381,6 +381,10 @@ static void test_epilogue_launches(red_ctx *ctx)
         {lse, RED_STRATEGY_SEQUENTIAL, sq, rm, "rj_seg1 "},
         {lse, RED_STRATEGY_TREE, s8, r8, "rj_seg1 "},
         {lse, RED_STRATEGY_PERSISTENT, s8, r8, "rj_seg1 "},
+        /* a full reduction's map of one element: inside the launch that writes the result */
+        {"mean(A)", RED_STRATEGY_AUTO, sq, rm, "rj_persistv "},
+        {"mean(A)", RED_STRATEGY_TREE, sq, rm, "rj_block rj_final "},
+        {"sqrt(sum(A*A)) / max(abs(A))", RED_STRATEGY_SEQUENTIAL, sq, rm, "rj_seq rj_final "},
         /* the map reads other rows' results: a launch of its own */
         {"sum(A[i,j]) over j + sum(A[k,j]) over j", RED_STRATEGY_AUTO, sq, rm, "rj_segnv rj_map "},
     };

@@ -433,13 +433,15 @@ static int renamable(const plan *p, const plan_pass *a, int from, int to)
 /* Map pass qi over the domain of reduction pass pi (its free indices, then
  * none or all of its reduced ones, as equal extents), reading pi's results at
  * pi's free indices only: renamed to pi's indices, moved right after pi and
- * marked its epilogue (plan_pass.epilogue), where it qualifies. */
+ * marked its epilogue (plan_pass.epilogue), where it qualifies.  After a full
+ * reduction only a map of one element qualifies (mean(x)'s division): a map
+ * over the whole domain would wait for all of it in one block. */
 static int attach(ck *c, int pi, int qi)
 {
     plan *p = c->p;
     plan_pass *a = &p->passes[pi], *b = &p->passes[qi];
-    if (!a->nreds || a->key || !a->nfree || !a->nred || (pi + 1 < p->npasses && p->passes[pi + 1].epilogue))
-        return 0;
+    if (!a->nreds || a->key || !a->nred || (pi + 1 < p->npasses && p->passes[pi + 1].epilogue)) return 0;
+    if (!a->nfree && b->nfree) return 0;
     for (int k = 0; k < a->nred; k++)
         if (p->vars[a->red[k]].lo) return 0;   /* per-output ranges: not one box a row */
     int r = b->nfree - a->nfree;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gpu_internal.h"
+#include "tuning.h"
 
 /* A pass in progress. */
 typedef struct gpu_pass {
@@ -184,6 +185,10 @@ static int pass_temps(gpu_exec *x, gpu_pass *q)
      * the device of a stream, and its read takes the key statistics
      * (64 + 24 bytes) */
     int last = q->pi == p->npasses - 1;
+    /* or the pass before a last map of one element that runs inside it
+     * (a full reduction's epilogue, gpu_run_full) */
+    if (q->pi + 1 == p->npasses - 1 && ps->nreds && ps->nfree == 0 && q->e->k.epi == 1 && gpu_tuning_get()->epi)
+        last = 1;
     q->key_defer = ps->key && ps->nreds && q->sorted && !q->offs && !x->retry && x->ends_synced && last;
     if (q->key_defer && x->ws_used < RJ_WS_KSTATS + RJ_WS_KSTATS_BYTES) x->ws_used = RJ_WS_KSTATS + RJ_WS_KSTATS_BYTES;
     x->r.pub_words = 0;
@@ -283,9 +288,9 @@ static int pass_dispatch(gpu_exec *x, gpu_pass *q, int *again)
         return q->nout > 0 ? gpu_launch(&x->r, e, GPU_E_MAP, grid) : 0;
     }
     if (ps->key) return pass_keyed(x, q, again);
-    if (ps->nfree == 0) return gpu_run_full(&x->r, e, q->N1, x->strategy, e->k.ordered);
     long long total = q->ranged ? -1 : q->nout * q->L1;
-    int rc = gpu_run_segments(&x->r, e, q->nout, total, x->strategy);
+    int rc = ps->nfree == 0 ? gpu_run_full(&x->r, e, q->N1, x->strategy, e->k.ordered)
+                            : gpu_run_segments(&x->r, e, q->nout, total, x->strategy);
     if (!rc && x->r.epi_done) x->epi_pass = q->pi + 1;
     return rc;
 }

@@ -6,12 +6,18 @@
 #include "gpu_internal.h"
 #include "tuning.h"
 
+static int epilogue_on(run_ctx *r, pass_entry *e, int k);
+
+/* A full reduction; a map of its result (plan_pass.epilogue) runs in the
+ * launch that writes the result (rj_final, or the persistent grid's last
+ * block), r->epi_done then set. */
 int gpu_run_full(run_ctx *r, pass_entry *e, long long n, int strategy, int ordered)
 {
     gpu_dev *g = r->g;
     long long *P = r->params;
     size_t asz = (size_t)e->k.acc_size;
     P[RJ_NOUT] = 1;
+    r->epi_done = 0;
     /* segmented: the one segment in block-sized pieces combined in order, as
      * tree does (one block for all of it was 151x the best on 2^26 gathered
      * elements, bench/RESULTS-sparse.md) */
@@ -53,14 +59,19 @@ int gpu_run_full(run_ctx *r, pass_entry *e, long long n, int strategy, int order
         long long step = BLOCK * (long long)(batches ? e->k.vec * e->k.vec_unroll : 1);
         long long per = cdiv(cdiv(n, grid), step) * step;
         P[RJ_PER] = per > 0 ? per : step;
-        if (strategy == RED_STRATEGY_PERSISTENT || strategy == RED_STRATEGY_AUTO) gpu_publish_arm(r);
+        if (strategy == RED_STRATEGY_PERSISTENT || strategy == RED_STRATEGY_AUTO) {
+            gpu_publish_arm(r);
+            P[RJ_EPION] = r->epi_done = epilogue_on(r, e, persist);
+        }
         rc = gpu_launch(r, e, strategy == RED_STRATEGY_TREE ? GPU_E_BLOCK : persist, grid);
     }
     if (!rc && strategy != RED_STRATEGY_PERSISTENT && strategy != RED_STRATEGY_AUTO) {
         P[RJ_NBLK] = grid;
         gpu_publish_arm(r);
+        P[RJ_EPION] = r->epi_done = epilogue_on(r, e, GPU_E_FINAL);
         rc = gpu_launch(r, e, GPU_E_FINAL, 1);
     }
+    P[RJ_EPION] = 0;
     gpu_publish_disarm(r, rc);
     (void)ordered;
     return rc;

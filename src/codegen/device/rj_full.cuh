@@ -37,6 +37,9 @@ __device__ __forceinline__ void rj_full_final(const Params &P)
 {
     Acc a = rj_combine_partials((const Acc *)P.v[RJ_PARTIALS], P.v[RJ_NBLK]);
     if (threadIdx.x == 0) acc_write(P, 0, a);
+#if RJ_EPI == 1
+    if (threadIdx.x == 0) rj_epilogue(P, 0, 1, NULL, NULL, 1, 0, 1);   // the map of the result (mean's division)
+#endif
     rj_publish(P);
 }
 
@@ -78,6 +81,9 @@ __device__ __forceinline__ void rj_persist_finish(const Params &P, const Acc &a)
     }
     // one copy of the result's write and of rj_publish for both grid sizes
     if (threadIdx.x == 0) acc_write(P, 0, t);
+#if RJ_EPI == 1
+    if (threadIdx.x == 0) rj_epilogue(P, 0, 1, NULL, NULL, 1, 0, 1);   // the map of the result (mean's division)
+#endif
     rj_publish(P);
 }
 
