@@ -274,9 +274,11 @@ int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total,
         if (e->k.merge && tu->merge && strategy == RED_STRATEGY_SEGMENTED) return run_merge(r, e, nout);
         if (total < 0 && (rc = ranged_total(r, e, nout, &total))) return rc;
         /* contractions: the two sides staged, a register tile of outputs a
-         * thread, where there are some 32 rows and columns at least */
+         * thread, where there are some 32 rows and columns at least, however
+         * few the reduced elements (3-D distances, k of 3: 1837 us against
+         * 3538 for a thread an output, bench/TUNING.md) */
         if (e->k.tile2 && strategy == RED_STRATEGY_AUTO && tu->tile_min > 0 && P[e->k.t2_ni] >= 32 &&
-            P[e->k.t2_nj] >= 32 && (double)total >= 16.0 * (double)nout) {
+            P[e->k.t2_nj] >= 32 && (double)total >= tu->tile2_kmin * (double)nout) {
             long long tiles = nout / P[e->k.t2_ni] / P[e->k.t2_nj] * cdiv(P[e->k.t2_ni], 16LL * e->k.tile2) *
                               cdiv(P[e->k.t2_nj], 16LL * e->k.tile2);
             /* no epilogue: a map after it is a launch of its own */

@@ -37,6 +37,8 @@ static void tuning_load(void)
     t->merge_min = env_row_min("REDJIT_MERGE_MIN", 8);
     v = getenv("REDJIT_TILE_MIN");
     t->tile_min = v ? atof(v) : 256;
+    v = getenv("REDJIT_TILE2_KMIN");
+    t->tile2_kmin = v ? atof(v) : 1;
     v = getenv("REDJIT_MERGE");
     t->merge = !v || atoi(v) != 0;
     v = getenv("REDJIT_EPI");

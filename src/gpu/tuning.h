@@ -26,6 +26,8 @@ typedef struct gpu_tuning {
     /* REDJIT_TILE_MIN: the average number of reduced elements an output from which auto
      * takes rj_tile for a pass with staged parts (cg_kernel.tile); 0 or less: never */
     double tile_min;
+    /* REDJIT_TILE2_KMIN: the fewest reduced elements an output for rj_tile2 (default 1) */
+    double tile2_kmin;
     /* REDJIT_EPI=0: a map over a reduction's results runs as a pass of its own, never
      * inside the reduction's kernel (rj_epilogue), for comparing the two. */
     int epi;
