@@ -226,18 +226,25 @@ static void t2_stage(gen *g, const char *side, const ir *const *roots, int n, in
     cg_begin_function(g);
     t2_free_vars(g, pi, pj);
     cg_emit_red_vars(g, "t");
-    for (int i = 0; i < n; i++) {
-        char dst[48];
-        snprintf(dst, sizeof dst, "&S.%s%d[kk][q]", side, roots[i]->id);
-        if (cg_load_is_plain(g, roots[i])) {
-            cg_emit_load_async(g, roots[i], dst);
-            continue;
+    /* the computed parts first: a plain load that one of them reads as well
+     * (A[i,k] beside exp(A[i,k])) is then a value already, stored as such */
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < n; i++) {
+            const ir *x = roots[i];
+            int plain = cg_load_is_plain(g, x);
+            if (plain != pass) continue;
+            if (plain && !g->done[x->id]) {
+                char dst[48];
+                snprintf(dst, sizeof dst, "&S.%s%d[kk][q]", side, x->id);
+                cg_emit_load_async(g, x, dst);
+                g->done[x->id] = 1;   /* (no later part reads it: none is left) */
+                continue;
+            }
+            cg_emit(g, x);
+            util_buf_printf(o, "    S.%s%d[kk][q] = ", side, x->id);
+            cg_ref(g, x);
+            util_buf_puts(o, ";\n");
         }
-        cg_emit(g, roots[i]);
-        util_buf_printf(o, "    %s = ", dst + 1);
-        cg_ref(g, roots[i]);
-        util_buf_puts(o, ";\n");
-    }
     util_buf_puts(o, "}\n");
 }
 
@@ -346,9 +353,12 @@ void cg_emit_tile2(gen *g, util_arena *a)
 
     /* slice position kk for the thread's outputs: its rows' A parts and its
      * columns' B parts into registers, then every pair */
+    /* rows and columns past the extents (their outputs are not written)
+     * evaluate the element at the last row or column: what is not staged,
+     * w[i] or a temporary r[i], is then read in range */
     util_buf_puts(o, "__device__ __forceinline__ void t2_step(Acc (&acc)[RJ_T2M][RJ_T2N], rj_flt &F, const Params &P, "
-                     "const Stile2 &S, int kk, int ty, int tx, long long bt, long long i0, long long j0, "
-                     "const long long *lo, const long long *sz, long long t)\n{\n");
+                     "const Stile2 &S, int kk, int ty, int tx, long long bt, long long i0, long long j0, long long ni, "
+                     "long long nj, const long long *lo, const long long *sz, long long t)\n{\n");
     for (int i = 0; i < r.na; i++)
         util_buf_printf(o, "    %s a%d[RJ_T2M];\n#pragma unroll\n    for (int u = 0; u < RJ_T2M; u++) a%d[u] = "
                            "S.a%d[kk][RJ_T2POS(ty, u)];\n",
@@ -359,7 +369,8 @@ void cg_emit_tile2(gen *g, util_arena *a)
                         cg_tname[r.b[i]->type], r.b[i]->id, r.b[i]->id, r.b[i]->id);
     util_buf_puts(o, "#pragma unroll\n    for (int u = 0; u < RJ_T2M; u++)\n#pragma unroll\n"
                      "        for (int w = 0; w < RJ_T2N; w++)\n"
-                     "            t2_elem(acc[u][w], F, P, bt, i0 + RJ_T2POS(ty, u), j0 + RJ_T2POS(tx, w), lo, sz, t");
+                     "            t2_elem(acc[u][w], F, P, bt, rj_min_ll(i0 + RJ_T2POS(ty, u), ni - 1), "
+                     "rj_min_ll(j0 + RJ_T2POS(tx, w), nj - 1), lo, sz, t");
     for (int i = 0; i < r.na; i++) util_buf_printf(o, ", a%d[u]", r.a[i]->id);
     for (int i = 0; i < r.nb; i++) util_buf_printf(o, ", b%d[w]", r.b[i]->id);
     util_buf_puts(o, ");\n}\n");

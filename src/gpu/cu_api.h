@@ -26,6 +26,7 @@ typedef unsigned long long CUdeviceptr;
 #define CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
 #define CU_MEMORYTYPE_DEVICE 2
 #define CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN 97
+#define CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES 1
 #define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
 #define CUDA_ERROR_OUT_OF_MEMORY 2
 #define CUDA_ERROR_INVALID_IMAGE 200
@@ -71,6 +72,7 @@ typedef struct cu_api {
     CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
     CUresult (*EventDestroy)(CUevent);
     CUresult (*FuncSetAttribute)(CUfunction, int, int);
+    CUresult (*FuncGetAttribute)(int *, int, CUfunction);
 } cu_api;
 
 static inline void *cu_api_sym(void *h, const char *a, const char *b)
@@ -124,6 +126,7 @@ static inline int cu_api_load(cu_api *c)
     CUS(EventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime");
     CUS(EventDestroy, "cuEventDestroy_v2", "cuEventDestroy");
     CUS(FuncSetAttribute, "cuFuncSetAttribute", NULL);
+    CUS(FuncGetAttribute, "cuFuncGetAttribute", NULL);
 #undef CUS
     void **fp = (void **)c;
     for (size_t i = 0; i < sizeof *c / sizeof(void *); i++)

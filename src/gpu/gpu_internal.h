@@ -30,7 +30,7 @@ typedef struct pass_entry {        /* generated and loaded kernels of one plan p
         int entry;                 /* enum gpu_entry */
         CUfunction f;
         int occupancy;             /* blocks per SM, 0 until asked */
-        int smem;                  /* dynamic shared memory allowed (bytes, raised as asked; 48 KiB free) */
+        int smem;                  /* dynamic shared memory allowed (bytes; 0: 48 KiB, not raised yet) */
     } fn[24];
     int nfn;
     int pi;

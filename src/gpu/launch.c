@@ -72,11 +72,20 @@ int gpu_launch_smem(run_ctx *r, pass_entry *e, int entry, long long grid, int sm
     CUfunction f = e->fn[k].f;
     if (grid < 1) grid = 1;
     if (grid > 0x7fffffff) grid = 0x7fffffff;
-    if (smem > 48 * 1024 && smem > e->fn[k].smem) {
-        /* above 48 KiB a kernel must ask for it first */
-        CU(g->cu.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem), "cuFuncSetAttribute");
-        e->fn[k].smem = smem;
+    if (smem > 48 * 1024 && !e->fn[k].smem) {
+        /* above 48 KiB a kernel must ask for it first: once, for all that the
+         * device allows beside the kernel's static shared memory, so that
+         * passes sharing the function (one module for equal sources) all
+         * set the same value and none lowers it under another */
+        int st = 0;
+        CU(g->cu.FuncGetAttribute(&st, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f), "cuFuncGetAttribute");
+        int most = g->smem_optin - st;
+        CU(g->cu.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, most), "cuFuncSetAttribute");
+        e->fn[k].smem = most;
     }
+    if (smem > 48 * 1024 && smem > e->fn[k].smem)
+        return util_diag_set(diag, RED_ERR_INTERNAL, "%s: %d bytes of shared memory, %d allowed", gpu_entry_name[entry],
+                             smem, e->fn[k].smem);
     void *args[] = {r->params};
     CU(gpu_fault_now(GPU_FAULT_LAUNCH)
            ? CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES

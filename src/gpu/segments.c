@@ -173,6 +173,27 @@ static int run_tile(run_ctx *r, pass_entry *e, long long nout, long long total)
     return rc;
 }
 
+/* Contractions (cg_kernel.tile2): the two sides staged (cp.async: sm_80 on), a register tile
+ * of outputs a thread, where there are some 32 rows and columns at least, however few the
+ * reduced elements (3-D distances, k of 3: 1837 us against 3538 for a thread an output,
+ * bench/TUNING.md). */
+static int tile2_fits(const run_ctx *r, const pass_entry *e, long long nout, long long total)
+{
+    const gpu_tuning *tu = gpu_tuning_get();
+    const long long *P = r->params;
+    return e->k.tile2 && r->g->sm_major >= 8 && tu->tile_min > 0 && P[e->k.t2_ni] >= 32 && P[e->k.t2_nj] >= 32 &&
+           (double)total >= tu->tile2_kmin * (double)nout;
+}
+
+/* rj_tile2 over every tile of every batch; no epilogue: a map after it is a launch of its own */
+static int run_tile2(run_ctx *r, pass_entry *e, long long nout)
+{
+    const long long *P = r->params;
+    long long ni = P[e->k.t2_ni], nj = P[e->k.t2_nj], side = 16LL * e->k.tile2;
+    long long tiles = nout / ni / nj * cdiv(ni, side) * cdiv(nj, side), cap = (long long)r->g->nsm * 64;
+    return gpu_launch(r, e, GPU_E_TILE2, tiles < cap ? tiles : cap);
+}
+
 /* CSR rows along the merge path (cg_kernel.merge): rj_segm on a grid of resident blocks,
  * each an equal share of rows and elements, leaving each block's first and last rows' parts
  * (two records a block), then rj_segmf, which ends the rows that cross blocks, or runs every
@@ -273,17 +294,7 @@ int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total,
          * reduction of the rows' elements as one sequence) */
         if (e->k.merge && tu->merge && strategy == RED_STRATEGY_SEGMENTED) return run_merge(r, e, nout);
         if (total < 0 && (rc = ranged_total(r, e, nout, &total))) return rc;
-        /* contractions: the two sides staged, a register tile of outputs a
-         * thread, where there are some 32 rows and columns at least, however
-         * few the reduced elements (3-D distances, k of 3: 1837 us against
-         * 3538 for a thread an output, bench/TUNING.md) */
-        if (e->k.tile2 && strategy == RED_STRATEGY_AUTO && tu->tile_min > 0 && P[e->k.t2_ni] >= 32 &&
-            P[e->k.t2_nj] >= 32 && (double)total >= tu->tile2_kmin * (double)nout) {
-            long long tiles = nout / P[e->k.t2_ni] / P[e->k.t2_nj] * cdiv(P[e->k.t2_ni], 16LL * e->k.tile2) *
-                              cdiv(P[e->k.t2_nj], 16LL * e->k.tile2);
-            /* no epilogue: a map after it is a launch of its own */
-            return gpu_launch(r, e, GPU_E_TILE2, tiles < (long long)g->nsm * 64 ? tiles : (long long)g->nsm * 64);
-        }
+        if (strategy == RED_STRATEGY_AUTO && tile2_fits(r, e, nout, total)) return run_tile2(r, e, nout);
         /* pairwise: parts of the operand read along the reduced indices alone,
          * staged once a tile for a block's outputs */
         if (e->k.tile && strategy == RED_STRATEGY_AUTO && tu->tile_min > 0 && (double)total >= tu->tile_min * (double)nout)
@@ -347,7 +358,9 @@ int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total,
                  * reading it back found it in neither L1 nor L2: softmax
                  * of 16384^2 moved 3 GiB) */
                 long long staged = total / nout / e->k.vec * 16LL * e->k.nvec;
-                if (e->k.epi_staged && staged <= tu->segbs_max && staged <= g->smem_optin &&
+                /* cp.async: sm_80 on; the block's static shared memory (its
+                 * tree's partials) within 4 KiB beside the row */
+                if (e->k.epi_staged && g->sm_major >= 8 && staged <= tu->segbs_max && staged + 4096 <= g->smem_optin &&
                     epilogue_on(r, e, GPU_E_SEGBV) == 2) {
                     P[RJ_EPION] = r->epi_done = 2;
                     rc = gpu_launch_smem(r, e, GPU_E_SEGBS, nout < (long long)g->nsm * 64 ? nout : (long long)g->nsm * 64,

@@ -51,7 +51,7 @@ enum {
     X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoD) X(cuMemsetD8Async)                   \
     X(cuStreamCreate) X(cuStreamSynchronize) X(cuStreamQuery) X(cuMemHostAlloc) X(cuMemFreeHost)   \
     X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)                  \
-    X(cuEventDestroy) X(cuMemHostRegister) X(cuMemHostUnregister) X(cuFuncSetAttribute)
+    X(cuEventDestroy) X(cuMemHostRegister) X(cuMemHostUnregister) X(cuFuncSetAttribute) X(cuFuncGetAttribute)
 #define AS_ENUM(f) C_##f,
 #define AS_NAME(f) #f,
 enum { FAKE_CALLS(AS_ENUM) NCALLS };
@@ -452,6 +452,20 @@ EXPORT CUresult cuFuncSetAttribute(void *f, int attr, int value)
     if (k == 0 || k > (uintptr_t)nfns) rc = ERR_INVALID_HANDLE;
     else if (attr != 8 || value < 0 || value > 227 * 1024) rc = ERR_INVALID_VALUE;
     else fns[k - 1].max_dyn_smem = value;
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+/* A kernel's static shared memory: 1 KiB for every function (attribute 1 only). */
+EXPORT CUresult cuFuncGetAttribute(int *v, int attr, void *f)
+{
+    count(C_cuFuncGetAttribute);
+    pthread_mutex_lock(&lock);
+    uintptr_t k = (uintptr_t)f;
+    CUresult rc = OK;
+    if (!v || k == 0 || k > (uintptr_t)nfns) rc = ERR_INVALID_HANDLE;
+    else if (attr != 1) rc = ERR_INVALID_VALUE;
+    else *v = 1024;
     pthread_mutex_unlock(&lock);
     return rc;
 }

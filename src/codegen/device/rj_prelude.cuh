@@ -287,26 +287,45 @@ RJ_LDG_V(unsigned long long, 2, ulonglong2)
 // 16 bytes from global memory into shared memory without passing through
 // registers (cp.async, sm_80 and later; .cg: cached in L2 only), and the wait
 // for all of this thread's copies, after which this thread sees them (others:
-// after a __syncthreads).  rj_segbs stages a whole row this way.
+// after a __syncthreads).  rj_segbs stages a whole row this way.  Below sm_80
+// (the runtime does not choose those kernels there) a plain copy.
 template <class T, int V> __device__ __forceinline__ void rj_cp_async16(rj_vec<T, V> *s, const rj_vec<T, V> *g)
 {
+#if __CUDA_ARCH__ >= 800
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"((unsigned)__cvta_generic_to_shared(s)),
                  "l"(__cvta_generic_to_global(g))
                  : "memory");
+#else
+    *s = *g;
+#endif
 }
-__device__ __forceinline__ void rj_cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+__device__ __forceinline__ void rj_cp_async_wait_all()
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
 // One element of 4 or 8 bytes the same way (.ca: also in L1), for rj_tile2.
 template <class T> __device__ __forceinline__ void rj_cp_async4(T *s, const T *g)
 {
     static_assert(sizeof(T) == 4, "4 bytes");
+#if __CUDA_ARCH__ >= 800
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"((unsigned)__cvta_generic_to_shared(s)),
                  "l"(__cvta_generic_to_global(g))
                  : "memory");
+#else
+    *s = *g;
+#endif
 }
 template <class T> __device__ __forceinline__ void rj_cp_async8(T *s, const T *g)
 {
     static_assert(sizeof(T) == 8, "8 bytes");
+#if __CUDA_ARCH__ >= 800
     asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"((unsigned)__cvta_generic_to_shared(s)),
                  "l"(__cvta_generic_to_global(g))
                  : "memory");
+#else
+    *s = *g;
+#endif
 }
+__device__ __forceinline__ long long rj_min_ll(long long a, long long b) { return a < b ? a : b; }

@@ -433,9 +433,10 @@ __device__ __forceinline__ void rj_tile2_run(const Params &P)
                 rj_t2_stage(S[buf ^ 1], F, P, bt, i0, j0, ni, nj, lo, sz, k1, cnt - k1 < RJ_T2K ? (int)(cnt - k1) : RJ_T2K);
             if (kn == RJ_T2K) {
 #pragma unroll 4
-                for (int kk = 0; kk < RJ_T2K; kk++) t2_step(acc, F, P, S[buf], kk, ty, tx, bt, i0, j0, lo, sz, k0 + kk);
+                for (int kk = 0; kk < RJ_T2K; kk++)
+                    t2_step(acc, F, P, S[buf], kk, ty, tx, bt, i0, j0, ni, nj, lo, sz, k0 + kk);
             } else {
-                for (int kk = 0; kk < kn; kk++) t2_step(acc, F, P, S[buf], kk, ty, tx, bt, i0, j0, lo, sz, k0 + kk);
+                for (int kk = 0; kk < kn; kk++) t2_step(acc, F, P, S[buf], kk, ty, tx, bt, i0, j0, ni, nj, lo, sz, k0 + kk);
             }
             if (RJ_T2BUF == 1 && k1 < cnt) {
                 __syncthreads();   // S is read
