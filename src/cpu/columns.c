@@ -174,6 +174,7 @@ typedef struct col_cut {
     int64_t tw, gsz;                /* tile width; tiles a group            */
     int64_t tiles_per_row, groups_per_row, ntasks;
     uint64_t *part;                 /* chunks' partial folds, or NULL       */
+    const struct col_prod *prod;    /* a product of two loads (col_product) */
 } col_cut;
 
 static void col_plan(const pass_ctx *pc, int one_chunk, col_cut *cc)
@@ -228,6 +229,134 @@ static void col_store(const pass_ctx *pc, const col_cut *cc, const uint64_t *acc
     }
 }
 
+/* ---- products of two loads: a register tile along the columns ----------------------------- */
+
+/* A column pass whose one reduction is a sum of x * y, x and y loads of
+ * floats of the compute type, x the same for every column of a row (A[i,k]
+ * in a matrix product), y stepping along them (B[k,j]): col_product runs its
+ * tasks without the VM, eight columns' accumulators in registers over the
+ * task's reduced positions, in the same order and with the same roundings
+ * (the product in the compute type, the sum in f64), so the same bits. */
+typedef struct col_prod {
+    const vm_instr *x, *y;          /* the loads: x constant along the columns */
+    int ct;                         /* CT_F32 or CT_F64                       */
+} col_prod;
+
+static int col_product_form(const pass_ctx *pc, col_prod *pp)
+{
+    const vm_prog *pr = pc->prog;
+    if (pc->nreds != 1 || pc->reds[0].rop != ROP_SUM || pc->reds[0].ncomp != 1) return 0;
+    int ct = pc->reds[0].acc[0], fv = pc->dom.fvar[pc->dom.nf - 1];
+    if (ct != CT_F32 && ct != CT_F64) return 0;
+    const vm_instr *ld[2] = {NULL, NULL}, *mul = NULL;
+    int nl = 0;
+    for (int i = 0; i < pr->ninstr; i++) {
+        const vm_instr *in = &pr->instr[i];
+        if (in->invariant) continue;
+        if (in->kind == VI_LOAD && nl < 2) ld[nl++] = in;
+        else if (in->kind == VI_OP && !mul) mul = in;
+        else return 0;
+    }
+    if (nl != 2 || !mul || mul->op != OP_MUL || mul->type != ct || mul->dst != pr->out[pc->root_of[0]]) return 0;
+    if (!((mul->a == ld[0]->dst && mul->b == ld[1]->dst) || (mul->a == ld[1]->dst && mul->b == ld[0]->dst))) return 0;
+    for (int l = 0; l < 2; l++) {
+        const vm_instr *in = ld[l];
+        if (!in->affine || in->slot < 0 || in->type != ct) return 0;
+        if (plan_ct_of_dtype(pc->bufs[in->slot].dtype) != ct) return 0;   /* no conversion on the load */
+    }
+    /* x: no term in the column index */
+    int ycol[2] = {0, 0};
+    for (int l = 0; l < 2; l++)
+        for (int d = 0; d < ld[l]->nsub; d++)
+            for (int t = 0; t < ld[l]->aff[d].nterm; t++) ycol[l] |= ld[l]->aff[d].var[t] == fv;
+    if (ycol[0] == ycol[1]) return 0;
+    pp->x = ycol[0] ? ld[1] : ld[0];
+    pp->y = ycol[0] ? ld[0] : ld[1];
+    pp->ct = ct;
+    return 1;
+}
+
+/* A load's element offset at the state's variables, with the column index at
+ * c and the reduced one at t; its steps along both; 0 where a subscript
+ * leaves the array anywhere in [c0, c1) x [t0, t1) (the VM then runs the task
+ * and reports it). */
+static int prod_load(const pass_ctx *pc, const tstate *ts, const vm_instr *in, int64_t c0, int64_t c1, int64_t t0,
+                     int64_t t1, int64_t *off, int64_t *sc, int64_t *st)
+{
+    const core_buf *b = &pc->bufs[in->slot];
+    int fv = pc->dom.fvar[pc->dom.nf - 1], rv = pc->dom.rvar[0];
+    int64_t fb = pc->dom.flo[pc->dom.nf - 1], rb = pc->dom.rlo[0];
+    *off = *sc = *st = 0;
+    for (int d = 0; d < in->nsub; d++) {
+        const vm_affine *af = &in->aff[d];
+        int64_t v = af->c0, kc = 0, kr = 0;
+        for (int t = 0; t < af->nterm; t++) {
+            int64_t x;
+            if (af->var[t] == fv) kc += af->coef[t], x = fb + c0;
+            else if (af->var[t] == rv) kr += af->coef[t], x = rb + t0;
+            else x = ts->st.vars[af->var[t]].base;
+            int64_t m;
+            if (!mul_ok(af->coef[t], x, &m) || __builtin_add_overflow(v, m, &v)) return 0;
+        }
+        /* the corners: affine, so the extremes are there */
+        int64_t lo = v, hi = v, ec, er;
+        if (!mul_ok(kc, c1 - 1 - c0, &ec) || !mul_ok(kr, t1 - 1 - t0, &er)) return 0;
+        if (ec < 0) lo += ec; else hi += ec;
+        if (er < 0) lo += er; else hi += er;
+        if (lo < 0 || hi >= b->shape[d]) return 0;
+        *off += v * b->strides[d];
+        *sc += kc * b->strides[d];
+        *st += kr * b->strides[d];
+    }
+    return 1;
+}
+
+#define PROD_LOOP(T)                                                                       \
+    do {                                                                                   \
+        const T *X = (const T *)pc->bufs[pp->x->slot].data + xo;                           \
+        const T *Y = (const T *)pc->bufs[pp->y->slot].data + yo;                           \
+        for (int64_t j = 0; j < n; j += 8) {                                               \
+            int w = n - j < 8 ? (int)(n - j) : 8;                                          \
+            double s[8];                                                                   \
+            for (int u = 0; u < w; u++) s[u] = acc[j + u];                                 \
+            const T *xp = X, *yp = Y + j * ysc;                                            \
+            if (w == 8 && ysc == 1) {                                                      \
+                for (int64_t t = t0; t < t1; t++, xp += xst, yp += yst) {                  \
+                    T xv = *xp;                                                            \
+                    for (int u = 0; u < 8; u++) {                                          \
+                        T pr = xv * yp[u];                                                 \
+                        s[u] = s[u] + (double)pr;                                          \
+                    }                                                                      \
+                }                                                                          \
+            } else {                                                                       \
+                for (int64_t t = t0; t < t1; t++, xp += xst, yp += yst) {                  \
+                    T xv = *xp;                                                            \
+                    for (int u = 0; u < w; u++) {                                          \
+                        T pr = xv * yp[u * ysc];                                           \
+                        s[u] = s[u] + (double)pr;                                          \
+                    }                                                                      \
+                }                                                                          \
+            }                                                                              \
+            for (int u = 0; u < w; u++) acc[j + u] = s[u];                                 \
+        }                                                                                  \
+    } while (0)
+
+/* Task columns [c0, c1) over positions [t0, t1) into acc (f64, from the
+ * identity); 0 where a load's bounds need the VM. */
+static int col_product(const pass_ctx *pc, const col_prod *pp, const tstate *ts, double *acc, int64_t c0, int64_t c1,
+                       int64_t t0, int64_t t1)
+{
+    int64_t xo, xsc, xst, yo, ysc, yst, n = c1 - c0;
+    if (t1 <= t0 || n <= 0) return 1;
+    if (!prod_load(pc, ts, pp->x, c0, c1, t0, t1, &xo, &xsc, &xst) ||
+        !prod_load(pc, ts, pp->y, c0, c1, t0, t1, &yo, &ysc, &yst))
+        return 0;
+    (void)xsc;   /* 0: x has no term in the column index */
+    if (pp->ct == CT_F32) PROD_LOOP(float);
+    else PROD_LOOP(double);
+    return 1;
+}
+
 /* One task: a group of tiles of one row of outputs over one chunk of the
  * reduced positions, folded into acc (per reduction, gsz tiles).  Returns
  * the VM's error, 0 when done. */
@@ -255,6 +384,10 @@ static int col_task(const pass_ctx *pc, const col_cut *cc, tstate *ts, uint64_t 
         plan_value id = plan_identity(rd->rop, acc_ct(rd));
         int kind = col_kind(rd->rop, rd->acc[0]);
         for (int64_t j = 0; j < c1 - c0; j++) col_set(kind, acc + q * per_red, (int)j, id);
+    }
+    if (cc->prod && col_product(pc, cc->prod, ts, (double *)acc, c0, c1, t0, t1)) {
+        col_store(pc, cc, acc, per_red, row, ch, c0, c1);
+        return 0;
     }
     int r = 0;
     for (int64_t t = t0; t < t1 && !r; t += 2) {
@@ -325,11 +458,13 @@ static int run_columns_chunks(pass_ctx *pc, util_diag *diag, int one_chunk)
      * N / 32 bytes for a real matrix, but a view with a zero stride can have
      * many more outputs than elements; past COL_PART_MAX the pass folds each
      * output in one chunk, as it did before chunks */
-    int64_t pbytes;
+    int64_t pbytes = 0;
     if (cc.nrch > 1 && (!mul_ok(cc.nrow * cc.F, cc.nrch * 8, &pbytes) || !mul_ok(pbytes, pc->nreds, &pbytes) ||
                         pbytes > COL_PART_MAX))
         return run_columns_chunks(pc, diag, 1);
     cc.part = NULL;
+    struct col_prod prod;
+    cc.prod = col_product_form(pc, &prod) ? &prod : NULL;
     if (cc.nrch > 1) {
         cc.part = malloc((size_t)pbytes);
         if (!cc.part) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
