@@ -256,8 +256,8 @@ int cg_load_is_plain(gen *g, const ir *x)
 void cg_emit_load_async(gen *g, const ir *x, const char *dst)
 {
     emit_load_offset(g, x);
-    util_buf_printf(g->o, "    rj_cp_async%d(%s, (const %s *)P.v[%d] + o%d);\n", plan_ct_size(x->type), dst,
-                    cg_tname[x->type], cg_buf_base(g, x->slot), x->id);
+    util_buf_printf(g->o, "    rj_cp_async(%s, (const %s *)P.v[%d] + o%d);\n", dst, cg_tname[x->type],
+                    cg_buf_base(g, x->slot), x->id);
 }
 
 void cg_emit(gen *g, const ir *x)

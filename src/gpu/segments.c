@@ -133,6 +133,22 @@ static int epilogue_on(run_ctx *r, pass_entry *e, int k)
     return (k == GPU_E_SEGBV || k == GPU_E_SEG32V || k == GPU_E_SEGNV) && epi_vec_ok(r, e) ? 2 : 1;
 }
 
+/* rj_splitf: each output's chunk partials (P[RJ_PARTIALS], P[RJ_NBLK] of them) folded in
+ * order, and a map of one element after it.  Few outputs: a block folds each one's chunks (a
+ * thread each took 37 us for one output of 1056 chunks). */
+static int run_split_final(run_ctx *r, pass_entry *e, long long nout)
+{
+    gpu_dev *g = r->g;
+    long long *P = r->params;
+    P[RJ_PER] = nout < 4LL * g->nsm;
+    long long grid = P[RJ_PER] ? nout : cdiv(nout, BLOCK);
+    if (grid > (long long)g->nsm * 64) grid = (long long)g->nsm * 64;
+    P[RJ_EPION] = r->epi_done = epilogue_on(r, e, GPU_E_SPLITF);
+    int rc = gpu_launch(r, e, GPU_E_SPLITF, grid);
+    P[RJ_PER] = P[RJ_EPION] = 0;
+    return rc;
+}
+
 /* rj_tile (cg_kernel.tile): a block's RJ_BLOCK outputs over a chunk of their common reduced
  * domain, folded by rj_splitf in order where there are several chunks.  The work items
  * (blocks of outputs times chunks), all alike, come to at least two waves of resident blocks
@@ -163,14 +179,7 @@ static int run_tile(run_ctx *r, pass_entry *e, long long nout, long long total)
     P[RJ_EPION] = r->epi_done = nc == 1 ? epilogue_on(r, e, GPU_E_TILE) : 0;
     rc = gpu_launch(r, e, GPU_E_TILE, grid);
     P[RJ_EPION] = 0;
-    if (rc || nc == 1) return rc;
-    P[RJ_PER] = nout < 4LL * g->nsm;
-    grid = P[RJ_PER] ? nout : cdiv(nout, BLOCK);
-    if (grid > (long long)g->nsm * 64) grid = (long long)g->nsm * 64;
-    P[RJ_EPION] = r->epi_done = epilogue_on(r, e, GPU_E_SPLITF);
-    rc = gpu_launch(r, e, GPU_E_SPLITF, grid);
-    P[RJ_PER] = P[RJ_EPION] = 0;
-    return rc;
+    return rc || nc == 1 ? rc : run_split_final(r, e, nout);
 }
 
 /* Contractions (cg_kernel.tile2): the two sides staged (cp.async: sm_80 on), a register tile
@@ -324,16 +333,7 @@ int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total,
             int entry = c.entry == GPU_E_SPLITB && e->k.kind == CG_PARTIAL && gpu_vec_ok(r, e) ? GPU_E_SPLITBV
                                                                                               : c.entry;
             rc = gpu_launch(r, e, entry, grid);
-            if (rc) return rc;
-            /* few outputs: a block folds each one's chunks (a thread each
-             * took 37 us for one output of 1056 chunks) */
-            P[RJ_PER] = nout < 4LL * g->nsm;
-            grid = P[RJ_PER] ? nout : cdiv(nout, BLOCK);
-            if (grid > (long long)g->nsm * 64) grid = (long long)g->nsm * 64;
-            P[RJ_EPION] = r->epi_done = epilogue_on(r, e, GPU_E_SPLITF);
-            rc = gpu_launch(r, e, GPU_E_SPLITF, grid);
-            P[RJ_PER] = P[RJ_EPION] = 0;
-            return rc;
+            return rc ? rc : run_split_final(r, e, nout);
         }
         k = c.entry;
         group = c.group;

@@ -306,23 +306,12 @@ __device__ __forceinline__ void rj_cp_async_wait_all()
 #endif
 }
 // One element of 4 or 8 bytes the same way (.ca: also in L1), for rj_tile2.
-template <class T> __device__ __forceinline__ void rj_cp_async4(T *s, const T *g)
+template <class T> __device__ __forceinline__ void rj_cp_async(T *s, const T *g)
 {
-    static_assert(sizeof(T) == 4, "4 bytes");
+    static_assert(sizeof(T) == 4 || sizeof(T) == 8, "4 or 8 bytes");
 #if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"((unsigned)__cvta_generic_to_shared(s)),
-                 "l"(__cvta_generic_to_global(g))
-                 : "memory");
-#else
-    *s = *g;
-#endif
-}
-template <class T> __device__ __forceinline__ void rj_cp_async8(T *s, const T *g)
-{
-    static_assert(sizeof(T) == 8, "8 bytes");
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"((unsigned)__cvta_generic_to_shared(s)),
-                 "l"(__cvta_generic_to_global(g))
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"((unsigned)__cvta_generic_to_shared(s)),
+                 "l"(__cvta_generic_to_global(g)), "n"((int)sizeof(T))
                  : "memory");
 #else
     *s = *g;
