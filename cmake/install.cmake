@@ -37,6 +37,13 @@ set(REDJIT_PC_LIBS_PRIVATE "${OpenMP_C_FLAGS} -lm")
 foreach(lib ${CMAKE_DL_LIBS})
   string(APPEND REDJIT_PC_LIBS_PRIVATE " -l${lib}")
 endforeach()
+if(REDJIT_HAVE_MPI)
+  # the MPI engine (src/dist/mpi.c) calls MPI: a static link needs its libraries
+  string(APPEND REDJIT_PC_LIBS_PRIVATE " ${MPI_C_LINK_FLAGS}")
+  foreach(lib ${MPI_C_LIBRARIES})
+    string(APPEND REDJIT_PC_LIBS_PRIVATE " ${lib}")
+  endforeach()
+endif()
 string(STRIP "${REDJIT_PC_LIBS_PRIVATE}" REDJIT_PC_LIBS_PRIVATE)
 
 foreach(kind LIBDIR INCLUDEDIR)

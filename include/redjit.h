@@ -138,7 +138,8 @@ typedef enum red_status {
     RED_ERR_COMPILE     = 14, /* NVRTC rejected generated code (log in message) */
     RED_ERR_MISUSE      = 15, /* API misuse (reserved: no call returns it now)  */
     RED_ERR_INTERNAL    = 16, /* a bug in redjit: please report it              */
-    RED_ERR_INTERRUPTED = 17  /* stopped by red_interrupt                       */
+    RED_ERR_INTERRUPTED = 17, /* stopped by red_interrupt                       */
+    RED_ERR_COMM        = 18  /* a collective of the attached communicator failed */
 } red_status;
 
 /* A static, human-readable name for a status code ("syntax error", ...);
@@ -276,12 +277,16 @@ typedef enum red_option {
                                grows with it.  Checked by GPU runs and
                                red_precompile.  0 = no limit,
                                0..2147483647                 default 16777216 */
-    RED_OPT_MAX_COMPILES = 12 /* NVRTC compiles one prepared expression may
+    RED_OPT_MAX_COMPILES = 12, /* NVRTC compiles one prepared expression may
                                cause, counted across all its runs and
                                red_precompile calls (a red_eval call is one
                                expression); kernels found in the memory or
                                disk cache do not count.  0 = no limit,
                                0..2147483647                 default 0    */
+    RED_OPT_GATHER     = 13 /* with split arrays (see SEVERAL PROCESSES): 1
+                               gathers a result still indexed by a split
+                               axis onto every rank; 0 leaves each rank its
+                               own block                     default 0    */
 } red_option;
 
 /* RED_RESULTS_DEVICE: results of a GPU run stay in device memory;
@@ -580,6 +585,94 @@ RED_API int red_cache_stats(red_ctx *ctx, red_cache_info *info);
  * folder an administrator prepared, read on a miss, owned by root or the
  * user under the same rule. */
 RED_API int red_cache_clear(red_ctx *ctx);
+
+/* ---- Several processes: arrays split across ranks ------------------------ */
+
+/* SEVERAL PROCESSES
+ *   A program run as several processes (MPI ranks) evaluates one expression
+ *   over arrays whose blocks are spread over the ranks.  Each rank attaches
+ *   the communicator to its context, binds its own block of each split array
+ *   with red_bind_split (and whole copies of the other arrays, as usual),
+ *   and runs the same text, written for the whole arrays.  A split array is
+ *   cut along one axis into contiguous blocks in rank order (rank 0 holds
+ *   the first), of any sizes, empty ones included.
+ *
+ *     MPI_Init(&argc, &argv);
+ *     red_ctx *ctx;  red_open(&ctx);
+ *     MPI_Comm world = MPI_COMM_WORLD;
+ *     red_attach_mpi(ctx, &world);                 // collective
+ *     red_expr *e;
+ *     red_prepare(ctx, "sum(A[i,j]) over i, max(abs(A)), sum(A[i,j]) over j", &e);
+ *     red_array a;                                 // my rows: my_n x ncols
+ *     red_array_init(&a, my_rows, RED_F32, 2, (int64_t[]){my_n, ncols}, NULL);
+ *     red_bind_split(e, "A", &a, 0);               // split along axis 0
+ *     if (red_run(e) != RED_OK)                    // collective
+ *         fprintf(stderr, "%s\n", red_expr_errmsg(e));   // every rank fails
+ *     // result 0: the column sums of the whole matrix, on every rank;
+ *     // result 1: its largest magnitude, on every rank;
+ *     // result 2: the sums of MY rows (red_result_split says which rows)
+ *     red_finalize(e);  red_close(ctx);            // before MPI_Finalize
+ *     MPI_Finalize();
+ *
+ *   What each rank gets:
+ *   - a reduction over a split axis gives the whole result on every rank,
+ *     the same bits on every rank and in every run: each rank reduces its
+ *     block, then the ranks' partials are combined in rank order (integer
+ *     and logical built-in operators through the engine's all-reduce, the
+ *     others gathered and combined in order), so `ordered` user operators,
+ *     argmin and argmax (global indices) and NaN rules hold as on one rank;
+ *   - a result still indexed by a split axis (row sums of a row-split
+ *     matrix) stays split: each rank gets its block, without communication;
+ *     red_result_split says which.  RED_OPT_GATHER 1 gathers it instead.
+ *   Rules:
+ *   - With a communicator attached, every red_run and red_eval on the
+ *     context is collective: every rank makes the same calls in the same
+ *     order, one thread at a time, with the same text, the same names split
+ *     along the same axes, and the same whole arrays and scalars.
+ *   - The ranks agree before they exchange data: an error on one rank (a
+ *     binding, a shape, a subscript out of range, red_interrupt) makes the
+ *     run fail on every rank with that rank's status and its message after
+ *     "rank N: "; ranks whose texts or bindings differ get RED_ERR_MISUSE.
+ *     No rank is left waiting in a collective.
+ *   - A subscript of a split axis is an index (A[i,j]), not x[i+1] or
+ *     x[col[k]], which would need other ranks' elements; one reduction may
+ *     walk one split index (not x[i]*y[j] with x and y both split); keyed
+ *     (`by`) and ranged (`in lo..hi`) reductions over a split index are not
+ *     supported yet.  These are refused with RED_ERR_UNSUPPORTED and a caret.
+ *   - The MPI engine runs on the CPU executor, over arrays in host memory.
+ */
+
+/* Attach an MPI communicator (pass a pointer to an MPI_Comm) to `ctx`: its
+ * runs become collective over the communicator's ranks.  The context works
+ * on its own duplicate (MPI_Comm_dup, so call it on every rank), which
+ * red_close frees: close contexts before MPI_Finalize.  NULL detaches.
+ * Returns RED_OK, or (message in red_errmsg(ctx))
+ *   RED_ERR_UNSUPPORTED  this build has no MPI (built without libmpi), or
+ *                        MPI is not initialised;
+ *   RED_ERR_COMM         MPI_Comm_dup failed;
+ *   RED_ERR_ARG          `ctx` NULL. */
+RED_API int red_attach_mpi(red_ctx *ctx, const void *mpi_comm);
+
+/* This process's rank and the number of ranks of the attached communicator
+ * (0 and 1 without one).  Either pointer may be NULL.  RED_OK, or
+ * RED_ERR_ARG for `ctx` NULL. */
+RED_API int red_comm_rank(red_ctx *ctx, int *rank, int *size);
+
+/* Bind this rank's block of a split array: `block` describes the elements
+ * this rank holds, cut from the whole array along `axis` (0 .. ndim-1); the
+ * blocks of the ranks, in rank order, make the whole array, and their other
+ * extents are equal.  As red_bind_array otherwise (the descriptor is
+ * copied, the data borrowed).  A context without a communicator runs it as
+ * a whole array.  Returns red_bind_array's codes, and RED_ERR_BIND for an
+ * axis outside 0 .. ndim-1 (a 0-d array cannot be split). */
+RED_API int red_bind_split(red_expr *e, const char *name, const red_array *block, int axis);
+
+/* Which part of result `i` this rank holds after a run with split arrays:
+ * *axis is the result's split axis, or -1 when the rank holds all of it;
+ * *offset is where its block starts along that axis and *extent the whole
+ * result's extent there (0 and the extent for a whole result).  Any pointer
+ * may be NULL.  Returns red_result's codes. */
+RED_API int red_result_split(red_expr *e, int i, int *axis, int64_t *offset, int64_t *extent);
 
 /* ---- One call ------------------------------------------------------------ */
 

@@ -14,6 +14,7 @@ packages=(
   clang libclang-rt-14-dev libomp-14-dev       # libFuzzer targets (tests/fuzz)
   time                                         # /usr/bin/time -v in bench/cpu_bench.py
   valgrind                                     # the valgrind-labelled tests
+  libopenmpi-dev openmpi-bin                   # the MPI engine and its tests (mpirun)
 )
 
 missing=()

@@ -8,6 +8,9 @@
  *             [--filter SUBSTR] [--shard K/N] [--verbose] MANIFEST...
  *   run_cases --compile-only ARCH [--threads N] [--filter SUBSTR] MANIFEST...
  *
+ * run_cases_mpi (this file built with RUN_CASES_MPI) also takes --split, under mpirun: each
+ * case runs with its arrays split across the ranks, along each axis in turn (see run_split).
+ *
  * --compile-only runs nothing: it compiles the GPU kernels of every valid case
  * with NVRTC for ARCH ("sm_90"), each distinct source once, without a GPU.
  *
@@ -97,7 +100,8 @@ static struct {
     int verbose;
     const char *compile_arch;   /* --compile-only: NVRTC every case's kernels */
     int shard, nshards;         /* --shard K/N */
-} opt = {RED_DEVICE_CPU, {RED_STRATEGY_AUTO}, 1, 2, NULL, 0, NULL, 0, 1};
+    int split;                  /* --split (run_cases_mpi) */
+} opt = {RED_DEVICE_CPU, {RED_STRATEGY_AUTO}, 1, 2, NULL, 0, NULL, 0, 1, 0};
 
 static long npassed, nfailed, nskipped;
 
@@ -1412,9 +1416,180 @@ static void usage(void)
 {
     fprintf(stderr, "usage: run_cases [--device cpu|gpu] [--strategy NAME|all] [--threads N]\n"
                     "                 [--filter SUBSTR] [--shard K/N] [--verbose]\n"
-                    "                 [--compile-only ARCH] MANIFEST...\n");
+                    "                 [--compile-only ARCH] MANIFEST...\n"
+                    "       run_cases_mpi --split [--threads N] [--filter SUBSTR] MANIFEST... (under mpirun)\n");
     exit(2);
 }
+
+
+/* ---- Split across MPI ranks (run_cases_mpi --split) ------------------------------------- */
+
+#ifdef RUN_CASES_MPI
+#include <mpi.h>
+
+static int mpi_rank, mpi_size;
+
+/* Every rank's verdict: the worst. */
+static int all_max(int v)
+{
+    int r = v;
+    MPI_Allreduce(&v, &r, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return r;
+}
+
+/* Bind every input, the arrays of `split` (a mask of inputs) as this rank's block along
+ * `axis`: rows [rank * n / size, (rank + 1) * n / size). */
+static int bind_split_all(red_expr *e, const tcase *c, unsigned split, int axis)
+{
+    for (int k = 0; k < c->nin; k++) {
+        const input *in = &c->in[k];
+        if (!(split >> k & 1)) continue;
+        red_array a;
+        describe(in, &a);
+        int64_t n = a.shape[axis], lo = mpi_rank * n / mpi_size, hi = (mpi_rank + 1) * n / mpi_size;
+        a.data = (unsigned char *)a.data + lo * a.strides[axis] * (int64_t)dtype_bytes(in->dtype);
+        a.shape[axis] = hi - lo;
+        int st = red_bind_split(e, in->name, &a, axis);
+        if (st != RED_OK) return st;
+    }
+    tcase whole = *c;
+    whole.nin = 0;
+    for (int k = 0; k < c->nin; k++)
+        if (!(split >> k & 1)) whole.in[whole.nin++] = c->in[k];
+    return bind_all(e, &whole);
+}
+
+/* The blocks of a split result: each rank's along the axis red_result_split names, which
+ * together make the whole. */
+static void check_blocks(run_ctx *rc, red_expr *e, const char *tag)
+{
+    for (int r = 0; r < red_result_count(e); r++) {
+        red_array a;
+        int axis = -2;
+        int64_t off = -1, ext = -1;
+        if (red_result(e, r, &a, NULL) != RED_OK || red_result_split(e, r, &axis, &off, &ext) != RED_OK) {
+            fail(rc, "%s: result %d unreadable", tag, r);
+            continue;
+        }
+        long long mine = axis >= 0 ? a.shape[axis] : 0, sum = 0, start = 0;
+        MPI_Allreduce(&mine, &sum, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Exscan(&mine, &start, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+        if (mpi_rank == 0) start = 0;
+        if (axis >= 0 && (sum != ext || start != off))
+            fail(rc, "%s: result %d: block at %lld of %lld along axis %d, but the ranks' blocks start at %lld "
+                 "and make %lld", tag, r, (long long)off, (long long)ext, axis, start, sum);
+    }
+}
+
+/* One way of splitting case c: the inputs of `split` along `axis`.  Every rank must come
+ * to the same status; a run that succeeds must give the whole results (gathered) that
+ * one process gives, and blocks that fit together (not gathered). */
+static void run_split_one(run_ctx *rc, red_ctx *ctx, unsigned split, int axis, long *refused)
+{
+    tcase *c = rc->c;
+    char tag[96];
+    snprintf(tag, sizeof tag, "split 0x%x along axis %d over %d ranks", split, axis, mpi_size);
+    for (int gather = 1; gather >= 0; gather--) {
+        red_expr *e = NULL;
+        int st = red_prepare(ctx, c->expr, &e);
+        if (st == RED_OK) st = red_expr_set_option(e, RED_OPT_GATHER, gather);
+        if (st == RED_OK) st = red_expr_set_option(e, RED_OPT_THREADS, opt.threads);
+        if (st == RED_OK) st = bind_split_all(e, c, split, axis);
+        /* a binding refused here (an empty block is never refused) runs nowhere */
+        if (all_max(st != RED_OK)) {
+            if (c->is_error && st != RED_OK && code_expected(c, st)) {
+                red_finalize(e);
+                return;
+            }
+            fail(rc, "%s: binding on some rank: %s", tag, status_name(st));
+            red_finalize(e);
+            return;
+        }
+        st = red_run(e);
+        int lo = st, hi = st;
+        MPI_Allreduce(&st, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        MPI_Allreduce(&st, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (lo != hi) {
+            fail(rc, "%s: the ranks disagree: status %s here, %s to %s over the ranks (%s)", tag, status_name(st),
+                 status_name(lo), status_name(hi), red_expr_errmsg(e));
+        } else if (st == RED_ERR_UNSUPPORTED) {
+            if (gather) ++*refused;
+            if (opt.verbose && mpi_rank == 0) printf("refused %s: %s: %s\n", c->name, tag, red_expr_errmsg(e));
+        } else if (c->is_error) {
+            if (st == RED_OK || !code_expected(c, st))
+                fail(rc, "%s: %s, expected an error of the case's (%s)", tag, status_name(st), red_expr_errmsg(e));
+        } else if (st != RED_OK) {
+            fail(rc, "%s: red_run: %s: %s", tag, status_name(st), red_expr_errmsg(e));
+        } else if (gather) {
+            snapshot snap = {0};
+            check_run(rc, e, &snap, tag);
+            snapshot_free(&snap);
+        } else {
+            check_blocks(rc, e, tag);
+        }
+        red_finalize(e);
+        if (st != RED_OK) return;
+    }
+}
+
+/* Case c split every way: each array input along each of its axes, alone, and with the
+ * other inputs of the same shape. */
+static void run_split(run_ctx *rc, red_ctx *ctx, long *refused)
+{
+    tcase *c = rc->c;
+    for (int k = 0; k < c->nin && k < 32; k++) {
+        const input *in = &c->in[k];
+        if (in->kind != IN_ARRAY || in->ndim < 1 || in->ndim > RED_MAX_DIMS) continue;
+        unsigned same = 0;
+        for (int j = 0; j < c->nin && j < 32; j++) {
+            const input *o = &c->in[j];
+            int eq = o->kind == IN_ARRAY && o->ndim == in->ndim;
+            for (int d = 0; eq && d < in->ndim; d++) eq = o->shape[d] == in->shape[d];
+            if (eq) same |= 1u << j;
+        }
+        for (int axis = 0; axis < in->ndim; axis++) {
+            run_split_one(rc, ctx, 1u << k, axis, refused);
+            if (same != 1u << k && (same & ((1u << k) - 1)) == 0) run_split_one(rc, ctx, same, axis, refused);
+        }
+    }
+}
+
+static int split_main(int nfiles, const char **files)
+{
+    MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &mpi_size);
+    red_ctx *ctx = open_ctx();
+    MPI_Comm world = MPI_COMM_WORLD;
+    if (red_attach_mpi(ctx, &world) != RED_OK) {
+        printf("run_cases: red_attach_mpi: %s\n", red_errmsg(ctx));
+        return 1;
+    }
+    long refused = 0, ran = 0;
+    for (int f = 0; f < nfiles; f++) {
+        manifest m;
+        load_manifest(&m, files[f]);
+        if (mpi_rank == 0)
+            printf("run_cases: %s: %d cases split over %d ranks, seed %lu\n", files[f], m.ncases, mpi_size, m.seed);
+        for (int k = 0; k < m.ncases; k++) {
+            tcase *c = &m.cases[k];
+            if (opt.filter && !strstr(c->name, opt.filter)) continue;
+            load_inputs(&m, c);
+            run_ctx rc = {&m, c, RED_STRATEGY_AUTO, 0, 0};
+            run_split(&rc, ctx, &refused);
+            ran++;
+            if (all_max(rc.failed > 0)) nfailed++;
+            else npassed++;
+            free_inputs(c);
+        }
+        free_manifest(&m);
+    }
+    red_close(ctx);
+    if (mpi_rank == 0)
+        printf("%ld passed, %ld failed (%ld cases; %ld ways of splitting refused as unsupported)\n", npassed,
+               nfailed, ran, refused);
+    return nfailed ? 1 : 0;
+}
+#endif
 
 int main(int argc, char **argv)
 {
@@ -1451,6 +1626,10 @@ int main(int argc, char **argv)
             k++;
         } else if (strcmp(a, "--verbose") == 0) {
             opt.verbose = 1;
+#ifdef RUN_CASES_MPI
+        } else if (strcmp(a, "--split") == 0) {
+            opt.split = 1;
+#endif
         } else if (a[0] == '-' || nfiles == 16) {
             usage();
         } else {
@@ -1463,6 +1642,14 @@ int main(int argc, char **argv)
     if (!opt.filter && getenv("REDJIT_TEST_FILTER") && *getenv("REDJIT_TEST_FILTER"))
         opt.filter = getenv("REDJIT_TEST_FILTER");
     setvbuf(stdout, NULL, _IOLBF, 0);
+#ifdef RUN_CASES_MPI
+    if (opt.split) {
+        MPI_Init(&argc, &argv);
+        int rc = split_main(nfiles, files);
+        MPI_Finalize();
+        return rc;
+    }
+#endif
     if (opt.compile_arch) {
         int rc = 0;
         for (int f = 0; f < nfiles; f++) {

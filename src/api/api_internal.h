@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "check/check.h"
+#include "dist/dist.h"
 #include "core/results.h"
 #include "gpu/gpu.h"
 #include "parser/ast.h"
@@ -21,7 +22,7 @@
 #define PROGRAM_CACHE_MAX 256     /* texts a context keeps parsed               */
 #define PLAN_CACHE_MAX 16         /* binding signatures a program keeps planned */
 #define CACHE_MB_DEFAULT 64       /* RED_OPT_CACHE_MB                           */
-#define API_NOPTS (RED_OPT_MAX_COMPILES + 1)   /* size of the option arrays    */
+#define API_NOPTS (RED_OPT_GATHER + 1)          /* size of the option arrays    */
 #define MAX_SOURCE_DEFAULT (16 << 20)          /* RED_OPT_MAX_SOURCE: bytes    */
 
 /* A plan for one binding signature of a program.  Counted references: the
@@ -65,6 +66,7 @@ struct red_ctx {
     int gpu_tried;
     int interrupts;         /* red_interrupt counts up; runs watch it       */
     util_diag gpu_err;      /* why there is no GPU                          */
+    dist_comm *comm;        /* red_attach_mpi: runs are collective over it  */
 };
 
 typedef struct binding {
@@ -75,6 +77,7 @@ typedef struct binding {
     plan_value scalar_im;   /* a complex scalar's imaginary part */
     red_dtype sdtype;
     int weak;
+    int split;              /* red_bind_split: the split axis + 1; 0: whole  */
 } binding;
 
 struct red_expr {
@@ -109,6 +112,9 @@ struct red_expr {
     plan_entry *run_pe;     /* the plan of the current results (a queued GPU run reads it) */
     int sig_dirty;
     red_timings timings;
+    /* runs over split arrays (api/split.c) */
+    dist_plan *dist;        /* the plan this rank runs, for last_pe's plan   */
+    int64_t *split_res;     /* per result: split axis (-1), offset, extent   */
     /* last, so that expr_init zeroes the fields above and only the first byte of
      * each message (4 KiB that red_eval would clear on every call) */
     util_diag diag;         /* the current call's error, cleared as it starts */
@@ -154,5 +160,17 @@ int expr_failf(red_expr *e, int code, const char *fmt, ...) __attribute__((forma
 int expr_opt(red_expr *e, red_option opt);
 int expr_plan(red_expr *e, plan **out);
 int expr_backend(red_expr *e, gpu_dev **gpu);
+/* The plan's bound arrays and scalars from the expression's bindings. */
+int expr_inputs(red_expr *e, const plan *p, core_buf *bufs, plan_value *scalars, int *on_device);
+/* A successful run's results become the expression's (plan p's). */
+int expr_take_results(red_expr *e, const plan *p);
+double expr_now_ms(void);
+
+/* ---- split.c ----------------------------------------------------------------------------- */
+
+/* The context's communicator freed (red_close). */
+void ctx_detach_comm(red_ctx *ctx);
+/* red_run on a context with a communicator: collective over its ranks. */
+int expr_run_split(red_expr *e);
 
 #endif

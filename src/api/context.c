@@ -39,6 +39,7 @@ RED_API const char *red_errstr(int status)
     case RED_ERR_MISUSE: return "API misuse";
     case RED_ERR_INTERNAL: return "internal error";
     case RED_ERR_INTERRUPTED: return "interrupted";
+    case RED_ERR_COMM: return "communicator error";
     }
     return "unknown status";
 }
@@ -253,6 +254,7 @@ RED_API void red_close(red_ctx *ctx)
     while (ctx->exprs) red_finalize(ctx->exprs);
     for (int i = 0; i < ctx->ncache; i++) program_unref(ctx->cache[i].pg);
     gpu_close(ctx->gpu);
+    ctx_detach_comm(ctx);
     pthread_mutex_destroy(&ctx->lock);
     free(ctx);
 }
@@ -290,6 +292,7 @@ int api_check_opt(red_option opt, int value)
     case RED_OPT_MAX_PASSES: return value >= 1 && value <= CHK_MAX_PASSES;
     case RED_OPT_MAX_SOURCE:
     case RED_OPT_MAX_COMPILES: return value >= 0;
+    case RED_OPT_GATHER: return value == 0 || value == 1;
     }
     return 0;
 }

@@ -56,6 +56,8 @@ static void expr_clear_results_chain(red_expr *e, int chain)
     if (e->detached != e->detached_inl) free(e->detached);
     e->detached = NULL;
     e->nresults = 0;
+    free(e->split_res);
+    e->split_res = NULL;
     plan_entry_unref(e->run_pe);
     e->run_pe = NULL;
 }
@@ -98,6 +100,8 @@ void expr_release(red_expr *e)
     util_buf_free(&e->explain);
     plan_entry_unref(e->last_pe);
     e->last_pe = NULL;
+    dist_plan_free(e->dist);
+    e->dist = NULL;
     program_unref(e->pg);
 }
 
@@ -328,6 +332,7 @@ RED_API int red_bind_array(red_expr *e, const char *name, const red_array *a)
         e->sig_dirty = 1;
     b->arr = *a;
     if (!b->arr.memory) b->arr.memory = RED_MEM_HOST;
+    b->split = 0;
     b->is_array = a->ndim > 0;
     b->weak = 0;
     if (!b->is_array) {
@@ -527,7 +532,7 @@ int expr_plan(red_expr *e, plan **out)
 }
 
 /* Map the plan's buffers and scalars to this expression's bindings. */
-static int expr_inputs(red_expr *e, const plan *p, core_buf *bufs, plan_value *scalars, int *on_device)
+int expr_inputs(red_expr *e, const plan *p, core_buf *bufs, plan_value *scalars, int *on_device)
 {
     for (int i = 0; i < p->nbufs; i++) {
         binding *b = find_binding(e, p->bufs[i].name);
@@ -582,7 +587,7 @@ int expr_backend(red_expr *e, gpu_dev **gpu)
     return 0;
 }
 
-static double now_ms(void)
+double expr_now_ms(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -617,16 +622,30 @@ static int expr_chains(red_expr *e, const plan *p)
            !e->run.timings && !expr_opt(e, RED_OPT_TIMINGS);
 }
 
+int expr_take_results(red_expr *e, const plan *p)
+{
+    e->nresults = p->nresults;
+    e->detached = p->nresults <= (int)sizeof e->detached_inl ? e->detached_inl
+                                                              : malloc((size_t)p->nresults);
+    if (!e->detached) {
+        expr_clear_results(e);
+        return expr_fail(e, RED_ERR_NOMEM);
+    }
+    memset(e->detached, 0, (size_t)p->nresults);
+    return RED_OK;
+}
+
 RED_API int red_run(red_expr *e)
 {
     if (!e) return RED_ERR_ARG;
-    double t0 = now_ms();
+    if (e->ctx->comm) return expr_run_split(e);
+    double t0 = expr_now_ms();
     memset(&e->timings, 0, sizeof e->timings);
     expr_start(e);
     gpu_dev *gpu;
     int rc = expr_backend(e, &gpu);
     plan *p = NULL;
-    double tp = now_ms();
+    double tp = expr_now_ms();
     int was_cached = e->last_pe && !e->sig_dirty;
     if (!rc) rc = expr_plan(e, &p);
     /* the last run's results go; its work is waited for unless this run
@@ -640,7 +659,7 @@ RED_API int red_run(red_expr *e)
     }
     e->run_pe = e->last_pe;   /* expr_clear_results let go of the previous one */
     __atomic_add_fetch(&e->run_pe->refs, 1, __ATOMIC_ACQ_REL);
-    if (!was_cached) e->timings.plan_ms = now_ms() - tp;
+    if (!was_cached) e->timings.plan_ms = expr_now_ms() - tp;
     /* the inputs' descriptors: on the stack for up to 8 arrays and scalars */
     core_buf bufs_stack[8];
     plan_value scalars_stack[8];
@@ -676,9 +695,9 @@ RED_API int red_run(red_expr *e)
             e->results_on_device = rc ? RED_RESULTS_HOST : e->run.device_results;
             e->timings.compile_ms = e->run.compile_ms;
         } else {
-            double tc = now_ms();
+            double tc = expr_now_ms();
             rc = cpu_execute(p, bufs, scalars, expr_opt(e, RED_OPT_THREADS), &cancel, &e->temps, &e->diag);
-            e->timings.cpu_ms = now_ms() - tc;
+            e->timings.cpu_ms = expr_now_ms() - tc;
         }
         if (rc) expr_fail(e, rc);
     }
@@ -687,20 +706,12 @@ RED_API int red_run(red_expr *e)
         free(bufs);
         free(scalars);
     }
-    e->timings.total_ms = now_ms() - t0;
+    e->timings.total_ms = expr_now_ms() - t0;
     if (rc) {
         core_results_trim(&e->temps);
         return rc;
     }
-    e->nresults = p->nresults;
-    e->detached = p->nresults <= (int)sizeof e->detached_inl ? e->detached_inl
-                                                              : malloc((size_t)p->nresults);
-    if (!e->detached) {
-        expr_clear_results(e);
-        return expr_fail(e, RED_ERR_NOMEM);
-    }
-    memset(e->detached, 0, (size_t)p->nresults);
-    return RED_OK;
+    return expr_take_results(e, p);
 }
 
 RED_API int red_sync(red_expr *e)

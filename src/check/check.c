@@ -532,8 +532,7 @@ int chk_build(const ast_program *prog, const chk_binding *binds, int nbinds, con
     if (!c.b || !p || !c.buf_of_bind || !c.scalar_of_bind) return ck_nomem(&c);
     c.p = p;
     p->arena = arena;
-    static uint64_t next_uid;
-    p->uid = __atomic_add_fetch(&next_uid, 1, __ATOMIC_RELAXED);
+    p->uid = plan_next_uid();
     p->src = prog->src;
     c.cap_vars = 8;
     c.cap_passes = c.max_passes < 4 ? c.max_passes : 4;

@@ -93,6 +93,12 @@ plan_builder *plan_builder_new(util_arena *a)
 
 int plan_builder_count(plan_builder *b) { return b->next_id; }
 
+uint64_t plan_next_uid(void)
+{
+    static uint64_t next_uid;
+    return __atomic_add_fetch(&next_uid, 1, __ATOMIC_RELAXED);
+}
+
 static uint32_t mix(uint32_t h, uint64_t v)
 {
     h ^= (uint32_t)v + 0x9e3779b9u + (h << 6) + (h >> 2);

@@ -215,6 +215,8 @@ ir *ir_load(plan_builder *b, int type, int buf, int nsub, ir **subs, util_pos po
 ir *ir_cast(plan_builder *b, int type, ir *x);
 ir *ir_op(plan_builder *b, int op, int type, int nargs, ir **args);
 int plan_builder_count(plan_builder *b);
+/* A new plan uid: unique in the process. */
+uint64_t plan_next_uid(void);
 
 /* Identity element of a built-in operator for a compute type. */
 plan_value plan_identity(int rop, int ct);

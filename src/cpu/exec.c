@@ -226,17 +226,20 @@ static int check_args_found(const pass_ctx *pc, const core_results *out, util_di
 
 /* Pass pi's context in pc, up to its walk: domain, program, keys, temporaries. */
 static int pass_setup(pass_ctx *pc, int pi, core_bounds *bounds, core_vars *vars, util_arena *a, core_results *out,
-                      util_diag *diag)
+                      const core_pass_hook *hook, util_diag *diag)
 {
     const plan *p = pc->p;
     const plan_pass *ps = &p->passes[pi];
     pc->ps = ps;
     pc->key_root = -1;
-    if (core_cancelled(pc->cancel)) return util_diag_set(diag, RED_ERR_INTERRUPTED, "interrupted");
-    int rc = pass_domain(pc, pi, bounds, vars, a, diag);
+    int rc = 0;
+    if (core_cancelled(pc->cancel)) rc = util_diag_set(diag, RED_ERR_INTERRUPTED, "interrupted");
+    if (!rc) rc = pass_domain(pc, pi, bounds, vars, a, diag);
     if (!rc) rc = pass_program(pc, pi, a, diag);
-    if (!rc && ps->key) {
-        rc = cpu_scan_keys(pc, diag);
+    if (ps->key) {
+        if (!rc) rc = cpu_scan_keys(pc, diag);
+        if (hook && hook->keys)
+            rc = hook->keys(hook->arg, p, pi, rc, &pc->nkeys, !rc && pc->dom.N > 0 ? pc->key_span : NULL, diag);
         if (rc) return rc;
         core_set_key_count(p, pi, vars, pc->nkeys);
         pc->dom.nout = pc->nkeys;
@@ -255,13 +258,16 @@ static int pass_end(const pass_ctx *pc, int rc, const core_results *out, util_di
     return rc;
 }
 
-/* Run pass pi, its context in pc (set up here). */
+/* Run pass pi, its context in pc (set up here); `hook` may be NULL. */
 static int run_pass(pass_ctx *pc, int pi, core_bounds *bounds, core_vars *vars, util_arena *a, core_results *out,
-                    util_diag *diag)
+                    const core_pass_hook *hook, util_diag *diag)
 {
-    int rc = pass_setup(pc, pi, bounds, vars, a, out, diag);
+    int rc = pass_setup(pc, pi, bounds, vars, a, out, hook, diag);
     if (!rc) rc = pass_walk(pc, diag);
-    return pass_end(pc, rc, out, diag);
+    if (hook) rc = hook->walked(hook->arg, pc->p, pi, rc, vars, out, diag);
+    rc = pass_end(pc, rc, out, diag);
+    if (hook) rc = hook->ended(hook->arg, pc->p, pi, rc, diag);
+    return rc;
 }
 
 /* Elements of a reduction pass's rows that a block of rows holds, about: reduced and
@@ -285,8 +291,8 @@ static void cut_rows(core_domain *d, const core_domain *base, int64_t r0, int64_
 static int run_with_epilogue(pass_ctx *pc, pass_ctx *qc, int pi, core_bounds *bounds, core_vars *vars, util_arena *a,
                              core_results *out, util_diag *diag)
 {
-    int rc = pass_setup(pc, pi, bounds, vars, a, out, diag);
-    if (!rc) rc = pass_setup(qc, pi + 1, bounds, vars, a, out, diag);
+    int rc = pass_setup(pc, pi, bounds, vars, a, out, NULL, diag);
+    if (!rc) rc = pass_setup(qc, pi + 1, bounds, vars, a, out, NULL, diag);
     if (rc) return rc;
     core_domain dp = pc->dom, dq = qc->dom;
     int64_t rows = dp.fext[0], row = dp.N / (rows > 0 ? rows : 1);
@@ -340,14 +346,21 @@ static void ctx_free(pass_ctx *c)
 int cpu_execute(const plan *p, const core_buf *bufs, const plan_value *scalars, int nthreads,
                 const core_cancel *cancel, core_results *out, util_diag *diag)
 {
+    return cpu_execute_hooked(p, bufs, scalars, nthreads, cancel, NULL, out, diag, 0);
+}
+
+int cpu_execute_hooked(const plan *p, const core_buf *bufs, const plan_value *scalars, int nthreads,
+                       const core_cancel *cancel, const core_pass_hook *hook, core_results *out,
+                       util_diag *diag, int rc0)
+{
     out->n = p->ntemps;
     out->t = calloc((size_t)p->ntemps + 1, sizeof *out->t);
     int64_t *vlo = calloc((size_t)p->nvars + 1, sizeof *vlo), *vhi = calloc((size_t)p->nvars + 1, sizeof *vhi);
     int *done = calloc((size_t)p->nvars + 1, sizeof *done);
     util_arena a;
     util_arena_init(&a);
-    int rc = 0;
-    if (!out->t || !vlo || !vhi || !done) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+    int rc = rc0;
+    if (!rc && (!out->t || !vlo || !vhi || !done)) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
     if (nthreads <= 0) nthreads = omp_get_max_threads();
     core_vars vars = {vlo, vhi, done};
     cpu_bound_arg barg = {bufs, scalars, out->t, NULL};
@@ -358,17 +371,23 @@ int cpu_execute(const plan *p, const core_buf *bufs, const plan_value *scalars, 
     pass_ctx pc, qc;   /* (qc: an epilogue's map) */
     memset(&pc, 0, sizeof pc);
     memset(&qc, 0, sizeof qc);
+    if (rc && hook && p->npasses) {
+        /* failed before the first pass: the hook hears it where it would have */
+        core_results none = {0};
+        rc = hook->walked(hook->arg, p, 0, rc, &vars, &none, diag);
+        rc = hook->ended(hook->arg, p, 0, rc, diag);
+    }
     for (int pi = 0; !rc && pi < p->npasses; pi++) {
         pass_ctx base = {.p = p, .bufs = bufs, .scalars = scalars, .temps = out->t, .nthreads = nthreads,
                          .cancel = cancel};
         ctx_free(&pc);
         ctx_free(&qc);
         pc = qc = base;
-        if (epilogue_pair(p, pi)) {
+        if (!hook && epilogue_pair(p, pi)) {
             rc = run_with_epilogue(&pc, &qc, pi, &bounds, &vars, &a, out, diag);
             pi++;
         } else {
-            rc = run_pass(&pc, pi, &bounds, &vars, &a, out, diag);
+            rc = run_pass(&pc, pi, &bounds, &vars, &a, out, hook, diag);
         }
     }
     ctx_free(&pc);

@@ -55,6 +55,7 @@ typedef struct pass_ctx {
     int key_root;
     int64_t nkeys;
     int keys_sorted;                /* cpu_scan_keys found them non-decreasing */
+    int64_t key_span[2];            /* the first and the last element's keys (N > 0) */
     const core_cancel *cancel;
 } pass_ctx;
 

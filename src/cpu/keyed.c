@@ -336,6 +336,10 @@ int cpu_scan_keys(pass_ctx *pc, util_diag *diag)
         }
     }
     for (int64_t c = 1; c < nchunks; c++) sorted &= first[c] >= last[c - 1];
+    if (nchunks > 0) {
+        pc->key_span[0] = first[0];
+        pc->key_span[1] = last[nchunks - 1];
+    }
     free(first);
     free(last);
     if (rc) return util_diag_set(diag, rc, "out of memory");

@@ -1,0 +1,429 @@
+/*
+ * split.c -- the public calls for several processes (red_attach_mpi, red_bind_split,
+ * red_result_split) and red_run over split arrays: each rank checks and plans alone, the
+ * ranks agree on success and on what they run, each walks its blocks, the partials are
+ * combined between passes (dist/run.c), and split results are gathered where asked.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api_internal.h"
+#include "cpu/exec.h"
+
+#define MAX_SPLIT_BINDS 32      /* split arrays one run binds */
+
+/* ---- attaching, binding ------------------------------------------------------------------ */
+
+RED_API int red_attach_mpi(red_ctx *ctx, const void *mpi_comm)
+{
+    if (!ctx) return RED_ERR_ARG;
+    dist_comm *c = NULL;
+    if (mpi_comm) {
+        util_diag d = {0};
+        int rc = dist_mpi_open(mpi_comm, &c, &d);
+        if (rc) return ctx_fail(ctx, rc, "%s", d.msg);
+    }
+    pthread_mutex_lock(&ctx->lock);
+    dist_comm *old = ctx->comm;
+    ctx->comm = c;
+    pthread_mutex_unlock(&ctx->lock);
+    if (old) old->ops->free(old);
+    return RED_OK;
+}
+
+void ctx_detach_comm(red_ctx *ctx)
+{
+    if (ctx->comm) ctx->comm->ops->free(ctx->comm);
+    ctx->comm = NULL;
+}
+
+RED_API int red_comm_rank(red_ctx *ctx, int *rank, int *size)
+{
+    if (!ctx) return RED_ERR_ARG;
+    if (rank) *rank = ctx->comm ? ctx->comm->rank : 0;
+    if (size) *size = ctx->comm ? ctx->comm->size : 1;
+    return RED_OK;
+}
+
+RED_API int red_bind_split(red_expr *e, const char *name, const red_array *block, int axis)
+{
+    if (!e) return RED_ERR_ARG;
+    if (block && (axis < 0 || axis >= block->ndim)) {
+        expr_start(e);
+        return expr_failf(e, RED_ERR_BIND, "cannot split '%s' along axis %d: it has %d dimension%s", name ? name : "(null)",
+                          axis, block->ndim, block->ndim == 1 ? "" : "s");
+    }
+    int rc = red_bind_array(e, name, block);
+    if (rc) return rc;
+    for (int i = 0; i < e->nbinds; i++)
+        if (strcmp(e->binds[i].name, name) == 0) e->binds[i].split = axis + 1;
+    return RED_OK;
+}
+
+RED_API int red_result_split(red_expr *e, int i, int *axis, int64_t *offset, int64_t *extent)
+{
+    red_array a;
+    int rc = red_result(e, i, &a, NULL);
+    if (rc) return rc;
+    const int64_t *s = e->split_res ? e->split_res + 3 * i : NULL;
+    if (axis) *axis = s ? (int)s[0] : -1;
+    if (offset) *offset = s ? s[1] : 0;
+    if (extent) *extent = s ? s[2] : 0;
+    return RED_OK;
+}
+
+/* ---- what the ranks compare -------------------------------------------------------------- */
+
+typedef struct hello {
+    uint64_t text, sig;
+    int32_t nsplit, pad;
+    int64_t ext[MAX_SPLIT_BINDS];   /* each split binding's block extent, in name order */
+} hello;
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+static int by_name(const void *x, const void *y)
+{
+    return strcmp((*(binding *const *)x)->name, (*(binding *const *)y)->name);
+}
+
+/* This rank's hello: the text, a digest of everything the ranks must agree on, and the
+ * extents of its blocks. */
+static int say_hello(red_expr *e, hello *h)
+{
+    memset(h, 0, sizeof *h);
+    binding **sorted = malloc((size_t)(e->nbinds + 1) * sizeof *sorted);
+    if (!sorted) return util_diag_set(&e->diag, RED_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < e->nbinds; i++) sorted[i] = &e->binds[i];
+    qsort(sorted, (size_t)e->nbinds, sizeof *sorted, by_name);
+    h->text = e->pg->hash;
+    uint64_t g = 1469598103934665603ull;
+    int gather = expr_opt(e, RED_OPT_GATHER);
+    g = fnv(g, &gather, sizeof gather);
+    for (int i = 0; i < e->nbinds; i++) {
+        const binding *b = sorted[i];
+        int head[5] = {b->is_array, b->is_array ? (int)b->arr.dtype : (int)b->sdtype, b->arr.ndim, b->weak, b->split};
+        g = fnv(g, b->name, strlen(b->name) + 1);
+        g = fnv(g, head, sizeof head);
+        if (!b->is_array) {
+            g = fnv(g, &b->scalar, sizeof b->scalar);
+            g = fnv(g, &b->scalar_im, sizeof b->scalar_im);
+            continue;
+        }
+        for (int d = 0; d < b->arr.ndim; d++)
+            if (d != b->split - 1) g = fnv(g, &b->arr.shape[d], sizeof b->arr.shape[d]);
+        if (!b->split) continue;
+        if (h->nsplit == MAX_SPLIT_BINDS) {
+            free(sorted);
+            return util_diag_set(&e->diag, RED_ERR_LIMIT, "more than %d split arrays in one run", MAX_SPLIT_BINDS);
+        }
+        h->ext[h->nsplit++] = b->arr.shape[b->split - 1];
+    }
+    h->sig = g;
+    free(sorted);
+    return 0;
+}
+
+/* The hellos of all ranks say the same run. */
+static int same_run(red_expr *e, const hello *all, int n)
+{
+    for (int r = 1; r < n; r++) {
+        if (all[r].text != all[0].text)
+            return util_diag_set(&e->diag, RED_ERR_MISUSE,
+                                 "rank %d runs another text than rank 0: every rank must run the same expression", r);
+        if (all[r].sig != all[0].sig || all[r].nsplit != all[0].nsplit)
+            return util_diag_set(&e->diag, RED_ERR_MISUSE,
+                                 "rank %d binds other arrays than rank 0: every rank binds the same names, of the "
+                                 "same types, split along the same axes, with the same extents on the other axes, "
+                                 "the same scalars, and asks for the same RED_OPT_GATHER",
+                                 r);
+    }
+    return 0;
+}
+
+/* ---- the blocks of each split index ------------------------------------------------------- */
+
+/* Split binding number (in name order) of plan buffer b, or -1. */
+static int split_number(red_expr *e, const plan *p, int b)
+{
+    const binding *me = NULL;
+    for (int i = 0; i < e->nbinds; i++)
+        if (strcmp(e->binds[i].name, p->bufs[b].name) == 0) me = &e->binds[i];
+    if (!me || !me->split) return -1;
+    int k = 0;
+    for (int i = 0; i < e->nbinds; i++)
+        if (e->binds[i].split && strcmp(e->binds[i].name, me->name) < 0) k++;
+    return k;
+}
+
+typedef struct windows {
+    int64_t *ext, *off, *total;   /* [nsplit * size], [nsplit * size], [nsplit] */
+} windows;
+
+/* Each split index's blocks, from its arrays' (which must agree), checked against the
+ * extent the whole arrays give it. */
+static int make_windows(red_expr *e, const plan *p, const dist_plan *dp, const hello *all, int n,
+                        const core_buf *bufs, windows *w)
+{
+    for (int s = 0; s < dp->nsplit; s++) {
+        int k = split_number(e, p, dp->buf[s]);
+        int64_t at = 0;
+        for (int r = 0; r < n; r++) {
+            w->ext[(size_t)s * n + r] = all[r].ext[k];
+            w->off[(size_t)s * n + r] = at;
+            at += all[r].ext[k];
+        }
+        w->total[s] = at;
+        const plan_var *pv = &p->vars[dp->var[s]];
+        for (int c = 0; c < pv->nconstraints; c++) {
+            int b = pv->constraints[c].buf, k2 = split_number(e, p, b);
+            if (k2 < 0 || bufs[b].ndim <= pv->constraints[c].dim || k2 == k) continue;
+            for (int r = 0; r < n; r++)
+                if (all[r].ext[k2] != all[r].ext[k])
+                    return util_diag_at(&e->diag, p->src, pv->constraints[c].pos, RED_ERR_SHAPE,
+                                        "'%s' and '%s' are split differently along index '%s': rank %d holds %lld "
+                                        "of '%s' and %lld of '%s'",
+                                        p->bufs[dp->buf[s]].name, p->bufs[b].name, pv->name, r,
+                                        (long long)all[r].ext[k], p->bufs[dp->buf[s]].name,
+                                        (long long)all[r].ext[k2], p->bufs[b].name);
+        }
+    }
+    /* the extent each split index has over the whole arrays, as one process would find it */
+    core_buf *whole = malloc((size_t)(p->nbufs + 1) * sizeof *whole);
+    if (!whole) return util_diag_set(&e->diag, RED_ERR_NOMEM, "out of memory");
+    memcpy(whole, bufs, (size_t)p->nbufs * sizeof *whole);
+    for (int b = 0; b < p->nbufs; b++) {
+        int k = split_number(e, p, b);
+        if (k < 0) continue;
+        int axis = -1;
+        for (int i = 0; i < e->nbinds; i++)
+            if (strcmp(e->binds[i].name, p->bufs[b].name) == 0) axis = e->binds[i].split - 1;
+        int64_t t = 0;
+        for (int r = 0; r < n; r++) t += all[r].ext[k];
+        whole[b].shape[axis] = t;
+    }
+    int rc = 0;
+    for (int s = 0; !rc && s < dp->nsplit; s++) {
+        int64_t x;
+        rc = core_infer_extent(p, dp->var[s], whole, &x, &e->diag);
+        if (!rc && x != w->total[s])
+            rc = util_diag_at(&e->diag, p->src, p->vars[dp->var[s]].pos, RED_ERR_UNSUPPORTED,
+                              "index '%s' runs over %lld elements of the whole arrays, fewer than the %lld of the "
+                              "split '%s': a split index must run over all of its arrays' blocks",
+                              p->vars[dp->var[s]].name, (long long)x, (long long)w->total[s],
+                              p->bufs[dp->buf[s]].name);
+    }
+    free(whole);
+    return rc;
+}
+
+/* ---- the run ------------------------------------------------------------------------------- */
+
+/* The plan this rank runs for p and the bindings' split axes (kept while they stay). */
+static int rank_plan(red_expr *e, const plan *p, dist_plan **out)
+{
+    int *axis = calloc((size_t)p->nbufs + 1, sizeof *axis);
+    char *key = calloc((size_t)p->nbufs * 4 + 2, 1);
+    if (!axis || !key) {
+        free(axis);
+        free(key);
+        return util_diag_set(&e->diag, RED_ERR_NOMEM, "out of memory");
+    }
+    for (int b = 0; b < p->nbufs; b++) {
+        axis[b] = -1;
+        for (int i = 0; i < e->nbinds; i++)
+            if (strcmp(e->binds[i].name, p->bufs[b].name) == 0) axis[b] = e->binds[i].split - 1;
+        key[4 * b] = (char)('0' + axis[b] + 1);
+        key[4 * b + 1] = key[4 * b + 2] = key[4 * b + 3] = ',';
+    }
+    int rc = 0;
+    if (!e->dist || e->dist->base_uid != p->uid || strcmp(e->dist->axes, key) != 0) {
+        dist_plan_free(e->dist);
+        e->dist = NULL;
+        rc = dist_plan_build(p, axis, &e->dist, &e->diag);
+        if (!rc) {
+            e->dist->axes = key;
+            key = NULL;
+        }
+    }
+    free(axis);
+    free(key);
+    *out = e->dist;
+    return rc;
+}
+
+/* Result temporary t, split along dimension d, gathered from every rank's block. */
+static int gather_result(red_expr *e, int t, int d, const windows *w, int s)
+{
+    dist_comm *c = e->ctx->comm;
+    int n = c->size;
+    core_buf *b = &e->temps.t[t];
+    size_t es = red_dtype_size(b->dtype);
+    int64_t outer = 1, inner = 1;
+    for (int k = 0; k < d; k++) outer *= b->shape[k];
+    for (int k = d + 1; k < b->ndim; k++) inner *= b->shape[k];
+    size_t row = (size_t)inner * es, total = (size_t)outer * (size_t)w->total[s] * row;
+    size_t *counts = calloc((size_t)n * 2, sizeof *counts);
+    unsigned char *flat = malloc(total + 1), *whole = core_results_alloc(&e->temps, total + 1, 0, NULL);
+    int rc = counts && flat && whole ? 0 : RED_ERR_NOMEM;
+    for (int r = 0; !rc && r < n; r++) {
+        counts[r] = (size_t)outer * (size_t)w->ext[(size_t)s * n + r] * row;
+        counts[n + r] = (size_t)outer * (size_t)w->off[(size_t)s * n + r] * row;
+    }
+    if (rc) util_diag_set(&e->diag, rc, "out of memory for a gathered result");
+    rc = dist_agree(c, rc, &e->diag);
+    if (rc) {
+        free(whole);
+        free(flat);
+        free(counts);
+        return rc;
+    }
+    if (c->ops->allgatherv(c, b->data, flat, counts, counts + n)) rc = RED_ERR_COMM;
+    if (!rc) {
+        /* [rank][outer][block][inner] to [outer][whole][inner] */
+        for (int r = 0; r < n; r++)
+            for (int64_t o = 0; o < outer; o++) {
+                size_t len = (size_t)w->ext[(size_t)s * n + r] * row;
+                memcpy(whole + ((size_t)o * (size_t)w->total[s] + (size_t)w->off[(size_t)s * n + r]) * row,
+                       flat + counts[n + r] + (size_t)o * len, len);
+            }
+        free((void *)b->data);
+        b->data = whole;
+        whole = NULL;
+        b->shape[d] = w->total[s];
+        int64_t st = 1;
+        for (int k = b->ndim - 1; k >= 0; k--) {
+            b->strides[k] = st;
+            st *= b->shape[k];
+        }
+    }
+    free(whole);
+    free(flat);
+    free(counts);
+    return rc ? util_diag_set(&e->diag, RED_ERR_COMM, "%s: %s", c->ops->name, c->err) : 0;
+}
+
+/* Which block of each result this rank holds, and the gathering RED_OPT_GATHER asks for. */
+static int place_results(red_expr *e, const plan *p, const dist_plan *dp, const windows *w)
+{
+    int n = e->ctx->comm->size, me = e->ctx->comm->rank, rc = 0;
+    e->split_res = calloc((size_t)p->nresults * 3 + 1, sizeof *e->split_res);
+    if (!e->split_res) return util_diag_set(&e->diag, RED_ERR_NOMEM, "out of memory");
+    for (int i = 0; !rc && i < p->nresults; i++) {
+        int t = p->results[i].temp, d = dp->temp_split[t];
+        int64_t *r = e->split_res + 3 * i;
+        r[0] = -1;
+        if (d < 0) continue;
+        int s = dp->split_of_var[p->temps[t].dims[d]];
+        if (expr_opt(e, RED_OPT_GATHER)) {
+            rc = gather_result(e, t, d, w, s);
+        } else {
+            r[0] = d;
+            r[1] = w->off[(size_t)s * n + me];
+            r[2] = w->total[s];
+        }
+    }
+    return rc;
+}
+
+/* Up to the agreement: the device, the plan, this rank's plan. */
+static int prepare_here(red_expr *e, plan **p, dist_plan **dp)
+{
+    for (int i = 0; i < e->nbinds; i++)
+        if (e->binds[i].is_array && e->binds[i].arr.memory == RED_MEM_CUDA)
+            return util_diag_set(&e->diag, RED_ERR_UNSUPPORTED,
+                                 "'%s' is in device memory: the MPI engine runs on the CPU, over host arrays",
+                                 e->binds[i].name);
+    int rc = expr_plan(e, p);
+    if (!rc) rc = rank_plan(e, *p, dp);
+    return rc;
+}
+
+static int execute_here(red_expr *e, const plan *p, dist_plan *dp, const windows *w, core_cancel *cancel)
+{
+    dist_comm *c = e->ctx->comm;
+    const plan *np = dp->p;
+    core_buf *bufs = calloc((size_t)p->nbufs + 1, sizeof *bufs);
+    plan_value *scalars = calloc((size_t)np->nscalars + 1, sizeof *scalars);
+    int *on_device = calloc((size_t)p->nbufs + 1, sizeof *on_device);
+    int rc = bufs && scalars && on_device ? expr_inputs(e, p, bufs, scalars, on_device) : RED_ERR_NOMEM;
+    for (int s = 0; !rc && s < dp->nsplit; s++) scalars[dp->off_scalar + s].i = w->off[(size_t)s * c->size + c->rank];
+    if (rc == RED_ERR_NOMEM) util_diag_set(&e->diag, rc, "out of memory");
+    dist_run dr = {c, dp, w->ext, w->off};
+    core_pass_hook hook = dist_hook_proto;
+    hook.arg = &dr;
+    double tc = expr_now_ms();
+    /* every rank enters the executor, which agrees at every pass (a failure here too) */
+    rc = cpu_execute_hooked(np, bufs, scalars, expr_opt(e, RED_OPT_THREADS), cancel, &hook, &e->temps, &e->diag,
+                            rc);
+    e->timings.cpu_ms = expr_now_ms() - tc;
+    free(bufs);
+    free(scalars);
+    free(on_device);
+    return rc;
+}
+
+/* The ranks' phases, each entered by all or by none: a failure is agreed on (dist_agree)
+ * before the next collective, so that no rank is left waiting in one. */
+int expr_run_split(red_expr *e)
+{
+    double t0 = expr_now_ms();
+    memset(&e->timings, 0, sizeof e->timings);
+    expr_start(e);
+    expr_clear_results(e);
+    e->gpu = NULL;
+    dist_comm *c = e->ctx->comm;
+    int n = c->size;
+    plan *p = NULL;
+    dist_plan *dp = NULL;
+    hello mine;
+    windows w = {0};
+    hello *all = calloc((size_t)n, sizeof *all);
+    int rc = all ? prepare_here(e, &p, &dp) : util_diag_set(&e->diag, RED_ERR_NOMEM, "out of memory");
+    if (!rc) rc = say_hello(e, &mine);
+    rc = dist_agree(c, rc, &e->diag);
+    if (!rc) {
+        if (c->ops->allgather(c, &mine, all, sizeof mine))
+            rc = util_diag_set(&e->diag, RED_ERR_COMM, "%s: %s", c->ops->name, c->err);
+        if (!rc) rc = same_run(e, all, n);
+        if (!rc) {
+            w.ext = calloc((size_t)(dp->nsplit + 1) * n, sizeof *w.ext);
+            w.off = calloc((size_t)(dp->nsplit + 1) * n, sizeof *w.off);
+            w.total = calloc((size_t)dp->nsplit + 1, sizeof *w.total);
+            core_buf *bufs = calloc((size_t)p->nbufs + 1, sizeof *bufs);
+            plan_value *sc = calloc((size_t)p->nscalars + 1, sizeof *sc);
+            int *od = calloc((size_t)p->nbufs + 1, sizeof *od);
+            rc = w.ext && w.off && w.total && bufs && sc && od
+                     ? expr_inputs(e, p, bufs, sc, od)
+                     : util_diag_set(&e->diag, RED_ERR_NOMEM, "out of memory");
+            if (!rc) rc = make_windows(e, p, dp, all, n, bufs, &w);
+            free(bufs);
+            free(sc);
+            free(od);
+        }
+        rc = dist_agree(c, rc, &e->diag);
+        core_cancel cancel = {&e->ctx->interrupts, __atomic_load_n(&e->ctx->interrupts, __ATOMIC_RELAXED)};
+        if (!rc) rc = execute_here(e, p, dp, &w, &cancel);
+        if (!rc) {
+            e->run_pe = e->last_pe;
+            __atomic_add_fetch(&e->run_pe->refs, 1, __ATOMIC_ACQ_REL);
+            rc = place_results(e, p, dp, &w);
+            rc = dist_agree(c, rc, &e->diag);
+        }
+    }
+    free(all);
+    free(w.ext);
+    free(w.off);
+    free(w.total);
+    e->timings.total_ms = expr_now_ms() - t0;
+    if (rc) {
+        expr_clear_results(e);
+        return expr_fail(e, rc);
+    }
+    return expr_take_results(e, p);
+}

@@ -1,0 +1,28 @@
+/*
+ * hook.h -- what a backend calls between the passes of a plan, for a caller that must act
+ * there: the distributed runs (src/dist/) agree on each pass's status across ranks and
+ * combine the ranks' partial results before the next pass reads them.
+ */
+#ifndef RED_CORE_HOOK_H
+#define RED_CORE_HOOK_H
+
+#include "check/plan.h"
+#include "core/extents.h"
+#include "core/results.h"
+
+typedef struct core_pass_hook {
+    /* After pass `pass` was walked with status `rc` (0, or the error it set in `diag`), before
+     * the checks of its results (argmin/argmax over nothing): the status the run goes on with.
+     * Called for every pass the run starts, whatever its status. */
+    int (*walked)(void *arg, const plan *p, int pass, int rc, const core_vars *v, core_results *temps,
+                  util_diag *diag);
+    /* After those checks: the same, for a status every caller must agree on. */
+    int (*ended)(void *arg, const plan *p, int pass, int rc, util_diag *diag);
+    /* A keyed pass counted its keys (*nkeys, status rc; span: the first and the last
+     * element's keys, NULL for no elements): the status to go on with, and the count every
+     * rank's partials are sized for (the largest). */
+    int (*keys)(void *arg, const plan *p, int pass, int rc, int64_t *nkeys, const int64_t *span, util_diag *diag);
+    void *arg;
+} core_pass_hook;
+
+#endif
