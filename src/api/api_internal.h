@@ -160,6 +160,8 @@ int expr_failf(red_expr *e, int code, const char *fmt, ...) __attribute__((forma
 int expr_opt(red_expr *e, red_option opt);
 int expr_plan(red_expr *e, plan **out);
 int expr_backend(red_expr *e, gpu_dev **gpu);
+/* The binding of `name`, or NULL. */
+binding *expr_find_binding(red_expr *e, const char *name);
 /* The plan's bound arrays and scalars from the expression's bindings. */
 int expr_inputs(red_expr *e, const plan *p, core_buf *bufs, plan_value *scalars, int *on_device);
 /* A successful run's results become the expression's (plan p's). */

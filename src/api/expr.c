@@ -210,7 +210,7 @@ static int plan_passes_ok(red_expr *e, const plan *p)
 
 RED_API const char *red_expr_errmsg(red_expr *e) { return e ? e->errmsg : "no expression"; }
 
-static binding *find_binding(red_expr *e, const char *name)
+binding *expr_find_binding(red_expr *e, const char *name)
 {
     for (int i = 0; i < e->nbinds; i++)
         if (strcmp(e->binds[i].name, name) == 0) return &e->binds[i];
@@ -229,7 +229,7 @@ static int valid_name(const char *s)
 
 static binding *new_binding(red_expr *e, const char *name)
 {
-    binding *b = find_binding(e, name);
+    binding *b = expr_find_binding(e, name);
     if (b) return b;
     if (e->nbinds == e->capbinds) {
         int cap = e->capbinds * 2;
@@ -535,7 +535,7 @@ int expr_plan(red_expr *e, plan **out)
 int expr_inputs(red_expr *e, const plan *p, core_buf *bufs, plan_value *scalars, int *on_device)
 {
     for (int i = 0; i < p->nbufs; i++) {
-        binding *b = find_binding(e, p->bufs[i].name);
+        binding *b = expr_find_binding(e, p->bufs[i].name);
         if (!b) return expr_fail(e, RED_ERR_INTERNAL);
         on_device[i] = b->arr.memory == RED_MEM_CUDA;
         core_buf *v = &bufs[i];
@@ -557,7 +557,7 @@ int expr_inputs(red_expr *e, const plan *p, core_buf *bufs, plan_value *scalars,
         }
     }
     for (int i = 0; i < p->nscalars; i++) {
-        binding *b = find_binding(e, p->scalars[i].name);
+        binding *b = expr_find_binding(e, p->scalars[i].name);
         if (!b) return expr_fail(e, RED_ERR_INTERNAL);
         scalars[i] = p->scalars[i].part ? b->scalar_im : b->scalar;
     }

@@ -55,8 +55,7 @@ RED_API int red_bind_split(red_expr *e, const char *name, const red_array *block
     }
     int rc = red_bind_array(e, name, block);
     if (rc) return rc;
-    for (int i = 0; i < e->nbinds; i++)
-        if (strcmp(e->binds[i].name, name) == 0) e->binds[i].split = axis + 1;
+    expr_find_binding(e, name)->split = axis + 1;
     return RED_OK;
 }
 
@@ -148,12 +147,17 @@ static int same_run(red_expr *e, const hello *all, int n)
 
 /* ---- the blocks of each split index ------------------------------------------------------- */
 
+/* The axis plan buffer b is split along, or -1. */
+static int split_axis(red_expr *e, const plan *p, int b)
+{
+    const binding *me = expr_find_binding(e, p->bufs[b].name);
+    return me ? me->split - 1 : -1;
+}
+
 /* Split binding number (in name order) of plan buffer b, or -1. */
 static int split_number(red_expr *e, const plan *p, int b)
 {
-    const binding *me = NULL;
-    for (int i = 0; i < e->nbinds; i++)
-        if (strcmp(e->binds[i].name, p->bufs[b].name) == 0) me = &e->binds[i];
+    const binding *me = expr_find_binding(e, p->bufs[b].name);
     if (!me || !me->split) return -1;
     int k = 0;
     for (int i = 0; i < e->nbinds; i++)
@@ -200,12 +204,9 @@ static int make_windows(red_expr *e, const plan *p, const dist_plan *dp, const h
     for (int b = 0; b < p->nbufs; b++) {
         int k = split_number(e, p, b);
         if (k < 0) continue;
-        int axis = -1;
-        for (int i = 0; i < e->nbinds; i++)
-            if (strcmp(e->binds[i].name, p->bufs[b].name) == 0) axis = e->binds[i].split - 1;
         int64_t t = 0;
         for (int r = 0; r < n; r++) t += all[r].ext[k];
-        whole[b].shape[axis] = t;
+        whole[b].shape[split_axis(e, p, b)] = t;
     }
     int rc = 0;
     for (int s = 0; !rc && s < dp->nsplit; s++) {
@@ -235,9 +236,7 @@ static int rank_plan(red_expr *e, const plan *p, dist_plan **out)
         return util_diag_set(&e->diag, RED_ERR_NOMEM, "out of memory");
     }
     for (int b = 0; b < p->nbufs; b++) {
-        axis[b] = -1;
-        for (int i = 0; i < e->nbinds; i++)
-            if (strcmp(e->binds[i].name, p->bufs[b].name) == 0) axis[b] = e->binds[i].split - 1;
+        axis[b] = split_axis(e, p, b);
         key[4 * b] = (char)('0' + axis[b] + 1);
         key[4 * b + 1] = key[4 * b + 2] = key[4 * b + 3] = ',';
     }
@@ -344,27 +343,41 @@ static int prepare_here(red_expr *e, plan **p, dist_plan **dp)
     return rc;
 }
 
-static int execute_here(red_expr *e, const plan *p, dist_plan *dp, const windows *w, core_cancel *cancel)
+/* The inputs of one run: the plan's arrays (this rank's blocks) and scalars, then the
+ * split indices' offsets here. */
+typedef struct inputs {
+    core_buf *bufs;
+    plan_value *scalars;
+    int *on_device;
+} inputs;
+
+static int make_inputs(red_expr *e, const plan *p, const dist_plan *dp, inputs *in)
+{
+    in->bufs = calloc((size_t)p->nbufs + 1, sizeof *in->bufs);
+    in->scalars = calloc((size_t)dp->p->nscalars + 1, sizeof *in->scalars);
+    in->on_device = calloc((size_t)p->nbufs + 1, sizeof *in->on_device);
+    if (!in->bufs || !in->scalars || !in->on_device) return util_diag_set(&e->diag, RED_ERR_NOMEM, "out of memory");
+    return expr_inputs(e, p, in->bufs, in->scalars, in->on_device);
+}
+
+static void free_inputs(inputs *in)
+{
+    free(in->bufs);
+    free(in->scalars);
+    free(in->on_device);
+}
+
+static int execute_here(red_expr *e, dist_plan *dp, const windows *w, inputs *in, core_cancel *cancel)
 {
     dist_comm *c = e->ctx->comm;
-    const plan *np = dp->p;
-    core_buf *bufs = calloc((size_t)p->nbufs + 1, sizeof *bufs);
-    plan_value *scalars = calloc((size_t)np->nscalars + 1, sizeof *scalars);
-    int *on_device = calloc((size_t)p->nbufs + 1, sizeof *on_device);
-    int rc = bufs && scalars && on_device ? expr_inputs(e, p, bufs, scalars, on_device) : RED_ERR_NOMEM;
-    for (int s = 0; !rc && s < dp->nsplit; s++) scalars[dp->off_scalar + s].i = w->off[(size_t)s * c->size + c->rank];
-    if (rc == RED_ERR_NOMEM) util_diag_set(&e->diag, rc, "out of memory");
+    for (int s = 0; s < dp->nsplit; s++) in->scalars[dp->off_scalar + s].i = w->off[(size_t)s * c->size + c->rank];
     dist_run dr = {c, dp, w->ext, w->off};
     core_pass_hook hook = dist_hook_proto;
     hook.arg = &dr;
     double tc = expr_now_ms();
-    /* every rank enters the executor, which agrees at every pass (a failure here too) */
-    rc = cpu_execute_hooked(np, bufs, scalars, expr_opt(e, RED_OPT_THREADS), cancel, &hook, &e->temps, &e->diag,
-                            rc);
+    int rc = cpu_execute_hooked(dp->p, in->bufs, in->scalars, expr_opt(e, RED_OPT_THREADS), cancel, &hook, &e->temps,
+                                &e->diag);
     e->timings.cpu_ms = expr_now_ms() - tc;
-    free(bufs);
-    free(scalars);
-    free(on_device);
     return rc;
 }
 
@@ -383,6 +396,7 @@ int expr_run_split(red_expr *e)
     dist_plan *dp = NULL;
     hello mine;
     windows w = {0};
+    inputs in = {0};
     hello *all = calloc((size_t)n, sizeof *all);
     int rc = all ? prepare_here(e, &p, &dp) : util_diag_set(&e->diag, RED_ERR_NOMEM, "out of memory");
     if (!rc) rc = say_hello(e, &mine);
@@ -395,20 +409,13 @@ int expr_run_split(red_expr *e)
             w.ext = calloc((size_t)(dp->nsplit + 1) * n, sizeof *w.ext);
             w.off = calloc((size_t)(dp->nsplit + 1) * n, sizeof *w.off);
             w.total = calloc((size_t)dp->nsplit + 1, sizeof *w.total);
-            core_buf *bufs = calloc((size_t)p->nbufs + 1, sizeof *bufs);
-            plan_value *sc = calloc((size_t)p->nscalars + 1, sizeof *sc);
-            int *od = calloc((size_t)p->nbufs + 1, sizeof *od);
-            rc = w.ext && w.off && w.total && bufs && sc && od
-                     ? expr_inputs(e, p, bufs, sc, od)
-                     : util_diag_set(&e->diag, RED_ERR_NOMEM, "out of memory");
-            if (!rc) rc = make_windows(e, p, dp, all, n, bufs, &w);
-            free(bufs);
-            free(sc);
-            free(od);
+            rc = w.ext && w.off && w.total ? make_inputs(e, p, dp, &in)
+                                           : util_diag_set(&e->diag, RED_ERR_NOMEM, "out of memory");
+            if (!rc) rc = make_windows(e, p, dp, all, n, in.bufs, &w);
         }
         rc = dist_agree(c, rc, &e->diag);
         core_cancel cancel = {&e->ctx->interrupts, __atomic_load_n(&e->ctx->interrupts, __ATOMIC_RELAXED)};
-        if (!rc) rc = execute_here(e, p, dp, &w, &cancel);
+        if (!rc) rc = execute_here(e, dp, &w, &in, &cancel);
         if (!rc) {
             e->run_pe = e->last_pe;
             __atomic_add_fetch(&e->run_pe->refs, 1, __ATOMIC_ACQ_REL);
@@ -417,6 +424,7 @@ int expr_run_split(red_expr *e)
         }
     }
     free(all);
+    free_inputs(&in);
     free(w.ext);
     free(w.off);
     free(w.total);

@@ -346,12 +346,12 @@ static void ctx_free(pass_ctx *c)
 int cpu_execute(const plan *p, const core_buf *bufs, const plan_value *scalars, int nthreads,
                 const core_cancel *cancel, core_results *out, util_diag *diag)
 {
-    return cpu_execute_hooked(p, bufs, scalars, nthreads, cancel, NULL, out, diag, 0);
+    return cpu_execute_hooked(p, bufs, scalars, nthreads, cancel, NULL, out, diag);
 }
 
 int cpu_execute_hooked(const plan *p, const core_buf *bufs, const plan_value *scalars, int nthreads,
                        const core_cancel *cancel, const core_pass_hook *hook, core_results *out,
-                       util_diag *diag, int rc0)
+                       util_diag *diag)
 {
     out->n = p->ntemps;
     out->t = calloc((size_t)p->ntemps + 1, sizeof *out->t);
@@ -359,8 +359,8 @@ int cpu_execute_hooked(const plan *p, const core_buf *bufs, const plan_value *sc
     int *done = calloc((size_t)p->nvars + 1, sizeof *done);
     util_arena a;
     util_arena_init(&a);
-    int rc = rc0;
-    if (!rc && (!out->t || !vlo || !vhi || !done)) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+    int rc = 0;
+    if (!out->t || !vlo || !vhi || !done) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
     if (nthreads <= 0) nthreads = omp_get_max_threads();
     core_vars vars = {vlo, vhi, done};
     cpu_bound_arg barg = {bufs, scalars, out->t, NULL};

@@ -7,8 +7,7 @@
 #include "cpu/exec_internal.h"
 
 int cpu_merge_partials(const plan *p, const plan_red *rd, int nparts, int64_t n, void *const *const *comp,
-                       const int64_t *const *idx, const int64_t *idx_add, const int *has,
-                       const int64_t *const *count, void *const *out, int64_t *out_idx, util_diag *diag)
+                       const int64_t *const *idx, const int *has, const int64_t *const *count, void *const *out, int64_t *out_idx, util_diag *diag)
 {
     int arg = rd->rop == ROP_ARGMIN || rd->rop == ROP_ARGMAX, rc = 0;
     util_arena a;
@@ -31,7 +30,7 @@ int cpu_merge_partials(const plan *p, const plan_red *rd, int nparts, int64_t n,
             cacc b;
             acc_init(rd, &b);
             b.has = 1;
-            if (arg) b.idx = idx[k][o] + (idx_add ? idx_add[k] : 0);
+            if (arg) b.idx = idx[k][o];
             for (int c = 0; c < (arg ? 1 : rd->ncomp); c++) b.v[c] = core_read_ct(comp[k][c], rd->acc[c], o);
             cpu_acc_combine(rd, &u, &acc, &b);
         }

@@ -54,10 +54,11 @@ typedef struct dist_plan {
     int nsplit;                 /* split indices                                            */
     int var[DIST_MAX_SPLIT];    /* their variables                                          */
     int buf[DIST_MAX_SPLIT];    /* a split array that gives each its blocks                 */
-    int dim[DIST_MAX_SPLIT];    /* along that array's axis                                  */
     int off_scalar;             /* scalar slot of the first one's offset, one slot each     */
     int *split_of_var;          /* per variable: index into var[], or -1                    */
     int *pass_split;            /* per pass: the split index it reduces over, or -1         */
+    int *reds0;                 /* per pass: its reductions in the text's plan; those added
+                                   after them (argval, count) serve them                   */
     int **argval;               /* per pass and reduction: for argmin/argmax over a split
                                    index, the temporary of its extreme value; else -1      */
     int *count;                 /* per pass: for a keyed one over a split index with a user

@@ -102,6 +102,17 @@ static ir *rewrite(rw *w, ir *x)
 
 /* ---- finding the split indices ------------------------------------------------------------- */
 
+/* Which dimension of each temporary of p from `from` on is split (its first with a split
+ * index), or -1. */
+static void mark_split_temps(dist_plan *dp, const plan *p, int from)
+{
+    for (int t = from; t < p->ntemps; t++) {
+        dp->temp_split[t] = -1;
+        for (int d = 0; d < p->temps[t].ndim && dp->temp_split[t] < 0; d++)
+            if (dp->split_of_var[p->temps[t].dims[d]] >= 0) dp->temp_split[t] = d;
+    }
+}
+
 static int find_split(rw *w)
 {
     const plan *p = w->p;
@@ -127,15 +138,10 @@ static int find_split(rw *w)
                                     "more than %d indices run along split axes", DIST_MAX_SPLIT);
             dp->split_of_var[v] = dp->nsplit;
             dp->var[dp->nsplit] = v;
-            dp->buf[dp->nsplit] = c->buf;
-            dp->dim[dp->nsplit++] = c->dim;
+            dp->buf[dp->nsplit++] = c->buf;
         }
     }
-    for (int t = 0; t < p->ntemps; t++) {
-        dp->temp_split[t] = -1;
-        for (int d = 0; d < p->temps[t].ndim && dp->temp_split[t] < 0; d++)
-            if (dp->split_of_var[p->temps[t].dims[d]] >= 0) dp->temp_split[t] = d;
-    }
+    mark_split_temps(dp, p, 0);
     return 0;
 }
 
@@ -247,11 +253,13 @@ static int build_passes(rw *w, plan *np)
     np->passes = dup_arr(a, p->passes, (size_t)p->npasses * sizeof *p->passes, 0);
     dp->argval = util_arena_alloc(a, (size_t)(p->npasses + 1) * sizeof *dp->argval);
     dp->count = util_arena_alloc(a, (size_t)(p->npasses + 1) * sizeof *dp->count);
-    if (!np->passes || !dp->argval || !dp->count) return RED_ERR_NOMEM;
+    dp->reds0 = util_arena_alloc(a, (size_t)(p->npasses + 1) * sizeof *dp->reds0);
+    if (!np->passes || !dp->argval || !dp->count || !dp->reds0) return RED_ERR_NOMEM;
     for (int pi = 0; pi < p->npasses; pi++) {
         plan_pass *ps = &np->passes[pi];
         int n = ps->nreds;
         dp->count[pi] = -1;
+        dp->reds0[pi] = n;
         ps->reds = dup_arr(a, p->passes[pi].reds, (size_t)n * sizeof *ps->reds, (size_t)(n + 1) * sizeof *ps->reds);
         dp->argval[pi] = util_arena_alloc(a, (size_t)(2 * n + 1) * sizeof(int));
         if (!ps->reds || !dp->argval[pi]) return RED_ERR_NOMEM;
@@ -344,11 +352,7 @@ int dist_plan_build(const plan *p, const int *axis, dist_plan **out, util_diag *
     if (!rc) rc = build_passes(&w, np);
     if (!rc) rc = build_vars(&w, np);
     if (!rc) {
-        for (int t = p->ntemps; t < np->ntemps; t++) {
-            dp->temp_split[t] = -1;
-            for (int d = 0; d < np->temps[t].ndim && dp->temp_split[t] < 0; d++)
-                if (dp->split_of_var[np->temps[t].dims[d]] >= 0) dp->temp_split[t] = d;
-        }
+        mark_split_temps(dp, np, p->ntemps);
         np->nir = plan_builder_count(w.b);
         dp->p = np;
     }

@@ -91,57 +91,51 @@ static void globalize(const dist_run *dr, const box *b, int s, int r, int64_t *i
     }
 }
 
-static int combine_red(const dist_run *dr, const plan *p, int pi, int q, const box *bx, const int64_t *idx_add,
-                       const int *has, const int64_t *const *counts, core_results *temps, util_diag *diag)
+/* Reduction q of pass pi (over a split index) combined across the ranks: in place in its
+ * temporaries, on every rank. */
+static int combine_red(const dist_run *dr, const plan *p, int pi, int q, const box *bx, const int *has,
+                       const int64_t *const *counts, core_results *temps, util_diag *diag)
 {
     dist_comm *c = dr->comm;
     const plan_red *rd = &p->passes[pi].reds[q];
     int arg = rd->rop == ROP_ARGMIN || rd->rop == ROP_ARGMAX, n = c->size, rc = 0;
     int64_t count = temp_count(&temps->t[rd->temp[0]]);
-    if (!arg && rd->rop != ROP_USER) {
-        int all = 1;
-        for (int k = 0; k < rd->ncomp; k++) all &= dist_reducible(rd->rop, rd->acc[k]);
-        for (int k = 0; all && k < rd->ncomp && !rc; k++)
+    int exact = !arg && rd->rop != ROP_USER;
+    for (int k = 0; k < rd->ncomp; k++) exact &= dist_reducible(rd->rop, rd->acc[k]);
+    if (exact) {
+        for (int k = 0; k < rd->ncomp && !rc; k++)
             rc = c->ops->allreduce(c, (void *)temps->t[rd->temp[k]].data, count, rd->acc[k], rd->rop);
-        if (all) return rc ? comm_failed(c, rc, diag) : 0;
+        return rc ? comm_failed(c, rc, diag) : 0;
     }
-    /* gathered, then combined in rank order: floats, user operators, argmin/argmax */
-    int ncomp = arg ? 2 : rd->ncomp;
-    int src[PLAN_MAX_COMP + 1];
-    if (arg) {
-        src[0] = dr->dp->argval[pi][q];
-        src[1] = rd->temp[0];
-    } else {
-        for (int k = 0; k < ncomp; k++) src[k] = rd->temp[k];
-    }
-    unsigned char *g[PLAN_MAX_COMP + 1] = {0};
-    void **comp = calloc((size_t)n * (PLAN_MAX_COMP + 1), sizeof *comp);
+    /* the others gathered and combined in rank order: floats, user operators, argmin/argmax
+     * (its extreme value, then its index) */
+    int ncomp = arg ? 2 : rd->ncomp, src[PLAN_MAX_COMP];
+    for (int k = 0; k < ncomp; k++) src[k] = arg ? (k ? rd->temp[0] : dr->dp->argval[pi][q]) : rd->temp[k];
+    unsigned char *got[PLAN_MAX_COMP] = {0};
+    void **part = calloc((size_t)n * ncomp, sizeof *part);       /* source r's component k */
     void *const **rows = calloc((size_t)n, sizeof *rows);
     const int64_t **idx = calloc((size_t)n, sizeof *idx);
-    if (!comp || !rows || !idx) rc = RED_ERR_NOMEM;
+    if (!part || !rows || !idx) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
     for (int k = 0; !rc && k < ncomp; k++) {
         const core_buf *t = &temps->t[src[k]];
         size_t bytes = (size_t)count * red_dtype_size(t->dtype);
-        g[k] = malloc(bytes * (size_t)n + 1);
-        if (!g[k]) rc = RED_ERR_NOMEM;
-        else if ((rc = c->ops->allgather(c, t->data, g[k], bytes))) rc = comm_failed(c, rc, diag);
-        for (int r = 0; !rc && r < n; r++) comp[(size_t)r * (PLAN_MAX_COMP + 1) + k] = g[k] + bytes * (size_t)r;
+        if (!(got[k] = malloc(bytes * (size_t)n + 1))) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+        else if ((rc = c->ops->allgather(c, t->data, got[k], bytes))) rc = comm_failed(c, rc, diag);
+        for (int r = 0; !rc && r < n; r++) part[(size_t)r * ncomp + k] = got[k] + bytes * (size_t)r;
+    }
+    for (int r = 0; !rc && r < n; r++) {
+        rows[r] = part + (size_t)r * ncomp;
+        if (!arg) continue;
+        idx[r] = rows[r][1];
+        globalize(dr, bx, dr->dp->pass_split[pi], r, (int64_t *)idx[r], count);
     }
     if (!rc) {
         void *out[PLAN_MAX_COMP];
-        for (int k = 0; k < (arg ? 1 : ncomp); k++) out[k] = (void *)temps->t[src[k]].data;
-        for (int r = 0; r < n; r++) {
-            rows[r] = comp + (size_t)r * (PLAN_MAX_COMP + 1);
-            if (!arg) continue;
-            idx[r] = comp[(size_t)r * (PLAN_MAX_COMP + 1) + 1];
-            globalize(dr, bx, dr->dp->pass_split[pi], r, (int64_t *)idx[r], count);
-        }
-        rc = cpu_merge_partials(p, rd, n, count, rows, arg ? idx : NULL, idx_add, has, counts, out,
-                                arg ? (int64_t *)temps->t[src[1]].data : NULL, diag);
+        for (int k = 0; k < ncomp; k++) out[k] = (void *)temps->t[src[k]].data;
+        rc = cpu_merge_partials(p, rd, n, count, rows, arg ? idx : NULL, has, counts, out, arg ? out[1] : NULL, diag);
     }
-    if (rc == RED_ERR_NOMEM && !diag->code) util_diag_set(diag, rc, "out of memory");
-    for (int k = 0; k < ncomp; k++) free(g[k]);
-    free(comp);
+    for (int k = 0; k < ncomp; k++) free(got[k]);
+    free(part);
     free(rows);
     free(idx);
     return rc;
@@ -157,16 +151,15 @@ static int hook_walked(void *arg, const plan *p, int pi, int rc, const core_vars
     if (rc || s < 0) return rc;
     const plan_pass *ps = &p->passes[pi];
     int n = c->size;
-    int64_t *idx_add = calloc((size_t)n, sizeof *idx_add);
     int *has = calloc((size_t)n, sizeof *has);
-    if (!idx_add || !has) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+    if (!has) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+    for (int r = 0; !rc && r < n; r++) has[r] = dr->ext[(size_t)s * n + r] > 0;
     /* an argmin/argmax index is a position in the reduced box (globalize) */
     box bx = {ps->nred, 0, {0}};
     for (int d = 0; d < ps->nred; d++) {
         bx.ext[d] = v->hi[ps->red[d]] - v->lo[ps->red[d]];
         if (ps->red[d] == dr->dp->var[s]) bx.at = d;
     }
-    for (int r = 0; !rc && r < n; r++) has[r] = dr->ext[(size_t)s * n + r] > 0;
     /* each rank's element count of each key, where a user operator needs it */
     int ct = dr->dp->count[pi];
     int64_t *cgot = NULL;
@@ -180,15 +173,10 @@ static int hook_walked(void *arg, const plan *p, int pi, int rc, const core_vars
             rc = comm_failed(c, rc, diag);
         for (int r = 0; !rc && r < n; r++) counts[r] = cgot + (size_t)m * r;
     }
-    for (int q = 0; !rc && q < ps->nreds; q++) {
-        int extreme = 0;   /* the value beside an argmin/argmax: combined with it */
-        for (int k = 0; k < ps->nreds; k++)
-            if (dr->dp->argval[pi][k] == ps->reds[q].temp[0]) extreme = 1;
-        if (!extreme) rc = combine_red(dr, p, pi, q, &bx, idx_add, has, counts, temps, diag);
-    }
+    /* the text's own reductions; those after them (extreme values, counts) serve these */
+    for (int q = 0; !rc && q < dr->dp->reds0[pi]; q++) rc = combine_red(dr, p, pi, q, &bx, has, counts, temps, diag);
     free(cgot);
     free(counts);
-    free(idx_add);
     free(has);
     return rc;
 }
