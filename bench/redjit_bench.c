@@ -1212,22 +1212,21 @@ static void add_pairwise(void)
     CUdeviceptr a = an ? keep(make_array(G_NORMAL, an, BD_SEED_PA)) : 0;
     CUdeviceptr b = bn ? keep(make_array(G_NORMAL, bn, BD_SEED_PB)) : 0;
     bench_case *c;
-    for (int big = 0; big < 2; big++) {
-        int64_t m = big ? n16 : n14;
-        if (named(big ? "pair_gauss_16" : "pair_gauss_14")) {
-            c = add_pair(big ? "pair_gauss_16" : "pair_gauss_14", PAIR_GAUSS, K_ARRAY, "i,j", m, m, 0, 0);
+    /* the 1-D kernel sums, then the nearest neighbours, each at 2^14 and 2^16 points */
+    const struct {
+        const char *name[2];
+        const char *text;
+        int kind;
+    } one_d[] = {{{"pair_gauss_14", "pair_gauss_16"}, PAIR_GAUSS, K_ARRAY},
+                 {{"pair_nn_14", "pair_nn_16"}, PAIR_NN, K_NEAREST}};
+    for (size_t f = 0; f < sizeof one_d / sizeof one_d[0]; f++)
+        for (int big = 0; big < 2; big++) {
+            int64_t m = big ? n16 : n14;
+            if (!named(one_d[f].name[big])) continue;
+            c = add_pair(one_d[f].name[big], one_d[f].text, one_d[f].kind, "i,j", m, m, 0, 0);
             add_bind(c, "x", RED_F32, x, m, 0);
             add_bind(c, "y", RED_F32, y, m, 0);
         }
-    }
-    for (int big = 0; big < 2; big++) {
-        int64_t m = big ? n16 : n14;
-        if (named(big ? "pair_nn_16" : "pair_nn_14")) {
-            c = add_pair(big ? "pair_nn_16" : "pair_nn_14", PAIR_NN, K_NEAREST, "i,j", m, m, 0, 0);
-            add_bind(c, "x", RED_F32, x, m, 0);
-            add_bind(c, "y", RED_F32, y, m, 0);
-        }
-    }
     /* no pair_gauss3d_16: redjit runs the sum over d as a pass of its own, whose n x n result it
      * keeps in device memory, 16 GiB at 2^16 points (1 GiB here) */
     if (named("pair_gauss3d_14")) {

@@ -351,6 +351,24 @@ static void test_vec_choice(red_ctx *ctx)
     }
 }
 
+/* A 2-d run under a strategy and the launches it makes, in order. */
+typedef struct launch_case {
+    const char *text;
+    int strategy;
+    const int64_t *shape, *strides;
+    const char *want;   /* every launch of the run */
+} launch_case;
+
+static void check_launches(red_ctx *ctx, const launch_case *t, size_t n, const char *what)
+{
+    for (size_t i = 0; i < n; i++) {
+        red_set_option(ctx, RED_OPT_STRATEGY, t[i].strategy);
+        kernel_for(ctx, t[i].text, 2, t[i].shape, t[i].strides, 0);
+        CHECK(strcmp(run_kernels, t[i].want) == 0, "%s case %zu: launched '%s', expected '%s'", what, i, run_kernels,
+              t[i].want);
+    }
+    red_set_option(ctx, RED_OPT_STRATEGY, RED_STRATEGY_AUTO);
+}
 /* A map over a row reduction's results runs inside the reduction's kernel
  * (rj_epilogue): the row's softmax where a block or a warp's lanes take a row,
  * a map of the results alone under every segment kernel; a thread a row
@@ -361,12 +379,7 @@ static void test_epilogue_launches(red_ctx *ctx)
     const int64_t s8[2] = {ROWS * COLS / 8, 8}, r8[2] = {8, 1};   /* rows shorter than a warp */
     const char *softmax = "m = max(A[i,j]) over j; s = sum(exp(A[i,j] - m)) over j; P[i,j] = exp(A[i,j] - m) / s";
     const char *lse = "m = max(A[i,j]) over j; log(sum(exp(A[i,j] - m)) over j) + m";
-    const struct {
-        const char *text;
-        int strategy;
-        const int64_t *shape, *strides;
-        const char *want;   /* every launch of the run */
-    } t[] = {
+    const launch_case t[] = {
         {softmax, RED_STRATEGY_AUTO, sq, rm, "rj_segnv "},
         /* a long row staged in shared memory, the map reading it from there */
         {softmax, RED_STRATEGY_AUTO, l1, lr1, "rj_segbs "},
@@ -388,13 +401,7 @@ static void test_epilogue_launches(red_ctx *ctx)
         /* the map reads other rows' results: a launch of its own */
         {"sum(A[i,j]) over j + sum(A[k,j]) over j", RED_STRATEGY_AUTO, sq, rm, "rj_segnv rj_map "},
     };
-    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
-        red_set_option(ctx, RED_OPT_STRATEGY, t[i].strategy);
-        kernel_for(ctx, t[i].text, 2, t[i].shape, t[i].strides, 0);
-        CHECK(strcmp(run_kernels, t[i].want) == 0, "epilogue case %zu: launched '%s', expected '%s'", i, run_kernels,
-              t[i].want);
-    }
-    red_set_option(ctx, RED_OPT_STRATEGY, RED_STRATEGY_AUTO);
+    check_launches(ctx, t, sizeof t / sizeof t[0], "epilogue");
 }
 
 /* Pairwise reductions take rj_tile under auto from 256 reduced elements an
@@ -403,12 +410,7 @@ static void test_epilogue_launches(red_ctx *ctx)
 static void test_tile_launches(red_ctx *ctx)
 {
     const int64_t l1[2] = {1, 4096}, lr1[2] = {4096, 1}, sq[2] = {ROWS, COLS}, rm[2] = {COLS, 1};
-    const struct {
-        const char *text;
-        int strategy;
-        const int64_t *shape, *strides;
-        const char *want;
-    } t[] = {
+    const launch_case t[] = {
         /* 4096 outputs of 4096: 16 blocks, 8 chunks each */
         {"sum(exp(-(A[0,i]-A[0,j])*(A[0,i]-A[0,j]))) over j", RED_STRATEGY_AUTO, l1, lr1, "rj_tile rj_splitf "},
         {"argmin(abs(A[0,i]-A[0,j])) over j", RED_STRATEGY_AUTO, l1, lr1, "rj_tile rj_splitf "},
@@ -424,13 +426,7 @@ static void test_tile_launches(red_ctx *ctx)
         /* and a map after it, a launch of its own */
         {"C[i,j] = sqrt(sum(A[i,k]*A[k,j]) over k)", RED_STRATEGY_AUTO, sq, rm, "rj_tile2 rj_map "},
     };
-    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
-        red_set_option(ctx, RED_OPT_STRATEGY, t[i].strategy);
-        kernel_for(ctx, t[i].text, 2, t[i].shape, t[i].strides, 0);
-        CHECK(strcmp(run_kernels, t[i].want) == 0, "tile case %zu: launched '%s', expected '%s'", i, run_kernels,
-              t[i].want);
-    }
-    red_set_option(ctx, RED_OPT_STRATEGY, RED_STRATEGY_AUTO);
+    check_launches(ctx, t, sizeof t / sizeof t[0], "tile");
 }
 
 /* The same for a keyed expression, with x a view of dx (type xt, xoff bytes
