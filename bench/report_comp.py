@@ -34,6 +34,29 @@ def _fmt_us(us):
     return f"{us:.0f}" if us >= 100 else f"{us:.1f}"
 
 
+def usable_us(r):
+    """A record's time; None where it did not run, failed or was skipped."""
+    return r.get("us") if r and "error" not in r and "skipped" not in r else None
+
+
+def time_text(us):
+    """A time with its unit: '12.0 us', '20.0 ms'."""
+    t = _fmt_us(us)
+    return t if t.endswith("ms") else t + " us"
+
+
+def form_parts(row, label_of, redjit_extra="", timed=False):
+    """What one case ran, for a Forms list: redjit's expression (then redjit_extra), and each
+    peer's variant under label_of(peer), with its time where `timed` and it ran."""
+    auto = row["redjit"].get("auto", {})
+    parts = [f"redjit `{auto['expr']}`{redjit_extra}"] if auto.get("expr") else []
+    for s, r in row["peers"].items():
+        if r.get("variant"):
+            us = usable_us(r) if timed else None
+            parts.append(f"{label_of(s)} `{r['variant']}`" + (f" {time_text(us)}" if us else ""))
+    return parts
+
+
 def _fmt_ms(ms):
     if ms is None:
         return "-"
@@ -157,9 +180,7 @@ def _comp_row(key, row, out):
 def _forms(rows):
     lines = []
     for (case, n), row in rows.items():
-        auto = row["redjit"].get("auto", {})
-        parts = [f"redjit `{auto['expr']}`"] if auto.get("expr") else []
-        parts += [f"{label(s)} `{r['variant']}`" for s, r in row["peers"].items() if r.get("variant")]
+        parts = form_parts(row, label)
         if parts:
             lines.append(f"- {COMP_TITLES.get(case, case)}: " + "; ".join(parts))
     return lines

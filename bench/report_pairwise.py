@@ -14,7 +14,8 @@ too slow to time ("skipped") is neither.
 """
 import math
 
-from report_comp import _fmt_us as fmt_us, _md as md, _shape as shape, group, label
+from report_comp import _fmt_us as fmt_us, _md as md, _shape as shape, form_parts, group, label, time_text
+from report_comp import usable_us as _us
 
 PAIR_TITLES = {
     "pair_gauss_14": "Gaussian kernel sums", "pair_gauss_16": "Gaussian kernel sums",
@@ -39,11 +40,6 @@ def _label(s):
 
 def _n(n):
     return f"2^{n.bit_length() - 1}" if n > 0 and n & (n - 1) == 0 else str(n)
-
-
-def _time(us):
-    t = fmt_us(us)
-    return t if t.endswith("ms") else t + " us"
 
 
 def _diff(n, r, p):
@@ -106,10 +102,6 @@ def _check(case, n, R, P, out):
             ("; other indices at tied distances" if ties else ""))
 
 
-def _us(r):
-    return r.get("us") if r and "error" not in r and "skipped" not in r else None
-
-
 def _cell(who, case, n, r, out):
     """A time cell: the time, '-' where it did not run or was skipped (a note), 'err' (an error)."""
     if r is None:
@@ -139,7 +131,7 @@ def _row(key, row, strategies, peers, slow, out):
     ratio = best / au if best and au else None
     if ratio is not None and ratio < 1.0:
         slow.append(f"{PAIR_TITLES.get(case, case)} (`{case}`): {ratio:.2f}x, {_label(best_name)} "
-                    f"{_time(best)} against redjit's {_time(au)}")
+                    f"{time_text(best)} against redjit's {time_text(au)}")
     return line + [_label(best_name) if best_name else "-", f"{ratio:.2f}x" if ratio else "-",
                    _check(case, n, R, P, out)]
 
@@ -147,16 +139,9 @@ def _row(key, row, strategies, peers, slow, out):
 def _forms(rows):
     lines = []
     for (case, n), row in rows.items():
-        auto = row["redjit"].get("auto", {})
-        parts = []
-        if auto.get("expr"):
-            passes = auto.get("passes")
-            parts.append(f"redjit `{auto['expr']}`" +
-                         (f" ({passes} pass{'es' if passes != 1 else ''})" if isinstance(passes, int) and passes > 0
-                          else ""))
-        for s, r in row["peers"].items():
-            if r.get("variant"):
-                parts.append(f"{_label(s)} `{r['variant']}`" + (f" {_time(r['us'])}" if _us(r) else ""))
+        passes = row["redjit"].get("auto", {}).get("passes")
+        extra = f" ({passes} pass{'es' if passes != 1 else ''})" if isinstance(passes, int) and passes > 0 else ""
+        parts = form_parts(row, _label, extra, timed=True)
         if parts:
             lines.append(f"- `{case}` ({row['dims']}): " + "; ".join(parts))
     return lines

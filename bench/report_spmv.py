@@ -10,6 +10,7 @@ disagreement is a failure, a peer's disagreement with the reference a note.
 import math
 
 from report_comp import TOL, _fmt_us as fmt_us, _md as md, group
+from report_comp import usable_us as _us
 
 SPMV_TITLES = {
     "spmv_r32": "rows of 32, random columns", "spmv_rand": "rows of 10..50, random columns",
@@ -65,10 +66,6 @@ def _check(case, n, R, P, out):
     if bad:
         return "FAIL " + ", ".join(bad)
     return f"ok vs {name}" + (f" ({worst:.0e})" if worst > 0 else "")
-
-
-def _us(r):
-    return r.get("us") if r and "error" not in r else None
 
 
 def _row(key, row, peers, missed, out):

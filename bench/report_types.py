@@ -11,7 +11,8 @@ run exits 1), a peer's disagreement with the reference a note.
 """
 import math
 
-from report_comp import _fmt_mib as fmt_mib, _fmt_us as fmt_us, _md as md, group
+from report_comp import _fmt_mib as fmt_mib, _fmt_us as fmt_us, _md as md, form_parts, group
+from report_comp import usable_us as _us
 
 TYPES_TITLES = {
     "types_sum_u8": "sum(x) u8 (to i64)", "types_rowsum_u8": "row sums, u8 image (to i64)",
@@ -96,10 +97,6 @@ def _check(case, n, R, P, out):
     return f"ok vs {name}" + (f" ({worst:.0e})" if worst > 0 else "")
 
 
-def _us(r):
-    return r.get("us") if r and "error" not in r else None
-
-
 def _row(key, row, slow, out):
     case, n = key
     R, P = row["redjit"], row["peers"]
@@ -133,11 +130,7 @@ def _row(key, row, slow, out):
 def _forms(rows):
     lines = []
     for (case, n), row in rows.items():
-        auto = row["redjit"].get("auto", {})
-        parts = [f"redjit `{auto['expr']}`"] if auto.get("expr") else []
-        for s, r in row["peers"].items():
-            if r.get("variant"):
-                parts.append(f"{_label(s)} `{r['variant']}`" + (f" {fmt_us(r['us'])} us" if _us(r) else ""))
+        parts = form_parts(row, _label, timed=True)
         if parts:
             lines.append(f"- `{case}`: " + "; ".join(parts))
     return lines
