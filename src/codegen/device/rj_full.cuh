@@ -122,8 +122,19 @@ __device__ __forceinline__ void rj_fold_vbatch(Acc &in, const Params &P, const V
 // Commutative operators only; no subscript to check.  Scalar loads at a
 // stride read from the parameters stayed short of CUB's bandwidth on
 // instructions; these reach CUB's time (bench/TUNING.md).
-__device__ __forceinline__ Acc rj_run_v(const Params &P, long long o, const long long *lo, long long begin,
-                                        long long end, int first, int step)
+// `load` brings vector u: from the arrays (rj_from_arrays), or from a row
+// staged in shared memory (rj_from_stage, rj_segbs).
+struct rj_from_arrays {
+    __device__ __forceinline__ void operator()(Vld &L, const Params &P, long long o, const long long *lo,
+                                               long long u) const
+    {
+        acc_load_v(L, P, o, lo, u);
+    }
+};
+
+template <class Load>
+__device__ __forceinline__ Acc rj_run_v_from(const Load &load, const Params &P, long long o, const long long *lo,
+                                             long long begin, long long end, int first, int step)
 {
     Acc a, in;
     acc_init(a);
@@ -138,7 +149,7 @@ __device__ __forceinline__ Acc rj_run_v(const Params &P, long long o, const long
     for (; u + (long long)(RJ_VUNROLL - 1) * step < vend; u += (long long)RJ_VUNROLL * step) {
         Vld L[RJ_VUNROLL];
 #pragma unroll
-        for (int j = 0; j < RJ_VUNROLL; j++) acc_load_v(L[j], P, o, lo, u + (long long)j * step);
+        for (int j = 0; j < RJ_VUNROLL; j++) load(L[j], P, o, lo, u + (long long)j * step);
         rj_fold_vbatch(in, P, L, o, lo, u, step);
         if (++k == RJ_INNER / (RJ_VUNROLL * RJ_VEC)) {
             acc_combine(a, in);
@@ -156,6 +167,12 @@ __device__ __forceinline__ Acc rj_run_v(const Params &P, long long o, const long
         acc_elem_1(in, P, o, lo, t);
     acc_combine(a, in);
     return a;
+}
+
+__device__ __forceinline__ Acc rj_run_v(const Params &P, long long o, const long long *lo, long long begin,
+                                        long long end, int first, int step)
+{
+    return rj_run_v_from(rj_from_arrays(), P, o, lo, begin, end, first, step);
 }
 
 // rj_full_block_fold over 16-byte vectors (RJ_PER is a multiple of RJ_VEC).
@@ -237,11 +254,20 @@ __device__ __forceinline__ void rj_segmented_vec_block(const Params &P)
 // (softmax), the row staged in dynamic shared memory (P.v[RJ_NOUT] rows,
 // every one of cnt elements): each thread copies its vectors of every array
 // the reduction reads (acc_stage_v, cp.async: all of them in flight at once),
-// folds them from there in rj_run_v's order and batches (the same bits as
-// rj_segbv), and after the block's tree the epilogue reads the row from
+// folds them from there through rj_run_v_from (rj_run_v's order and batches:
+// the same bits as rj_segbv), and after the block's tree the epilogue reads the row from
 // shared memory too (epi_out_s).  The row leaves memory once; rj_segbv's
 // epilogue found it in neither L1 nor L2.  The runtime sizes the shared
 // memory (cnt / RJ_VEC vectors of sizeof(Vld)) and sets RJ_EPION to 2.
+struct rj_from_stage {
+    const Vld *S;
+    __device__ __forceinline__ void operator()(Vld &L, const Params &, long long, const long long *,
+                                               long long u) const
+    {
+        L = S[u];
+    }
+};
+
 __device__ __forceinline__ void rj_segmented_staged(const Params &P)
 {
     extern __shared__ __align__(16) unsigned char rj_stage[];
@@ -253,27 +279,7 @@ __device__ __forceinline__ void rj_segmented_staged(const Params &P)
         long long nv = cnt / RJ_VEC;
         for (long long u = threadIdx.x; u < nv; u += RJ_BLOCK) acc_stage_v(S + u, P, o, lo, u);
         rj_cp_async_wait_all();   // this thread's copies: the only ones it folds
-        Acc a, in;
-        acc_init(a);
-        acc_init(in);
-        int k = 0;
-        const long long step = RJ_BLOCK;
-        long long u = threadIdx.x;
-        for (; u + (long long)(RJ_VUNROLL - 1) * step < nv; u += (long long)RJ_VUNROLL * step) {
-            Vld L[RJ_VUNROLL];
-#pragma unroll
-            for (int j = 0; j < RJ_VUNROLL; j++) L[j] = S[u + (long long)j * step];
-            rj_fold_vbatch(in, P, L, o, lo, u, step);
-            if (++k == RJ_INNER / (RJ_VUNROLL * RJ_VEC)) {
-                acc_combine(a, in);
-                acc_init(in);
-                k = 0;
-            }
-        }
-#pragma unroll 1
-        for (long long t = u * RJ_VEC; t < cnt; t += (t % RJ_VEC == RJ_VEC - 1) ? (step - 1) * RJ_VEC + 1 : 1)
-            acc_elem_1(in, P, o, lo, t);
-        acc_combine(a, in);
+        Acc a = rj_run_v_from(rj_from_stage{S}, P, o, lo, 0, cnt, threadIdx.x, RJ_BLOCK);
         a = rj_block_reduce(a);
         if (threadIdx.x == 0) acc_write(P, o, a);
         if (P.v[RJ_EPION]) {
