@@ -3,7 +3,7 @@
 # Fails, naming each offence, when
 #   (a) a module includes a header of a stage it must not see: nothing in src/gpu, src/codegen
 #       or src/core from src/cpu; nothing in src/cpu from src/gpu or src/codegen; nothing in
-#       src/core from src/cpu, src/gpu, src/codegen or src/api; nothing in src/dist (runs over
+#       src/core from src/cpu, src/gpu, src/codegen or src/api; nothing in src/ranks (runs over
 #       split arrays, on the CPU executor) from src/gpu, src/codegen or src/api, and nothing in
 #       a backend or src/core from it; nothing below src/api from it (src/api/, the public API
 #       above both backends, may include any stage);
@@ -23,11 +23,11 @@ files = sorted(f for ext in ("c", "h", "cuh", "re", "y") for f in glob.glob(f"sr
 
 # (a) includes across stages
 forbid = {
-    "src/gpu/": ("cpu/", "api/", "dist/"),
-    "src/codegen/": ("cpu/", "api/", "dist/"),
-    "src/core/": ("cpu/", "gpu/", "codegen/", "api/", "dist/"),
-    "src/cpu/": ("gpu/", "codegen/", "api/", "dist/"),
-    "src/dist/": ("gpu/", "codegen/", "api/"),
+    "src/gpu/": ("cpu/", "api/", "ranks/"),
+    "src/codegen/": ("cpu/", "api/", "ranks/"),
+    "src/core/": ("cpu/", "gpu/", "codegen/", "api/", "ranks/"),
+    "src/cpu/": ("gpu/", "codegen/", "api/", "ranks/"),
+    "src/ranks/": ("gpu/", "codegen/", "api/"),
 }
 inc = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 for f in files:

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "check/check.h"
-#include "dist/dist.h"
+#include "ranks/ranks.h"
 #include "core/results.h"
 #include "gpu/gpu.h"
 #include "parser/ast.h"
@@ -66,7 +66,7 @@ struct red_ctx {
     int gpu_tried;
     int interrupts;         /* red_interrupt counts up; runs watch it       */
     util_diag gpu_err;      /* why there is no GPU                          */
-    dist_comm *comm;        /* red_attach_mpi: runs are collective over it  */
+    ranks_comm *comm;        /* red_attach_mpi: runs are collective over it  */
 };
 
 typedef struct binding {
@@ -113,7 +113,7 @@ struct red_expr {
     int sig_dirty;
     red_timings timings;
     /* runs over split arrays (api/split.c) */
-    dist_plan *dist;        /* the plan this rank runs, for last_pe's plan   */
+    ranks_plan *rplan;      /* the plan this rank runs, for last_pe's plan   */
     int64_t *split_res;     /* per result: split axis (-1), offset, extent   */
     /* last, so that expr_init zeroes the fields above and only the first byte of
      * each message (4 KiB that red_eval would clear on every call) */

@@ -100,8 +100,8 @@ void expr_release(red_expr *e)
     util_buf_free(&e->explain);
     plan_entry_unref(e->last_pe);
     e->last_pe = NULL;
-    dist_plan_free(e->dist);
-    e->dist = NULL;
+    ranks_plan_free(e->rplan);
+    e->rplan = NULL;
     program_unref(e->pg);
 }
 

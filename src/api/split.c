@@ -2,7 +2,7 @@
  * split.c -- the public calls for several processes (red_attach_mpi, red_bind_split,
  * red_result_split) and red_run over split arrays: each rank checks and plans alone, the
  * ranks agree on success and on what they run, each walks its blocks, the partials are
- * combined between passes (dist/run.c), and split results are gathered where asked.
+ * combined between passes (ranks/run.c), and split results are gathered where asked.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -17,14 +17,14 @@
 RED_API int red_attach_mpi(red_ctx *ctx, const void *mpi_comm)
 {
     if (!ctx) return RED_ERR_ARG;
-    dist_comm *c = NULL;
+    ranks_comm *c = NULL;
     if (mpi_comm) {
         util_diag d = {0};
-        int rc = dist_mpi_open(mpi_comm, &c, &d);
+        int rc = ranks_mpi_open(mpi_comm, &c, &d);
         if (rc) return ctx_fail(ctx, rc, "%s", d.msg);
     }
     pthread_mutex_lock(&ctx->lock);
-    dist_comm *old = ctx->comm;
+    ranks_comm *old = ctx->comm;
     ctx->comm = c;
     pthread_mutex_unlock(&ctx->lock);
     if (old) old->ops->free(old);
@@ -171,7 +171,7 @@ typedef struct windows {
 
 /* Each split index's blocks, from its arrays' (which must agree), checked against the
  * extent the whole arrays give it. */
-static int make_windows(red_expr *e, const plan *p, const dist_plan *dp, const hello *all, int n,
+static int make_windows(red_expr *e, const plan *p, const ranks_plan *dp, const hello *all, int n,
                         const core_buf *bufs, windows *w)
 {
     for (int s = 0; s < dp->nsplit; s++) {
@@ -226,7 +226,7 @@ static int make_windows(red_expr *e, const plan *p, const dist_plan *dp, const h
 /* ---- the run ------------------------------------------------------------------------------- */
 
 /* The plan this rank runs for p and the bindings' split axes (kept while they stay). */
-static int rank_plan(red_expr *e, const plan *p, dist_plan **out)
+static int plan_here(red_expr *e, const plan *p, ranks_plan **out)
 {
     int *axis = calloc((size_t)p->nbufs + 1, sizeof *axis);
     char *key = calloc((size_t)p->nbufs * 4 + 2, 1);
@@ -241,25 +241,25 @@ static int rank_plan(red_expr *e, const plan *p, dist_plan **out)
         key[4 * b + 1] = key[4 * b + 2] = key[4 * b + 3] = ',';
     }
     int rc = 0;
-    if (!e->dist || e->dist->base_uid != p->uid || strcmp(e->dist->axes, key) != 0) {
-        dist_plan_free(e->dist);
-        e->dist = NULL;
-        rc = dist_plan_build(p, axis, &e->dist, &e->diag);
+    if (!e->rplan || e->rplan->base_uid != p->uid || strcmp(e->rplan->axes, key) != 0) {
+        ranks_plan_free(e->rplan);
+        e->rplan = NULL;
+        rc = ranks_plan_build(p, axis, &e->rplan, &e->diag);
         if (!rc) {
-            e->dist->axes = key;
+            e->rplan->axes = key;
             key = NULL;
         }
     }
     free(axis);
     free(key);
-    *out = e->dist;
+    *out = e->rplan;
     return rc;
 }
 
 /* Result temporary t, split along dimension d, gathered from every rank's block. */
 static int gather_result(red_expr *e, int t, int d, const windows *w, int s)
 {
-    dist_comm *c = e->ctx->comm;
+    ranks_comm *c = e->ctx->comm;
     int n = c->size;
     core_buf *b = &e->temps.t[t];
     size_t es = red_dtype_size(b->dtype);
@@ -275,7 +275,7 @@ static int gather_result(red_expr *e, int t, int d, const windows *w, int s)
         counts[n + r] = (size_t)outer * (size_t)w->off[(size_t)s * n + r] * row;
     }
     if (rc) util_diag_set(&e->diag, rc, "out of memory for a gathered result");
-    rc = dist_agree(c, rc, &e->diag);
+    rc = ranks_agree(c, rc, &e->diag);
     if (rc) {
         free(whole);
         free(flat);
@@ -308,7 +308,7 @@ static int gather_result(red_expr *e, int t, int d, const windows *w, int s)
 }
 
 /* Which block of each result this rank holds, and the gathering RED_OPT_GATHER asks for. */
-static int place_results(red_expr *e, const plan *p, const dist_plan *dp, const windows *w)
+static int place_results(red_expr *e, const plan *p, const ranks_plan *dp, const windows *w)
 {
     int n = e->ctx->comm->size, me = e->ctx->comm->rank, rc = 0;
     e->split_res = calloc((size_t)p->nresults * 3 + 1, sizeof *e->split_res);
@@ -331,7 +331,7 @@ static int place_results(red_expr *e, const plan *p, const dist_plan *dp, const 
 }
 
 /* Up to the agreement: the device, the plan, this rank's plan. */
-static int prepare_here(red_expr *e, plan **p, dist_plan **dp)
+static int prepare_here(red_expr *e, plan **p, ranks_plan **dp)
 {
     for (int i = 0; i < e->nbinds; i++)
         if (e->binds[i].is_array && e->binds[i].arr.memory == RED_MEM_CUDA)
@@ -339,7 +339,7 @@ static int prepare_here(red_expr *e, plan **p, dist_plan **dp)
                                  "'%s' is in device memory: the MPI engine runs on the CPU, over host arrays",
                                  e->binds[i].name);
     int rc = expr_plan(e, p);
-    if (!rc) rc = rank_plan(e, *p, dp);
+    if (!rc) rc = plan_here(e, *p, dp);
     return rc;
 }
 
@@ -351,7 +351,7 @@ typedef struct inputs {
     int *on_device;
 } inputs;
 
-static int make_inputs(red_expr *e, const plan *p, const dist_plan *dp, inputs *in)
+static int make_inputs(red_expr *e, const plan *p, const ranks_plan *dp, inputs *in)
 {
     in->bufs = calloc((size_t)p->nbufs + 1, sizeof *in->bufs);
     in->scalars = calloc((size_t)dp->p->nscalars + 1, sizeof *in->scalars);
@@ -367,12 +367,12 @@ static void free_inputs(inputs *in)
     free(in->on_device);
 }
 
-static int execute_here(red_expr *e, dist_plan *dp, const windows *w, inputs *in, core_cancel *cancel)
+static int execute_here(red_expr *e, ranks_plan *dp, const windows *w, inputs *in, core_cancel *cancel)
 {
-    dist_comm *c = e->ctx->comm;
+    ranks_comm *c = e->ctx->comm;
     for (int s = 0; s < dp->nsplit; s++) in->scalars[dp->off_scalar + s].i = w->off[(size_t)s * c->size + c->rank];
-    dist_run dr = {c, dp, w->ext, w->off};
-    core_pass_hook hook = dist_hook_proto;
+    ranks_run dr = {c, dp, w->ext, w->off};
+    core_pass_hook hook = ranks_hook_proto;
     hook.arg = &dr;
     double tc = expr_now_ms();
     int rc = cpu_execute_hooked(dp->p, in->bufs, in->scalars, expr_opt(e, RED_OPT_THREADS), cancel, &hook, &e->temps,
@@ -381,7 +381,7 @@ static int execute_here(red_expr *e, dist_plan *dp, const windows *w, inputs *in
     return rc;
 }
 
-/* The ranks' phases, each entered by all or by none: a failure is agreed on (dist_agree)
+/* The ranks' phases, each entered by all or by none: a failure is agreed on (ranks_agree)
  * before the next collective, so that no rank is left waiting in one. */
 int expr_run_split(red_expr *e)
 {
@@ -390,17 +390,17 @@ int expr_run_split(red_expr *e)
     expr_start(e);
     expr_clear_results(e);
     e->gpu = NULL;
-    dist_comm *c = e->ctx->comm;
+    ranks_comm *c = e->ctx->comm;
     int n = c->size;
     plan *p = NULL;
-    dist_plan *dp = NULL;
+    ranks_plan *dp = NULL;
     hello mine;
     windows w = {0};
     inputs in = {0};
     hello *all = calloc((size_t)n, sizeof *all);
     int rc = all ? prepare_here(e, &p, &dp) : util_diag_set(&e->diag, RED_ERR_NOMEM, "out of memory");
     if (!rc) rc = say_hello(e, &mine);
-    rc = dist_agree(c, rc, &e->diag);
+    rc = ranks_agree(c, rc, &e->diag);
     if (!rc) {
         if (c->ops->allgather(c, &mine, all, sizeof mine))
             rc = util_diag_set(&e->diag, RED_ERR_COMM, "%s: %s", c->ops->name, c->err);
@@ -413,14 +413,14 @@ int expr_run_split(red_expr *e)
                                            : util_diag_set(&e->diag, RED_ERR_NOMEM, "out of memory");
             if (!rc) rc = make_windows(e, p, dp, all, n, in.bufs, &w);
         }
-        rc = dist_agree(c, rc, &e->diag);
+        rc = ranks_agree(c, rc, &e->diag);
         core_cancel cancel = {&e->ctx->interrupts, __atomic_load_n(&e->ctx->interrupts, __ATOMIC_RELAXED)};
         if (!rc) rc = execute_here(e, dp, &w, &in, &cancel);
         if (!rc) {
             e->run_pe = e->last_pe;
             __atomic_add_fetch(&e->run_pe->refs, 1, __ATOMIC_ACQ_REL);
             rc = place_results(e, p, dp, &w);
-            rc = dist_agree(c, rc, &e->diag);
+            rc = ranks_agree(c, rc, &e->diag);
         }
     }
     free(all);

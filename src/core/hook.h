@@ -1,6 +1,6 @@
 /*
  * hook.h -- what a backend calls between the passes of a plan, for a caller that must act
- * there: the distributed runs (src/dist/) agree on each pass's status across ranks and
+ * there: the distributed runs (src/ranks/) agree on each pass's status across ranks and
  * combine the ranks' partial results before the next pass reads them.
  */
 #ifndef RED_CORE_HOOK_H
@@ -18,10 +18,10 @@ typedef struct core_pass_hook {
                   util_diag *diag);
     /* After those checks: the same, for a status every caller must agree on. */
     int (*ended)(void *arg, const plan *p, int pass, int rc, util_diag *diag);
-    /* A keyed pass counted its keys (*nkeys, status rc; span: the first and the last
+    /* A keyed pass counted its keys (*nkeys, status rc; ends: the first and the last
      * element's keys, NULL for no elements): the status to go on with, and the count every
      * rank's partials are sized for (the largest). */
-    int (*keys)(void *arg, const plan *p, int pass, int rc, int64_t *nkeys, const int64_t *span, util_diag *diag);
+    int (*keys)(void *arg, const plan *p, int pass, int rc, int64_t *nkeys, const int64_t *ends, util_diag *diag);
     void *arg;
 } core_pass_hook;
 

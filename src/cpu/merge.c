@@ -1,6 +1,6 @@
 /*
  * merge.c -- partial results of one reduction from several sources, combined in source
- * order with the executor's own operators: the ranks of a distributed run (src/dist/).
+ * order with the executor's own operators: the ranks of a distributed run (src/ranks/).
  */
 #include <stdlib.h>
 

@@ -8,16 +8,16 @@
 #include <string.h>
 
 #include "cpu/exec.h"
-#include "dist/dist.h"
+#include "ranks/ranks.h"
 #include "redjit.h"
 
-static int comm_failed(dist_comm *c, int rc, util_diag *diag)
+static int comm_failed(ranks_comm *c, int rc, util_diag *diag)
 {
     return util_diag_set(diag, rc == RED_ERR_NOMEM ? rc : RED_ERR_COMM, "%s: %s", c->ops->name,
                          c->err[0] ? c->err : "a collective failed");
 }
 
-int dist_agree(dist_comm *c, int rc, util_diag *diag)
+int ranks_agree(ranks_comm *c, int rc, util_diag *diag)
 {
     int32_t mine = rc, *all = calloc((size_t)c->size, sizeof *all);
     if (!all) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
@@ -47,7 +47,7 @@ int dist_agree(dist_comm *c, int rc, util_diag *diag)
         code = comm_failed(c, e, diag);
     } else if (first != c->rank && !(rc == code && diag->msg[0])) {
         const char *m = msgs + (size_t)first * UTIL_DIAG_MAX;
-        util_diag_set(diag, code, "rank %d: %.*s", first, UTIL_DIAG_MAX - 16, m[0] ? m : red_errstr(code));
+        util_diag_set(diag, code, "rank %d: %.*s", first, UTIL_DIAG_MAX - 16, m[0] ? m : "(no message)");
     }
     free(msgs);
     free(all);
@@ -71,7 +71,7 @@ typedef struct box {
 } box;
 
 /* Rank r's positions in its block's box (its extent of the split index) to the whole box. */
-static void globalize(const dist_run *dr, const box *b, int s, int r, int64_t *idx, int64_t count)
+static void globalize(const ranks_run *dr, const box *b, int s, int r, int64_t *idx, int64_t count)
 {
     int n = dr->comm->size;
     int64_t mine = dr->ext[(size_t)s * n + r], off = dr->off[(size_t)s * n + r], total = 0;
@@ -93,15 +93,15 @@ static void globalize(const dist_run *dr, const box *b, int s, int r, int64_t *i
 
 /* Reduction q of pass pi (over a split index) combined across the ranks: in place in its
  * temporaries, on every rank. */
-static int combine_red(const dist_run *dr, const plan *p, int pi, int q, const box *bx, const int *has,
+static int combine_red(const ranks_run *dr, const plan *p, int pi, int q, const box *bx, const int *has,
                        const int64_t *const *counts, core_results *temps, util_diag *diag)
 {
-    dist_comm *c = dr->comm;
+    ranks_comm *c = dr->comm;
     const plan_red *rd = &p->passes[pi].reds[q];
     int arg = rd->rop == ROP_ARGMIN || rd->rop == ROP_ARGMAX, n = c->size, rc = 0;
     int64_t count = temp_count(&temps->t[rd->temp[0]]);
     int exact = !arg && rd->rop != ROP_USER;
-    for (int k = 0; k < rd->ncomp; k++) exact &= dist_reducible(rd->rop, rd->acc[k]);
+    for (int k = 0; k < rd->ncomp; k++) exact &= ranks_reducible(rd->rop, rd->acc[k]);
     if (exact) {
         for (int k = 0; k < rd->ncomp && !rc; k++)
             rc = c->ops->allreduce(c, (void *)temps->t[rd->temp[k]].data, count, rd->acc[k], rd->rop);
@@ -144,9 +144,9 @@ static int combine_red(const dist_run *dr, const plan *p, int pi, int q, const b
 static int hook_walked(void *arg, const plan *p, int pi, int rc, const core_vars *v, core_results *temps,
                        util_diag *diag)
 {
-    const dist_run *dr = arg;
-    dist_comm *c = dr->comm;
-    rc = dist_agree(c, rc, diag);
+    const ranks_run *dr = arg;
+    ranks_comm *c = dr->comm;
+    rc = ranks_agree(c, rc, diag);
     int s = dr->dp->pass_split[pi];
     if (rc || s < 0) return rc;
     const plan_pass *ps = &p->passes[pi];
@@ -183,21 +183,21 @@ static int hook_walked(void *arg, const plan *p, int pi, int rc, const core_vars
 
 static int hook_ended(void *arg, const plan *p, int pi, int rc, util_diag *diag)
 {
-    const dist_run *dr = arg;
-    return dist_agree(dr->comm, rc, diag);
+    const ranks_run *dr = arg;
+    return ranks_agree(dr->comm, rc, diag);
 }
 
 /* Every rank sizes a keyed pass's partials for the largest key any rank holds; an ordered
  * operator's keys must be sorted across the ranks' blocks too. */
-static int hook_keys(void *arg, const plan *p, int pi, int rc, int64_t *nkeys, const int64_t *span,
+static int hook_keys(void *arg, const plan *p, int pi, int rc, int64_t *nkeys, const int64_t *ends,
                      util_diag *diag)
 {
-    const dist_run *dr = arg;
-    dist_comm *c = dr->comm;
-    rc = dist_agree(c, rc, diag);
+    const ranks_run *dr = arg;
+    ranks_comm *c = dr->comm;
+    rc = ranks_agree(c, rc, diag);
     if (rc || dr->dp->pass_split[pi] < 0) return rc;
     int e = c->ops->allreduce(c, nkeys, 1, CT_I64, ROP_MAX);
-    int64_t mine[3] = {span != NULL, span ? span[0] : 0, span ? span[1] : 0};
+    int64_t mine[3] = {ends != NULL, ends ? ends[0] : 0, ends ? ends[1] : 0};
     int64_t *all = malloc((size_t)c->size * sizeof mine);
     if (!all) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");   /* (as every rank would) */
     if (!e) e = c->ops->allgather(c, mine, all, sizeof mine);
@@ -218,4 +218,4 @@ static int hook_keys(void *arg, const plan *p, int pi, int rc, int64_t *nkeys, c
     return 0;
 }
 
-const core_pass_hook dist_hook_proto = {hook_walked, hook_ended, hook_keys, NULL};
+const core_pass_hook ranks_hook_proto = {hook_walked, hook_ended, hook_keys, NULL};

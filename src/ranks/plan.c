@@ -10,12 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist/dist.h"
+#include "ranks/ranks.h"
 #include "redjit.h"
 
 typedef struct rw {
     const plan *p;
-    dist_plan *dp;
+    ranks_plan *dp;
     const int *axis;
     plan_builder *b;
     ir **memo;                  /* per original node: rewritten where a value is used */
@@ -104,7 +104,7 @@ static ir *rewrite(rw *w, ir *x)
 
 /* Which dimension of each temporary of p from `from` on is split (its first with a split
  * index), or -1. */
-static void mark_split_temps(dist_plan *dp, const plan *p, int from)
+static void mark_split_temps(ranks_plan *dp, const plan *p, int from)
 {
     for (int t = from; t < p->ntemps; t++) {
         dp->temp_split[t] = -1;
@@ -116,7 +116,7 @@ static void mark_split_temps(dist_plan *dp, const plan *p, int from)
 static int find_split(rw *w)
 {
     const plan *p = w->p;
-    dist_plan *dp = w->dp;
+    ranks_plan *dp = w->dp;
     for (int v = 0; v < p->nvars; v++) {
         const plan_var *pv = &p->vars[v];
         for (int k = 0; k < pv->nconstraints; k++) {
@@ -133,9 +133,9 @@ static int find_split(rw *w)
                                     "not supported",
                                     pv->name, c->dim, p->bufs[c->buf].name);
             if (dp->split_of_var[v] >= 0) continue;
-            if (dp->nsplit == DIST_MAX_SPLIT)
+            if (dp->nsplit == RANKS_MAX_SPLIT)
                 return util_diag_at(w->diag, p->src, pv->pos, RED_ERR_LIMIT,
-                                    "more than %d indices run along split axes", DIST_MAX_SPLIT);
+                                    "more than %d indices run along split axes", RANKS_MAX_SPLIT);
             dp->split_of_var[v] = dp->nsplit;
             dp->var[dp->nsplit] = v;
             dp->buf[dp->nsplit++] = c->buf;
@@ -226,7 +226,7 @@ static int add_extreme(rw *w, plan *np, plan_pass *ps, int q)
     return x.map[0] ? 0 : RED_ERR_NOMEM;
 }
 
-/* A count of each output's elements beside a keyed pass's reductions (dist_plan.count). */
+/* A count of each output's elements beside a keyed pass's reductions (ranks_plan.count). */
 static int add_count(rw *w, plan *np, plan_pass *ps)
 {
     plan_red x;
@@ -248,7 +248,7 @@ static int add_count(rw *w, plan *np, plan_pass *ps)
 static int build_passes(rw *w, plan *np)
 {
     const plan *p = w->p;
-    dist_plan *dp = w->dp;
+    ranks_plan *dp = w->dp;
     util_arena *a = &dp->arena;
     np->passes = dup_arr(a, p->passes, (size_t)p->npasses * sizeof *p->passes, 0);
     dp->argval = util_arena_alloc(a, (size_t)(p->npasses + 1) * sizeof *dp->argval);
@@ -314,10 +314,10 @@ static int build_vars(rw *w, plan *np)
     return 0;
 }
 
-int dist_plan_build(const plan *p, const int *axis, dist_plan **out, util_diag *diag)
+int ranks_plan_build(const plan *p, const int *axis, ranks_plan **out, util_diag *diag)
 {
     *out = NULL;
-    dist_plan *dp = calloc(1, sizeof *dp);
+    ranks_plan *dp = calloc(1, sizeof *dp);
     if (!dp) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
     util_arena_init(&dp->arena);
     util_arena *a = &dp->arena;
@@ -358,14 +358,14 @@ int dist_plan_build(const plan *p, const int *axis, dist_plan **out, util_diag *
     }
     if (rc) {
         if (rc == RED_ERR_NOMEM && !diag->code) util_diag_set(diag, rc, "out of memory");
-        dist_plan_free(dp);
+        ranks_plan_free(dp);
         return rc;
     }
     *out = dp;
     return 0;
 }
 
-void dist_plan_free(dist_plan *dp)
+void ranks_plan_free(ranks_plan *dp)
 {
     if (!dp) return;
     free(dp->axes);

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist/dist.h"
+#include "ranks/ranks.h"
 #include "redjit.h"
 
-int dist_reducible(int rop, int ct)
+int ranks_reducible(int rop, int ct)
 {
     if (ct == CT_BOOL) return rop == ROP_LAND || rop == ROP_LOR || rop == ROP_MIN || rop == ROP_MAX;
     if (!CT_IS_INT(ct)) return 0;
@@ -19,7 +19,7 @@ int dist_reducible(int rop, int ct)
 
 #ifndef REDJIT_WITH_MPI
 
-int dist_mpi_open(const void *mpi_comm, dist_comm **out, util_diag *diag)
+int ranks_mpi_open(const void *mpi_comm, ranks_comm **out, util_diag *diag)
 {
     *out = NULL;
     return util_diag_set(diag, RED_ERR_UNSUPPORTED,
@@ -33,14 +33,14 @@ int dist_mpi_open(const void *mpi_comm, dist_comm **out, util_diag *diag)
 #include <mpi.h>
 
 typedef struct mpi_comm {
-    dist_comm base;
+    ranks_comm base;
     MPI_Comm comm;
 } mpi_comm;
 
 /* Bytes moved per call: MPI counts are ints. */
 #define MPI_CHUNK ((size_t)1 << 30)
 
-static int mpi_fail(dist_comm *c, int err, const char *what)
+static int mpi_fail(ranks_comm *c, int err, const char *what)
 {
     char s[MPI_MAX_ERROR_STRING];
     int n = 0;
@@ -49,7 +49,7 @@ static int mpi_fail(dist_comm *c, int err, const char *what)
     return RED_ERR_COMM;
 }
 
-static int mpi_allgatherv(dist_comm *c, const void *send, void *recv, const size_t *counts, const size_t *displs)
+static int mpi_allgatherv(ranks_comm *c, const void *send, void *recv, const size_t *counts, const size_t *displs)
 {
     MPI_Comm comm = ((mpi_comm *)c)->comm;
     int n = c->size, me = c->rank, rc = 0;
@@ -84,7 +84,7 @@ static int mpi_allgatherv(dist_comm *c, const void *send, void *recv, const size
     return rc;
 }
 
-static int mpi_allgather(dist_comm *c, const void *send, void *recv, size_t bytes)
+static int mpi_allgather(ranks_comm *c, const void *send, void *recv, size_t bytes)
 {
     if (bytes <= MPI_CHUNK) {
         int e = MPI_Allgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, ((mpi_comm *)c)->comm);
@@ -129,11 +129,11 @@ static MPI_Op mpi_op(int rop)
     return MPI_OP_NULL;
 }
 
-static int mpi_allreduce(dist_comm *c, void *buf, int64_t n, int ct, int rop)
+static int mpi_allreduce(ranks_comm *c, void *buf, int64_t n, int ct, int rop)
 {
     MPI_Datatype t = mpi_type(ct, rop);
     MPI_Op op = mpi_op(rop);
-    if (t == MPI_DATATYPE_NULL || op == MPI_OP_NULL || !dist_reducible(rop, ct)) {
+    if (t == MPI_DATATYPE_NULL || op == MPI_OP_NULL || !ranks_reducible(rop, ct)) {
         snprintf(c->err, sizeof c->err, "no MPI all-reduce for %s over %s", plan_rop_name(rop), plan_ct_name(ct));
         return RED_ERR_INTERNAL;
     }
@@ -146,7 +146,7 @@ static int mpi_allreduce(dist_comm *c, void *buf, int64_t n, int ct, int rop)
     return 0;
 }
 
-static void mpi_free(dist_comm *c)
+static void mpi_free(ranks_comm *c)
 {
     mpi_comm *m = (mpi_comm *)c;
     int done = 0;
@@ -155,9 +155,9 @@ static void mpi_free(dist_comm *c)
     free(m);
 }
 
-static const dist_ops mpi_ops = {"MPI", mpi_allgather, mpi_allgatherv, mpi_allreduce, mpi_free};
+static const ranks_ops mpi_ops = {"MPI", mpi_allgather, mpi_allgatherv, mpi_allreduce, mpi_free};
 
-int dist_mpi_open(const void *mpi_comm_ptr, dist_comm **out, util_diag *diag)
+int ranks_mpi_open(const void *mpi_comm_ptr, ranks_comm **out, util_diag *diag)
 {
     *out = NULL;
     int init = 0, done = 0;
