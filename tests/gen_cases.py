@@ -220,6 +220,32 @@ def segs(ptr, fn):
     return np.array([fn(int(ptr[r]), int(ptr[r + 1])) for r in range(len(ptr) - 1)])
 
 
+def segscan(vals, keys, fn, axis=-1):
+    """A scan that restarts where `keys` differs from the element before it
+    (along `axis`, each row on its own): fn is the unsegmented scan of one
+    run, e.g. np.cumsum."""
+    vals, keys = np.asarray(vals), np.asarray(keys)
+    vals, keys = np.moveaxis(vals, axis, -1), np.moveaxis(keys, axis, -1)
+    out = None
+    for idx in np.ndindex(*vals.shape[:-1]):
+        v, k = vals[idx], keys[idx]
+        cut = np.flatnonzero(k[1:] != k[:-1]) + 1
+        r = np.concatenate([fn(p) for p in np.split(v, cut)]) if len(v) else fn(v)
+        if out is None:
+            out = np.zeros(vals.shape, r.dtype)
+        out[idx] = r
+    return np.moveaxis(out, -1, axis)
+
+
+def scanloop(fn, seq, init=None):
+    """The inclusive scan of a Python two-argument function over seq."""
+    out, acc = [], init
+    for x in seq:
+        acc = x if acc is None else fn(acc, x)
+        out.append(acc)
+    return out
+
+
 def pmag(*xs):
     """Sum of magnitudes helper: elementwise product of |x| in float64."""
     out = 1.0
@@ -230,7 +256,7 @@ def pmag(*xs):
 
 HELPERS = dict(np=np, math=math, f64=f64, cdiv=cdiv, crem=crem, sat=sat,
                round_away=round_away, shl=shl, shr=shr, fold=fold, keyed=keyed,
-               segs=segs, rne_bf16=rne_bf16, pmag=pmag,
+               segs=segs, segscan=segscan, scanloop=scanloop, rne_bf16=rne_bf16, pmag=pmag,
                i32=np.int32, i64=np.int64, u32=np.uint32, u64=np.uint64)
 
 

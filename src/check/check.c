@@ -193,7 +193,8 @@ static int lower_node(ck *c, scope *s, const ast_node *n, val *out)
     case AST_BINARY: return ck_lower_binary(c, s, n, out);
     case AST_COND: return ck_lower_cond(c, s, n, out);
     case AST_CALL: return ck_lower_call(c, s, n, out);
-    case AST_REDUCE: return ck_lower_reduce(c, s, n, n->name, out);
+    case AST_REDUCE:
+        return n->op ? ck_lower_scan(c, s, n, n->name, n->op, out) : ck_lower_reduce(c, s, n, n->name, out);
     case AST_RANGE:
         return ck_err_at(c, n->pos, RED_ERR_SYNTAX,
                          "'%s in lo..hi' gives a result's index its range: it belongs on the left side of "

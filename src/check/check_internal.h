@@ -145,6 +145,8 @@ static inline val ck_mk(ir *x, int weak)
 /* ---- names and did you mean (names.c) --------------------------------------- */
 
 scope *ck_accepting(scope *s);
+/* The index named `name` visible in `s` (not a key index), or -1. */
+int ck_find_var(const scope *s, const plan *p, const char *name);
 int ck_scope_add(ck *c, scope *s, int var, util_pos pos);
 int ck_is_idx_name(ck *c, const char *name);
 int ck_find_bind(ck *c, const char *name);
@@ -231,6 +233,8 @@ int ck_lower_cond(ck *c, scope *s, const ast_node *n, val *out);
 int ck_lower_call(ck *c, scope *s, const ast_node *n, val *out);
 /* reduce.c */
 int ck_lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val *out);
+/* a scan (AST_SCAN inclusive, AST_EXSCAN exclusive) of operator `opname` */
+int ck_lower_scan(ck *c, scope *s, const ast_node *n, const char *opname, int scan, val *out);
 int ck_op_from_name(const char *name);
 int ck_lower_user_combine(ck *c, const ast_stmt *op, int ncomp, const int *types, ir **out);
 /* fuse.c: a reduction that reads another one over its own domain, rewritten

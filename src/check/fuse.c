@@ -266,7 +266,8 @@ static int mergeable(ck *c, int pi, int qi)
 {
     const plan *p = c->p;
     const plan_pass *a = &p->passes[pi], *b = &p->passes[qi];
-    if (!a->nreds || !b->nreds || a->key || b->key || a->nfree != b->nfree || a->nred != b->nred)
+    if (!a->nreds || !b->nreds || a->key || b->key || a->scan || b->scan || a->nfree != b->nfree ||
+        a->nred != b->nred)
         return 0;
     for (int k = 0; k < a->nfree; k++) {
         const plan_var *x = &p->vars[a->free[k]], *y = &p->vars[b->free[k]];
@@ -377,6 +378,7 @@ static int prune(ck *c)
         const plan_pass *ps = &p->passes[i];
         mark(c, on, read, ps->map);
         mark(c, on, read, ps->key);
+        mark(c, on, read, ps->reset);
         for (int q = 0; q < ps->nreds; q++)
             for (int k = 0; k < ps->reds[q].ncomp; k++) mark(c, on, read, ps->reds[q].map[k]);
     }
@@ -440,7 +442,8 @@ static int attach(ck *c, int pi, int qi)
 {
     plan *p = c->p;
     plan_pass *a = &p->passes[pi], *b = &p->passes[qi];
-    if (!a->nreds || a->key || !a->nred || (pi + 1 < p->npasses && p->passes[pi + 1].epilogue)) return 0;
+    if (!a->nreds || a->key || a->scan || !a->nred || (pi + 1 < p->npasses && p->passes[pi + 1].epilogue))
+        return 0;
     if (!a->nfree && b->nfree) return 0;
     for (int k = 0; k < a->nred; k++)
         if (p->vars[a->red[k]].lo) return 0;   /* per-output ranges: not one box a row */

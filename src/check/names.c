@@ -20,6 +20,8 @@ static int find_var(const scope *s, const plan *p, const char *name)
     return -1;
 }
 
+int ck_find_var(const scope *s, const plan *p, const char *name) { return find_var(s, p, name); }
+
 scope *ck_accepting(scope *s)
 {
     while (s && !s->accepts) s = s->parent;

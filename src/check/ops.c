@@ -299,9 +299,23 @@ static const char *const red_names[] = {"sum",    "prod",    "min",    "max",   
                                         "mean",   "argmin",  "argmax", "nansum", "nanprod", "nanmin",
                                         "nanmax", "nanmean", "nanargmin", "nanargmax"};
 
+/* The scan shorthands, each an inclusive scan of a reduction's form. */
+static const struct {
+    const char *name, *form;
+} scan_names[] = {{"cumsum", "sum"},       {"cumprod", "prod"},       {"cummin", "min"},
+                  {"cummax", "max"},       {"cumcount", "count"},     {"nancumsum", "nansum"},
+                  {"nancumprod", "nanprod"}};
+
 int ck_lower_call(ck *c, scope *s, const ast_node *n, val *out)
 {
     const char *name = n->name;
+    for (size_t i = 0; i < sizeof scan_names / sizeof scan_names[0]; i++) {
+        if (strcmp(name, scan_names[i].name) != 0) continue;
+        if (n->nargs != 1)
+            return ck_err_at(c, n->pos, RED_ERR_TYPE, "%s() takes 1 argument (the scanned expression), %d given",
+                             name, n->nargs);
+        return ck_lower_scan(c, s, n, scan_names[i].form, AST_SCAN, out);
+    }
     int is_red = 0;
     for (size_t i = 0; i < sizeof red_names / sizeof red_names[0]; i++)
         if (strcmp(name, red_names[i]) == 0) is_red = 1;
@@ -395,6 +409,7 @@ int ck_lower_call(ck *c, scope *s, const ast_node *n, val *out)
     }
     suggest sg = {name, NULL, 0};
     for (size_t i = 0; i < sizeof red_names / sizeof red_names[0]; i++) ck_suggest_offer(&sg, red_names[i]);
+    for (size_t i = 0; i < sizeof scan_names / sizeof scan_names[0]; i++) ck_suggest_offer(&sg, scan_names[i].name);
     for (size_t i = 0; i < sizeof funcs / sizeof funcs[0]; i++) ck_suggest_offer(&sg, funcs[i].name);
     for (size_t i = 0; i < sizeof casts / sizeof casts[0]; i++) ck_suggest_offer(&sg, casts[i].name);
     for (size_t i = 0; i < sizeof cplx_fns / sizeof cplx_fns[0]; i++) ck_suggest_offer(&sg, cplx_fns[i]);

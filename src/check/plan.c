@@ -404,6 +404,7 @@ void plan_explain(util_buf *o, const plan *p)
         const plan_pass *ps = &p->passes[i];
         util_buf_printf(o, "pass %d: %s", i,
                         ps->nreds == 0 ? "map"
+                        : ps->scan ? (ps->nfree ? "partial scan" : "scan")
                         : ps->key ? "keyed reduction"
                         : ps->nfree ? "partial reduction" : "full reduction");
         if (ps->epilogue)
@@ -417,7 +418,7 @@ void plan_explain(util_buf *o, const plan *p)
         }
         util_buf_puts(o, "\n");
         if (ps->nreds) {
-            util_buf_puts(o, "  reduced: ");
+            util_buf_puts(o, ps->scan ? "  scanned: " : "  reduced: ");
             if (!ps->nred) util_buf_puts(o, "(none: one element)");
             for (int k = 0; k < ps->nred; k++) {
                 if (k) util_buf_puts(o, ", ");
@@ -430,6 +431,11 @@ void plan_explain(util_buf *o, const plan *p)
             ir_print(o, p, ps->key);
             util_buf_puts(o, "\n");
         }
+        if (ps->reset) {
+            util_buf_puts(o, "  restarts where this changes: ");
+            ir_print(o, p, ps->reset);
+            util_buf_puts(o, "\n");
+        }
         if (!ps->nreds) {
             util_buf_printf(o, "  t%d = ", ps->map_temp);
             ir_print(o, p, ps->map);
@@ -440,11 +446,11 @@ void plan_explain(util_buf *o, const plan *p)
             util_buf_puts(o, "  ");
             for (int c = 0; c < rd->ncomp; c++)
                 util_buf_printf(o, "%st%d", c ? ", " : "", rd->temp[c]);
+            const char *verb = !ps->scan ? "reduce" : rd->exclusive ? "exscan" : "scan";
             if (rd->rop == ROP_USER)
-                util_buf_printf(o, " = reduce(%s%s, identity (", rd->ordered ? "ordered " : "",
-                                rd->uname);
+                util_buf_printf(o, " = %s(%s%s, identity (", verb, rd->ordered ? "ordered " : "", rd->uname);
             else
-                util_buf_printf(o, " = reduce(%s, identity ", plan_red_name(rd));
+                util_buf_printf(o, " = %s(%s, identity ", verb, plan_red_name(rd));
             for (int c = 0; c < rd->ncomp; c++) {
                 if (c) util_buf_puts(o, ", ");
                 plan_value id = rd->rop == ROP_USER ? rd->identity[c] : plan_identity(rd->rop, rd->acc[c]);

@@ -187,7 +187,7 @@ int ck_pass_matches(ck *c, const plan_pass *ps, int nfree, const int *fr, int nr
                     ir *key, int by_shape)
 {
     const plan *p = c->p;
-    if (!ps->nreds || ps->nfree != nfree || ps->nred != nred || !!ps->key != !!key) return 0;
+    if (!ps->nreds || ps->scan || ps->nfree != nfree || ps->nred != nred || !!ps->key != !!key) return 0;
     for (int k = 0; k < nfree; k++)
         if (ps->free[k] != fr[k]) return 0;
     for (int k = 0; k < nred; k++)
@@ -197,12 +197,28 @@ int ck_pass_matches(ck *c, const plan_pass *ps, int nfree, const int *fr, int nr
 
 /* Find a pass with the same domain that runs after everything the new
  * reduction reads, or start one. */
-static int find_pass(ck *c, int nfree, const int *fr, int nred, const int *rd, ir *key,
+/* Does scan pass `ps` walk the domain of a scan of kind `scan` (inclusive or
+ * exclusive: one kind a pass) with free indices fr[] (the same variables),
+ * scanned indices rd[] (the same extents) and restart key `reset`? */
+static int scan_matches(ck *c, const plan_pass *ps, int scan, int nfree, const int *fr, int nred, const int *rd,
+                        ir *reset)
+{
+    if (ps->scan != scan || ps->nfree != nfree || ps->nred != nred || !!ps->reset != !!reset) return 0;
+    for (int k = 0; k < nfree; k++)
+        if (ps->free[k] != fr[k]) return 0;
+    for (int k = 0; k < nred; k++)
+        if (!ck_equal_extents(c->p, ps->red[k], rd[k])) return 0;
+    return !reset || ck_subst(c, reset, nred, rd, ps->red) == ps->reset;
+}
+
+static int find_pass(ck *c, int nfree, const int *fr, int nred, const int *rd, ir *key, int scan,
                      int after, int *pass_out)
 {
     plan *p = c->p;
     for (int i = after + 1; i < p->npasses; i++) {
-        if (!ck_pass_matches(c, &p->passes[i], nfree, fr, nred, rd, key, 1)) continue;
+        if (scan ? !scan_matches(c, &p->passes[i], scan, nfree, fr, nred, rd, key)
+                 : !ck_pass_matches(c, &p->passes[i], nfree, fr, nred, rd, key, 1))
+            continue;
         /* the pass's indices check every shape the new reduction's did */
         for (int k = 0; k < nred; k++) TRY(ck_take_constraints(c, p->passes[i].red[k], rd[k]));
         *pass_out = i;
@@ -215,7 +231,9 @@ static int find_pass(ck *c, int nfree, const int *fr, int nred, const int *rd, i
     memcpy(ps->free, fr, nfree * sizeof *fr);
     ps->nred = nred;
     memcpy(ps->red, rd, nred * sizeof *rd);
-    ps->key = key;
+    ps->scan = scan;
+    ps->reset = scan ? key : NULL;
+    ps->key = scan ? NULL : key;
     ps->key_var = -1;
     ps->map_temp = -1;
     *pass_out = p->npasses++;
@@ -262,7 +280,8 @@ int ck_add_reduction(ck *c, int pass, const plan_red *rd, int ncomp_out, int *te
             temps_out[0] = o->temp[0];   /* the max, as the first field of fuse.c's pair */
             return 0;
         }
-        if (o->rop != rd->rop || o->ncomp != rd->ncomp || o->uname != rd->uname || o->skipnan != rd->skipnan)
+        if (o->rop != rd->rop || o->ncomp != rd->ncomp || o->uname != rd->uname || o->skipnan != rd->skipnan ||
+            o->exclusive != rd->exclusive)
             continue;
         int same = 1;
         for (int k = 0; k < rd->ncomp && same; k++) same = o->map[k] == rd->map[k] && o->acc[k] == rd->acc[k];
@@ -279,6 +298,10 @@ int ck_add_reduction(ck *c, int pass, const plan_red *rd, int ncomp_out, int *te
     if (ps->key) {
         nd = 1;
         dims[0] = ps->key_var;
+    }
+    if (ps->scan) {   /* a scan's result has an element per element walked */
+        memcpy(dims + nd, ps->red, ps->nred * sizeof *dims);
+        nd += ps->nred;
     }
     for (int k = 0; k < ncomp_out; k++) {
         int t;
@@ -486,7 +509,7 @@ static int map_builtin(ck *c, const ast_node *n, const char *opname, int is_mean
 
 /* What is reduced (the variables of the reduction's scope, red[]) and what
  * stays free (every other variable the map, the key or the bounds read, fr[]). */
-static int split_domain(ck *c, const ast_node *n, const scope *rs, const plan_red *rd, ir *key,
+static int split_domain(ck *c, const ast_node *n, const scope *rs, const plan_red *rd, ir *key, int scan,
                         int *red, int *nred_out, int *fr, int *nfree_out)
 {
     plan *p = c->p;
@@ -516,8 +539,19 @@ static int split_domain(ck *c, const ast_node *n, const scope *rs, const plan_re
                              RED_MAX_DIMS);
         fr[nfree++] = v;
     }
+    if (scan) {
+        /* its result has the free indices and the scanned ones */
+        if (nfree + nred > RED_MAX_DIMS)
+            return ck_err_at(c, n->pos, RED_ERR_LIMIT, "a result with more than %d dimensions", RED_MAX_DIMS);
+        for (int k = 0; k < nred; k++)
+            if (p->vars[red[k]].lo)
+                return ck_err_at(c, p->vars[red[k]].pos, RED_ERR_UNSUPPORTED,
+                                 "a scan over a ranged index ('%s') is not supported; scan the whole index "
+                                 "by a key that tells the segments apart (cumsum(v[k]) by row[k])",
+                                 p->vars[red[k]].name);
+    }
     /* range bounds may use free indices only (checked when lowered) */
-    if (key && nfree)
+    if (key && nfree && !scan)
         return ck_err_at(c, n->by->pos, RED_ERR_SHAPE,
                          "a reduction with 'by' cannot have free indices ('%s' is not reduced)",
                          p->vars[fr[0]].name);
@@ -529,7 +563,7 @@ static int split_domain(ck *c, const ast_node *n, const scope *rs, const plan_re
 /* The pass the reduction joins or starts, after every pass producing a
  * temporary it reads; a keyed pass's key index is reduced by the nearest
  * enclosing reduction without `over` (scope `s`), or free. */
-static int place_in_pass(ck *c, scope *s, const ast_node *n, const plan_red *rd, ir *key,
+static int place_in_pass(ck *c, scope *s, const ast_node *n, const plan_red *rd, ir *key, int scan,
                          int nfree, const int *fr, int nred, const int *red, int *pass_out)
 {
     plan *p = c->p;
@@ -544,9 +578,11 @@ static int place_in_pass(ck *c, scope *s, const ast_node *n, const plan_red *rd,
         if (b > after) after = b;
     }
     int pass = -1;
-    TRY(find_pass(c, nfree, fr, nred, red, key, after, &pass));
+    TRY(find_pass(c, nfree, fr, nred, red, key, scan, after, &pass));
     plan_pass *ps = &p->passes[pass];
-    if (ps->nreds == 0 && key) {
+    if (scan) {
+        /* a scan's key only restarts it: no key index */
+    } else if (ps->nreds == 0 && key) {
         /* a new keyed pass: its key index is a new variable, reduced by the
          * nearest enclosing reduction without `over`, or free */
         int kv = ck_new_var(c, "key", n->by->pos);
@@ -575,7 +611,7 @@ static int place_in_pass(ck *c, scope *s, const ast_node *n, const plan_red *rd,
  * divides by the count of valid elements, and a min or max over none of them
  * is NaN. */
 static int read_result(ck *c, const ast_node *n, int pass, plan_red *rd, int nres, int nred,
-                       const int *red, int is_mean, ir *valid, val *out)
+                       const int *red, int is_mean, ir *valid, const int *scan_at, val *out)
 {
     plan *p = c->p;
     plan_pass *ps = &p->passes[pass];
@@ -586,6 +622,13 @@ static int read_result(ck *c, const ast_node *n, int pass, plan_red *rd, int nre
 
     int dims = ps->key ? 1 : ps->nfree;
     const int *at = ps->key ? &ps->key_var : ps->free;
+    int scan_idx[2 * RED_MAX_DIMS];
+    if (scan_at) {   /* a scan's result: at its free indices and where the text reads its scanned ones */
+        memcpy(scan_idx, ps->free, ps->nfree * sizeof *scan_idx);
+        memcpy(scan_idx + ps->nfree, scan_at, nred * sizeof *scan_idx);
+        dims = ps->nfree + nred;
+        at = scan_idx;
+    }
     val r = {.n = nres, .tuple = nres > 1};
     for (int k = 0; k < nres; k++) r.c[k] = ck_load_temp(c, temps[k], dims, at, n->pos);
 
@@ -653,6 +696,8 @@ typedef struct red_form {
     const char *opname;        /* without "nan" */
     int rop, is_mean, is_count, is_nan;
     const ast_stmt *uop;
+    int scan;                  /* 0, AST_SCAN or AST_EXSCAN */
+    const int *scan_at;        /* a scan: the indices its result is read at (scan_targets) */
 } red_form;
 
 /* The phases after the operand: the map expressions and accumulator types,
@@ -667,6 +712,7 @@ static int reduce_body(ck *c, scope *s, const ast_node *n, const scope *rs, cons
     rd.pos = n->pos;
     rd.ncomp = 1;
     rd.skipnan = f->is_nan && (f->rop == ROP_ARGMIN || f->rop == ROP_ARGMAX) && CT_IS_FLOAT(body->c[0]->type);
+    rd.exclusive = f->scan == AST_EXSCAN;
     int nres = 1;
     if (f->rop == ROP_USER) TRY(map_user(c, n, f->uop, body, &rd, &nres));
     else TRY(map_builtin(c, n, f->opname, f->is_mean, f->is_count, body, &rd));
@@ -675,21 +721,23 @@ static int reduce_body(ck *c, scope *s, const ast_node *n, const scope *rs, cons
 
     /* what is reduced, what stays free */
     int red[RED_MAX_DIMS], nred = 0, fr[RED_MAX_DIMS], nfree = 0;
-    TRY(split_domain(c, n, rs, &rd, key, red, &nred, fr, &nfree));
+    TRY(split_domain(c, n, rs, &rd, key, f->scan, red, &nred, fr, &nfree));
 
     int done = 0;
-    if (online && !f->is_mean && !f->is_nan) TRY(ck_online_rewrite(c, n, &rd, key, nfree, fr, nred, red, out, &done));
+    if (online && !f->scan && !f->is_mean && !f->is_nan)
+        TRY(ck_online_rewrite(c, n, &rd, key, nfree, fr, nred, red, out, &done));
     if (done) return 0;
     int pass = -1;
-    TRY(place_in_pass(c, s, n, &rd, key, nfree, fr, nred, red, &pass));
+    TRY(place_in_pass(c, s, n, &rd, key, f->scan, nfree, fr, nred, red, &pass));
     /* nanmin / nanmax of nothing but NaN: NaN; nanmean: over the valid elements */
     ir *guard = valid && (f->is_mean || f->rop == ROP_MIN || f->rop == ROP_MAX) ? valid : NULL;
-    return read_result(c, n, pass, &rd, nres, nred, red, f->is_mean, guard, out);
+    return read_result(c, n, pass, &rd, nres, nred, red, f->is_mean, guard, f->scan_at, out);
 }
 
 /* The product of complex values: a planner-made operator over (re, im)
  * pairs, commutative, its identity (1, 0) neutral. */
-static int cplx_prod(ck *c, scope *s, const ast_node *n, const scope *rs, const val *body, ir *key, val *out)
+static int cplx_prod(ck *c, scope *s, const ast_node *n, const scope *rs, const red_form *f, const val *body,
+                     ir *key, val *out)
 {
     int ft = body->c[0]->type;
     plan_red rd;
@@ -712,9 +760,10 @@ static int cplx_prod(ck *c, scope *s, const ast_node *n, const scope *rs, const 
     rd.combine[1] = ck_op2(c, OP_ADD, ft, ck_op2(c, OP_MUL, ft, ar, bi), ck_op2(c, OP_MUL, ft, ai, br));
     if (!rd.combine[0] || !rd.combine[1]) return ck_nomem(c);
     int red[RED_MAX_DIMS], nred = 0, fr[RED_MAX_DIMS], nfree = 0, pass = -1;
-    TRY(split_domain(c, n, rs, &rd, key, red, &nred, fr, &nfree));
-    TRY(place_in_pass(c, s, n, &rd, key, nfree, fr, nred, red, &pass));
-    TRY(read_result(c, n, pass, &rd, 2, nred, red, 0, NULL, out));
+    rd.exclusive = f->scan == AST_EXSCAN;
+    TRY(split_domain(c, n, rs, &rd, key, f->scan, red, &nred, fr, &nfree));
+    TRY(place_in_pass(c, s, n, &rd, key, f->scan, nfree, fr, nred, red, &pass));
+    TRY(read_result(c, n, pass, &rd, 2, nred, red, 0, NULL, f->scan_at, out));
     *out = ck_cplx_mk(out->c[0], out->c[1]);
     return 0;
 }
@@ -737,7 +786,7 @@ static int cplx_reduce(ck *c, scope *s, const ast_node *n, const scope *rs, cons
                                "imaginary one); reduce abs(z), real(z) or imag(z)"
                          : f->rop == ROP_USER ? ": pass the parts as a tuple, (real(z), imag(z))"
                                               : "");
-    if (f->rop == ROP_PROD) return cplx_prod(c, s, n, rs, body, key, out);
+    if (f->rop == ROP_PROD) return cplx_prod(c, s, n, rs, f, body, key, out);
     val part[2];
     for (int k = 0; k < 2; k++) {
         val b = ck_mk(body->c[k], 0);
@@ -747,14 +796,80 @@ static int cplx_reduce(ck *c, scope *s, const ast_node *n, const scope *rs, cons
     return 0;
 }
 
-int ck_lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val *out)
+/* Where the text reads a scan's result (at[k] for scanned index k of the scan's
+ * scope rs): a scanned index becomes an index of the text around the scan, the
+ * one of the same name visible there (then both are one index, its extent
+ * checked against the shapes of both), or, where there is none, a new index of
+ * the nearest reduction without `over` (free at the top level).  The
+ * whole-array indices of a scan without `over` become those of the whole
+ * arrays around it, or start them: cumsum(x) + y adds elementwise. */
+static int scan_targets(ck *c, scope *s, const ast_node *n, const scope *rs, int *at)
+{
+    plan *p = c->p;
+    scope *home = ck_accepting(s);
+    if (rs->has_anon) {
+        if (home->has_sub)
+            return ck_err_at(c, n->pos, RED_ERR_SHAPE,
+                             "a scan of whole arrays mixed with subscripted arrays in one reduction; write "
+                             "the scan's arrays with subscripts");
+        if (home->has_anon && home->nanon != rs->nanon)
+            return ck_err_at(c, n->pos, RED_ERR_SHAPE,
+                             "this scan has %d dimension%s but '%s' has %d: whole arrays combined "
+                             "elementwise must have the same shape",
+                             rs->nanon, rs->nanon == 1 ? "" : "s", home->whole_node->name, home->nanon);
+        if (!home->has_anon) {
+            home->has_anon = 1;
+            home->whole_node = n;
+            home->nanon = rs->nanon;
+            for (int d = 0; d < rs->nanon; d++) {
+                home->anon[d] = rs->anon[d];
+                TRY(ck_scope_add(c, home, rs->anon[d], n->pos));
+            }
+        } else {
+            for (int d = 0; d < rs->nanon; d++) TRY(ck_take_constraints(c, home->anon[d], rs->anon[d]));
+        }
+    }
+    for (int k = 0; k < rs->nvars; k++) {
+        int v = rs->vars[k], w = -1;
+        for (int d = 0; rs->has_anon && d < rs->nanon; d++)
+            if (rs->anon[d] == v) w = home->anon[d];
+        if (w < 0) {
+            w = ck_find_var(s, p, p->vars[v].name);
+            if (w >= 0) TRY(ck_take_constraints(c, w, v));
+        }
+        if (w < 0) {
+            w = v;
+            TRY(ck_scope_add(c, home, v, p->vars[v].pos));
+        }
+        at[k] = w;
+    }
+    return 0;
+}
+
+/* The forms a scan refuses: those with no cumulative meaning here. */
+static int scan_form(ck *c, const ast_node *n, const red_form *f)
+{
+    if (f->is_mean)
+        return ck_err_at(c, n->name_pos, RED_ERR_UNSUPPORTED,
+                         "there is no cumulative %s: divide a cumsum by a cumcount", f->name);
+    if (f->is_nan && f->rop != ROP_SUM && f->rop != ROP_PROD)
+        return ck_err_at(c, n->name_pos, RED_ERR_NAME,
+                         "the NaN-skipping scans are nancumsum and nancumprod (scan of '%s')", f->name);
+    if (f->scan == AST_EXSCAN && (f->rop == ROP_ARGMIN || f->rop == ROP_ARGMAX))
+        return ck_err_at(c, n->name_pos, RED_ERR_UNSUPPORTED,
+                         "an exclusive %s scan has no index to give the first element", f->name);
+    return 0;
+}
+
+/* A reduction, or a scan (`scan`: AST_SCAN or AST_EXSCAN), of operator `opname`. */
+static int lower_red(ck *c, scope *s, const ast_node *n, const char *opname, int scan, val *out)
 {
     if (c->in_op)
-        return ck_err_at(c, n->pos, RED_ERR_TYPE, "operator '%s' may not contain a reduction",
-                         c->in_op->name);
+        return ck_err_at(c, n->pos, RED_ERR_TYPE, "operator '%s' may not contain a %s",
+                         c->in_op->name, scan ? "scan" : "reduction");
     /* nansum, nanprod, nanmin, nanmax, nanmean: the same over the elements
      * that are not NaN (nan_form); "nan" and a built-in name, not a user's */
-    red_form f = {.name = opname};
+    red_form f = {.name = opname, .scan = scan};
     f.is_nan = strncmp(opname, "nan", 3) == 0 && ck_find_op(c, opname) < 0 &&
                (ck_op_from_name(opname + 3) >= 0 || strcmp(opname + 3, "mean") == 0);
     if (f.is_nan) opname += 3;
@@ -766,6 +881,7 @@ int ck_lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val 
         TRY(find_user_op(c, n, opname, &f.uop));
         f.rop = ROP_USER;
     }
+    if (scan) TRY(scan_form(c, n, &f));
 
     /* the reduction's own scope and its explicit indices */
     scope rs = {.parent = s, .accepts = !n->has_over};
@@ -774,14 +890,33 @@ int ck_lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val 
     val body;
     TRY(ck_lower(c, &rs, n->args[0], &body));
     ir *key = NULL;
+    int at[64];
     if (body.cplx) {
         if (n->by) TRY(lower_key(c, &rs, n, &key));
         TRY(check_over_tail(c, n, &rs));
+        if (scan) {
+            TRY(scan_targets(c, s, n, &rs, at));
+            f.scan_at = at;
+        }
         return cplx_reduce(c, s, n, &rs, &f, &body, key, out);
     }
     ir *valid = NULL;
     if (f.is_nan) TRY(nan_form(c, n, f.name, f.rop, &body, &valid));
     if (n->by) TRY(lower_key(c, &rs, n, &key));
     TRY(check_over_tail(c, n, &rs));
+    if (scan) {
+        TRY(scan_targets(c, s, n, &rs, at));
+        f.scan_at = at;
+    }
     return reduce_body(c, s, n, &rs, &f, &body, valid, key, 1, out);
+}
+
+int ck_lower_reduce(ck *c, scope *s, const ast_node *n, const char *opname, val *out)
+{
+    return lower_red(c, s, n, opname, 0, out);
+}
+
+int ck_lower_scan(ck *c, scope *s, const ast_node *n, const char *opname, int scan, val *out)
+{
+    return lower_red(c, s, n, opname, scan, out);
 }

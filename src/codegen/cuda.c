@@ -20,13 +20,15 @@ static const char *const math_fns[] = {"rj_mod(", "rj_sqrt(", "rj_exp(", "rj_log
                                        "rj_round(", "rj_pow(", "rj_hypot(", "rj_atan2(", "rj_fma(",
                                        NULL};
 
-extern const char rj_reduce_cuh[], rj_full_cuh[], rj_segment_cuh[], rj_keys_cuh[], rj_kfused_cuh[];
+extern const char rj_reduce_cuh[], rj_full_cuh[], rj_segment_cuh[], rj_keys_cuh[], rj_kfused_cuh[], rj_scan_cuh[];
 
 /* The folds and trees first, then the strategies built on them; the keyed
- * ones are compiled only under RJ_KEYED. */
+ * ones are compiled only under RJ_KEYED.  A scan pass takes rj_scan.cuh alone,
+ * the others everything else. */
 const cg_device_file cg_strategy_files[] = {
     {"rj_reduce.cuh", rj_reduce_cuh}, {"rj_full.cuh", rj_full_cuh},     {"rj_segment.cuh", rj_segment_cuh},
-    {"rj_keys.cuh", rj_keys_cuh},     {"rj_kfused.cuh", rj_kfused_cuh}, {NULL, NULL},
+    {"rj_keys.cuh", rj_keys_cuh},     {"rj_kfused.cuh", rj_kfused_cuh}, {"rj_scan.cuh", rj_scan_cuh},
+    {NULL, NULL},
 };
 
 static int calls_any(const char *text, const char *const *names)
@@ -49,7 +51,7 @@ int cg_generate(const plan *p, int pi, const cg_tuning *t, util_arena *a, cg_ker
     if (rc) return rc;
     const plan_pass *ps = g.ps;
     for (int q = 0; q < ps->nreds; q++) out->ordered |= ps->reds[q].rop == ROP_USER && ps->reds[q].ordered;
-    out->kind = !ps->nreds ? CG_MAP : ps->key ? CG_KEYED : ps->nfree ? CG_PARTIAL : CG_FULL;
+    out->kind = !ps->nreds ? CG_MAP : ps->scan ? CG_SCAN : ps->key ? CG_KEYED : ps->nfree ? CG_PARTIAL : CG_FULL;
 
     /* the generated part first, so the prelude's optional groups it calls are known */
     util_buf body;
@@ -57,6 +59,13 @@ int cg_generate(const plan *p, int pi, const cg_tuning *t, util_arena *a, cg_ker
     g.o = &body;
     if (!ps->nreds) {
         cg_emit_map_kernel(&g);
+    } else if (ps->scan) {
+        cg_emit_acc_struct(&g);
+        cg_emit_user_ops(&g);
+        cg_emit_acc_funcs(&g);
+        cg_emit_out_range(&g);
+        cg_emit_acc_elem(&g);
+        cg_emit_scan(&g);
     } else {
         cg_emit_acc_struct(&g);
         cg_emit_user_ops(&g);
@@ -89,7 +98,13 @@ int cg_generate(const plan *p, int pi, const cg_tuning *t, util_arena *a, cg_ker
     util_buf_puts(o, b);
     int failed = body.failed;
     util_buf_free(&body);
-    if (ps->nreds) {
+    if (ps->scan) {
+        util_buf_printf(o, "#define RJ_SCAN 1\n#define RJ_SCAN_ITEMS %d\n#define RJ_SCAN_RESET %d\n#define RJ_SCAN_EXCL %d\n",
+                        cg_scan_items(out->acc_size), ps->reset != NULL, ps->scan == 2);
+        for (const cg_device_file *f = cg_strategy_files; f->name; f++)
+            if (strcmp(f->name, "rj_scan.cuh") == 0) util_buf_puts(o, f->text);
+        util_buf_puts(o, "#define RJ_ENTRY extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK)\n");
+    } else if (ps->nreds) {
         /* after acc_elem, which records the loads */
         util_buf_printf(o, "#define RJ_UNROLL %d\n", cg_unroll(t, out));
         /* argmin and argmax alone: elements folded straight into the
@@ -102,7 +117,8 @@ int cg_generate(const plan *p, int pi, const cg_tuning *t, util_arena *a, cg_ker
         util_buf_printf(o, "#define RJ_VEC %d\n#define RJ_VUNROLL %d\n#define RJ_KVT %d\n#define RJ_KMINB %d\n", out->vec,
                         out->vec_unroll, ps->key && t->kvt > 0 ? t->kvt : 0, t->kminb);
         util_buf_printf(o, "#define RJ_KDB %d\n", ps->key && out->vec ? t->kdb : 0);
-        for (const cg_device_file *f = cg_strategy_files; f->name; f++) util_buf_puts(o, f->text);
+        for (const cg_device_file *f = cg_strategy_files; f->name; f++)
+            if (strcmp(f->name, "rj_scan.cuh") != 0) util_buf_puts(o, f->text);
         util_buf_puts(o, "#define RJ_ENTRY extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK)\n");
     }
     if (o->failed || failed) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");

@@ -93,7 +93,11 @@ typedef struct cg_kernel {
     int tile2, t2_ni, t2_nj;
 } cg_kernel;
 
-enum { CG_MAP, CG_FULL, CG_PARTIAL, CG_KEYED };
+enum { CG_MAP, CG_FULL, CG_PARTIAL, CG_KEYED, CG_SCAN };
+
+/* Elements a thread of a scan pass's kernel takes a tile (RJ_SCAN_ITEMS): its
+ * tile is RJ_BLOCK of them, from the bytes of the pass's Acc. */
+int cg_scan_items(int acc_size);
 
 /* Generate the source for pass `pi` with tuning `t` (cg_tuning_get() for the
  * process's): a function of the plan and `t` alone, whose RJ_* #defines show
@@ -109,7 +113,7 @@ int cg_generate(const plan *p, int pi, const cg_tuning *t, util_arena *a, cg_ker
  * body made by cg_generate.  CG_ALL_GROUPS: every usable group at once (for
  * red_precompile and red_explain). */
 enum { CG_G_MAP, CG_G_TREE, CG_G_SEQ, CG_G_PERSIST, CG_G_PERSISTV, CG_G_SEG1, CG_G_SEG32, CG_G_SEG1V, CG_G_SEG32V, CG_G_SEGB, CG_G_COUNT,
-       CG_G_KSORTED, CG_G_KOFFS, CG_G_KPRIV, CG_G_SPLIT1, CG_G_SPLITB, CG_G_KSORTEDV, CG_G_SEGBV, CG_G_SEG1A, CG_G_SEG1S, CG_G_SEGNV, CG_G_SPLITBV, CG_G_SEGM, CG_G_SEGBS, CG_G_TILE, CG_G_TILE2, CG_NGROUPS, CG_ALL_GROUPS = -1 };
+       CG_G_KSORTED, CG_G_KOFFS, CG_G_KPRIV, CG_G_SPLIT1, CG_G_SPLITB, CG_G_KSORTEDV, CG_G_SEGBV, CG_G_SEG1A, CG_G_SEG1S, CG_G_SEGNV, CG_G_SPLITBV, CG_G_SEGM, CG_G_SEGBS, CG_G_TILE, CG_G_TILE2, CG_G_SCAN, CG_NGROUPS, CG_ALL_GROUPS = -1 };
 int cg_group_of(const char *entry);
 int cg_group_has(int group, const char *entry);
 int cg_group_usable(int group, const cg_kernel *k);

@@ -79,6 +79,9 @@ void cg_emit_acc_elem_v(gen *g);
 int cg_epilogue_kind(const plan *p, int pi);
 int cg_emit_epilogue(gen *g, util_arena *a);
 
+/* scan.c: scan_store and scan_key for rj_scan.cuh */
+void cg_emit_scan(gen *g);
+
 /* tuning.c: RJ_UNROLL for a pass whose acc_elem is emitted (it records the loads) */
 int cg_unroll(const cg_tuning *t, const cg_kernel *k);
 

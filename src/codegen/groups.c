@@ -48,6 +48,7 @@ static const struct {
     {"rj_segbs", "RJ_ENTRY rj_segbs(Params P) { rj_segmented_staged(P); }\n"},
     {"rj_tile", "RJ_ENTRY rj_tile(Params P) { rj_tile_run(P); }\n"},
     /* two blocks an SM: one stages while the other folds (at most 128 registers) */
+    {"rj_scan", "RJ_ENTRY rj_scan(Params P) { rj_scan_run(P); }\n"},
     {"rj_tile2", "extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK, 2) rj_tile2(Params P) { rj_tile2_run(P); }\n"},
 };
 
@@ -78,6 +79,7 @@ static const char *const group_entries[CG_NGROUPS] = {   /* names, each NUL-term
     [CG_G_SEGBS] = "rj_segbs\0",
     [CG_G_TILE] = "rj_tile\0rj_splitf\0",
     [CG_G_TILE2] = "rj_tile2\0",
+    [CG_G_SCAN] = "rj_scan\0",
 };
 
 int cg_group_has(int group, const char *entry)
@@ -100,6 +102,7 @@ int cg_group_usable(int group, const cg_kernel *k)
     int kind = k->kind;
     if (group < 0 || group >= CG_NGROUPS) return 0;
     if (kind == CG_MAP) return group == CG_G_MAP;
+    if (kind == CG_SCAN || group == CG_G_SCAN) return kind == CG_SCAN && group == CG_G_SCAN;
     if (group == CG_G_MAP) return 0;
     if (group == CG_G_PERSISTV) return k->vec > 0 && kind == CG_FULL;
     if (group == CG_G_SEG1V || group == CG_G_SEG32V || group == CG_G_SEGBV || group == CG_G_SEGNV ||

@@ -144,6 +144,11 @@ int core_resolve_pass(const plan *p, int pass, const core_buf *bufs, const core_
         }
         if (!ext_mul_ok(dom->L, dom->rsz[d], &dom->L))
             return util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large (more than 2^63 elements)");
+        if (ps->scan) {   /* a scan's results are indexed by its scanned indices too */
+            v->lo[var] = dom->rlo[d];
+            v->hi[var] = dom->rlo[d] + dom->rsz[d];
+            v->done[var] = 1;
+        }
     }
     if (!ext_mul_ok(dom->nout, dom->L, &dom->N))
         return util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large (more than 2^63 elements)");

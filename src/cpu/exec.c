@@ -139,9 +139,9 @@ static int pass_program(pass_ctx *pc, int pi, util_arena *a, util_diag *diag)
                 roots[nroots++] = ps->reds[q].map[c];
             }
         }
-        if (ps->key) {
+        if (ps->key || ps->reset) {
             pc->key_root = nroots;
-            roots[nroots++] = ps->key;
+            roots[nroots++] = ps->key ? ps->key : ps->reset;
         }
     }
     int rc = vm_compile(a, p, nroots, roots, &pc->prog);
@@ -174,6 +174,8 @@ static int pass_walk(pass_ctx *pc, util_diag *diag)
     int rc;
     if (!ps->nreds) {
         rc = cpu_run_map(pc, diag);
+    } else if (ps->scan) {
+        rc = cpu_run_scan(pc, diag);
     } else if (ps->key) {
         /* the key pass walks its reduced domain as one output */
         int64_t nk = pc->nkeys;

@@ -225,5 +225,6 @@ int cpu_column_layout(const pass_ctx *pc);                              /* colum
 int cpu_run_columns(pass_ctx *pc, util_diag *diag);                     /* columns.c */
 int cpu_scan_keys(pass_ctx *pc, util_diag *diag);                       /* keyed.c   */
 int cpu_run_keyed(pass_ctx *pc, util_diag *diag);                       /* keyed.c   */
+int cpu_run_scan(pass_ctx *pc, util_diag *diag);                        /* scan.c    */
 
 #endif

@@ -258,6 +258,8 @@ uint64_t gpu_count_key(const run_ctx *r, const pass_entry *e, long long nout);
 int gpu_run_full(run_ctx *r, pass_entry *e, long long n, int strategy, int ordered);
 int gpu_count_on_device(run_ctx *r, pass_entry *e, long long nout, long long step, long long *total);
 int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total, int strategy);
+/* A scan pass (scan.c): nout rows of L elements each. */
+int gpu_run_scan(run_ctx *r, pass_entry *e, long long nout, long long L);
 
 /* keys.c */
 int gpu_key_segments(run_ctx *r, pass_entry *e, const plan_pass *ps, long long N, int mode, long long *nkeys,

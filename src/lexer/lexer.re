@@ -196,6 +196,8 @@ again:
         "in"               { type = TK_IN; goto done; }
         "by"               { type = TK_BY; goto done; }
         "reduce"           { type = TK_REDUCE; goto done; }
+        "scan"             { type = TK_REDUCE; goto done; }
+        "exscan"           { type = TK_REDUCE; goto done; }
         "op"               { type = TK_OP; goto done; }
         "ordered"          { type = TK_ORDERED; goto done; }
         "identity"         { type = TK_IDENTITY; goto done; }

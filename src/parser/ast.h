@@ -23,12 +23,16 @@ typedef enum ast_kind {
     AST_COND,     /* args[0] ? args[1] : args[2]                                 */
     AST_CALL,     /* name(args...) [over ...] [by key]: function, cast or
                      reduction shorthand (sum, min, ...); the checker decides     */
-    AST_REDUCE,   /* reduce(opname, args[0]) [over ...] [by key]                 */
+    AST_REDUCE,   /* reduce(opname, args[0]) [over ...] [by key]; op: 0, or
+                     AST_SCAN / AST_EXSCAN for scan(...) and exscan(...)          */
     AST_TUPLE,    /* (args[0], args[1], ...), at least two elements              */
     AST_FIELD,    /* args[0].field                                               */
     AST_RANGE     /* name in args[0]..args[1]: a subscript of the left side of
                      '=' that gives its index a range (anywhere else an error)  */
 } ast_kind;
+
+/* AST_REDUCE's op: which keyword wrote it (0: reduce) */
+enum { AST_SCAN = 1, AST_EXSCAN = 2 };
 
 typedef enum ast_binop {
     BOP_ADD = 1, BOP_SUB, BOP_MUL, BOP_DIV, BOP_MOD,

@@ -462,6 +462,9 @@ parse_ex parse_reduce(parse_ctx *ctx, const lex_token *kw, const lex_token *op,
     if (!n) return failed(ctx);
     n->name = token_text(ctx, op);
     n->name_pos = op->pos;
+    /* the keyword: reduce, scan or exscan (the lexer gives all three one token) */
+    const char *k = ctx->src + kw->pos.off;
+    n->op = k[0] == 's' ? AST_SCAN : k[0] == 'e' ? AST_EXSCAN : 0;
     if (set_args(ctx, n, 1)) n->args[0] = x->node;
     set_depth(ctx, n, kw->pos);
     return ex_of(n);
@@ -935,7 +938,8 @@ static void print_node(util_buf *b, const ast_node *n)
         print_clauses(b, n);
         break;
     case AST_REDUCE:
-        util_buf_printf(b, "reduce(%s, ", n->name);
+        util_buf_printf(b, "%s(%s, ", n->op == AST_SCAN ? "scan" : n->op == AST_EXSCAN ? "exscan" : "reduce",
+                        n->name);
         print_list(b, n->args, n->nargs);
         util_buf_puts(b, ")");
         print_clauses(b, n);

@@ -164,6 +164,11 @@ static int pass_split(rw *w, int pi, int *out)
                                 "of the arrays whole",
                                 p->vars[w->dp->var[seen]].name, p->vars[v].name);
         seen = s;
+        if (k >= ps->nfree && ps->scan)
+            return util_diag_at(w->diag, p->src, pos, RED_ERR_UNSUPPORTED,
+                                "this scans along the split index '%s': a scan across ranks is not supported; "
+                                "split the arrays along another axis, or bind them whole",
+                                p->vars[v].name);
         if (k >= ps->nfree) *out = s;
     }
     return 0;
@@ -179,6 +184,7 @@ static int check_plan(rw *w)
         for (int q = 0; !rc && q < ps->nreds; q++)
             for (int c = 0; !rc && c < ps->reds[q].ncomp; c++) rc = check_loads(w, ps->reds[q].map[c]);
         if (!rc) rc = check_loads(w, ps->key);
+        if (!rc) rc = check_loads(w, ps->reset);
         if (!rc) rc = check_loads(w, ps->map);
     }
     for (int v = 0; !rc && v < p->nvars; v++) {
@@ -273,8 +279,10 @@ static int build_passes(rw *w, plan *np)
             }
         }
         if (ps->key) ps->key = rewrite(w, ps->key);
+        if (ps->reset) ps->reset = rewrite(w, ps->reset);
         if (ps->map) ps->map = rewrite(w, ps->map);
-        if ((p->passes[pi].key && !ps->key) || (p->passes[pi].map && !ps->map)) return RED_ERR_NOMEM;
+        if ((p->passes[pi].key && !ps->key) || (p->passes[pi].reset && !ps->reset) || (p->passes[pi].map && !ps->map))
+            return RED_ERR_NOMEM;
         if (dp->pass_split[pi] < 0) continue;
         for (int q = 0; q < n; q++)
             if ((ps->reds[q].rop == ROP_ARGMIN || ps->reds[q].rop == ROP_ARGMAX) && add_extreme(w, np, ps, q))

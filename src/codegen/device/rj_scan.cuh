@@ -1,0 +1,274 @@
+// rj_scan.cuh -- scan passes (RJ_SCAN): every element's running fold, in one
+// pass over the data with decoupled look-back (Merrill and Garland, "Single-pass
+// Parallel Prefix Scan with Decoupled Look-back", 2016).  Pasted alone after the
+// generated part of a scan pass, which gives Acc, acc_init, acc_combine (a then
+// b, in order), acc_shfl_idx, out_range, acc_elem, scan_store and, for a scan
+// that restarts where a key changes (RJ_SCAN_RESET), scan_key.
+//
+// A tile is RJ_BLOCK * RJ_SCAN_ITEMS consecutive elements of one output's row;
+// blocks take tiles in order from a ticket (so a tile's predecessors are all
+// running or done: no deadlock whatever the scheduling).  A block evaluates its
+// tile's elements striped (neighbouring threads on neighbouring elements: the
+// loads coalesce), scans them through shared memory a thread's run of
+// RJ_SCAN_ITEMS at a time, then publishes its tile's aggregate, looks back for
+// the fold of the tiles before it, and writes its elements striped again.
+//
+// Deterministic: the fold carried into tile t is always computed as
+// ((incl[j] + agg[j+1]) + ...) + agg[t-1] from the nearest tile j that has
+// published its inclusive fold, and incl[j] itself was computed that way, so it
+// equals incl[t-1] bit for bit whichever j the look-back found: the same
+// association every run, as ordered operators need and floats show.
+//
+// A restarting scan folds (head, value) pairs: (fa, a) + (fb, b) is
+// (fa | fb, fb ? b : a + b), associative, so the same machinery runs it.
+
+#if RJ_SCAN
+
+struct RjSA {
+    Acc a;
+#if RJ_SCAN_RESET
+    bool f;
+#endif
+};
+
+// x = x + y, y to the right
+__device__ __forceinline__ void rj_sa_combine(RjSA &x, const RjSA &y)
+{
+#if RJ_SCAN_RESET
+    if (y.f) x.a = y.a;
+    else acc_combine(x.a, y.a);
+    x.f = x.f || y.f;
+#else
+    acc_combine(x.a, y.a);
+#endif
+}
+
+__device__ __forceinline__ void rj_sa_init(RjSA &x)
+{
+    acc_init(x.a);
+#if RJ_SCAN_RESET
+    x.f = false;
+#endif
+}
+
+__device__ __forceinline__ RjSA rj_sa_shfl_idx(const RjSA &x, int l)
+{
+    RjSA r;
+    r.a = acc_shfl_idx(x.a, l);
+#if RJ_SCAN_RESET
+    r.f = __shfl_sync(0xffffffffu, (int)x.f, l) != 0;
+#endif
+    return r;
+}
+
+// A tile's published fold: 16-byte aligned, copied in 16-byte words past L1
+// (another SM wrote it; a line of it may sit stale in this SM's L1).
+struct __align__(16) RjSlot {
+    RjSA s;
+};
+
+__device__ __forceinline__ void rj_slot_put(RjSlot *d, const RjSA &v)
+{
+    RjSlot t;
+    t.s = v;
+    const int4 *src = (const int4 *)&t;
+    int4 *dst = (int4 *)d;
+#pragma unroll
+    for (int i = 0; i < (int)(sizeof(RjSlot) / 16); i++) __stcg(dst + i, src[i]);
+}
+
+__device__ __forceinline__ RjSA rj_slot_get(const RjSlot *s)
+{
+    RjSlot t;
+    int4 *dst = (int4 *)&t;
+    const int4 *src = (const int4 *)s;
+#pragma unroll
+    for (int i = 0; i < (int)(sizeof(RjSlot) / 16); i++) dst[i] = __ldcg(src + i);
+    return t.s;
+}
+
+enum { RJ_SCAN_TILE = RJ_BLOCK * RJ_SCAN_ITEMS, RJ_SCAN_WARPS = RJ_BLOCK / 32 };
+
+// The scratch (RJ_PARTIALS, zeroed before the launch): the ticket, then a
+// status word a tile (0 nothing yet, 1 its aggregate, 2 its inclusive fold),
+// then the aggregates and the inclusive folds.
+struct RjScanScratch {
+    unsigned long long *ticket;
+    volatile int *status;
+    RjSlot *agg, *inc;
+};
+
+__device__ __forceinline__ RjScanScratch rj_scan_scratch(const Params &P, long long ntiles)
+{
+    RjScanScratch s;
+    char *base = (char *)P.v[RJ_PARTIALS];
+    s.ticket = (unsigned long long *)base;
+    s.status = (volatile int *)(base + 16);
+    long long at = (16 + 4 * ntiles + 15) / 16 * 16;
+    s.agg = (RjSlot *)(base + at);
+    s.inc = s.agg + ntiles;
+    return s;
+}
+
+// The fold carried into tile `tile` (first tile of its row: row0), by warp 0:
+// the nearest tile back with its inclusive fold published, then the
+// aggregates after it folded forward in order.
+__device__ __forceinline__ RjSA rj_scan_lookback(const RjScanScratch &S, long long tile, long long row0)
+{
+    int lane = threadIdx.x & 31;
+    long long top = tile - 1, found = -1;
+    while (found < 0) {
+        long long j = top - lane;
+        // tiles before the row count as published (never chosen: row0 always publishes 2)
+        int st = j >= row0 ? S.status[j] : 2;
+        while (__any_sync(0xffffffffu, st == 0))
+            if (st == 0) st = S.status[j];
+        unsigned m = __ballot_sync(0xffffffffu, st == 2 && j >= row0);
+        if (m) found = top - (__ffs(m) - 1);
+        else top -= 32;
+    }
+    __threadfence();
+    RjSA acc = rj_slot_get(S.inc + found);
+    // aggregates found+1 .. tile-1, 32 at a time: loaded by the lanes, folded in order
+    for (long long b = found + 1; b < tile; b += 32) {
+        RjSA x;
+        long long q = b + lane;
+        if (q < tile) x = rj_slot_get(S.agg + q);
+        else rj_sa_init(x);
+        int n = (int)min((long long)32, tile - b);
+        for (int l = 0; l < n; l++) {
+            RjSA y = rj_sa_shfl_idx(x, l);
+            rj_sa_combine(acc, y);
+        }
+    }
+    return acc;
+}
+
+__device__ __forceinline__ void rj_scan_run(const Params &P)
+{
+    __shared__ RjSA s_x[RJ_SCAN_TILE];
+    __shared__ RjSA s_warp[RJ_SCAN_WARPS];
+    __shared__ RjSA s_pre;
+    __shared__ long long s_tile;
+    const long long nout = P.v[RJ_NOUT], T = P.v[RJ_NBLK];
+    const long long ntiles = nout * T;
+    RjScanScratch S = rj_scan_scratch(P, ntiles);
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    for (;;) {
+        if (tid == 0) s_tile = (long long)atomicAdd(S.ticket, 1ull);
+        __syncthreads();
+        const long long tile = s_tile;
+        if (tile >= ntiles) return;
+        const long long o = tile / T, tt = tile - o * T;
+        long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+        const long long cnt = out_range(P, o, lo, sz);
+        const long long base = tt * RJ_SCAN_TILE;
+
+        // the tile's elements, striped
+        rj_flt F;
+        rj_flt_init(F);
+#pragma unroll
+        for (int k = 0; k < RJ_SCAN_ITEMS; k++) {
+            long long t = base + k * RJ_BLOCK + tid;
+            RjSA e;
+            rj_sa_init(e);
+            if (t < cnt) {
+                acc_elem(e.a, F, P, o, lo, sz, t);
+#if RJ_SCAN_RESET
+                e.f = t > 0 && scan_key(F, P, o, lo, sz, t) != scan_key(F, P, o, lo, sz, t - 1);
+#endif
+            }
+            s_x[k * RJ_BLOCK + tid] = e;
+        }
+        rj_flush(P, F);
+        __syncthreads();
+
+        // a thread's run, scanned in registers
+        RjSA loc[RJ_SCAN_ITEMS];
+        loc[0] = s_x[tid * RJ_SCAN_ITEMS];
+#pragma unroll
+        for (int k = 1; k < RJ_SCAN_ITEMS; k++) {
+            loc[k] = loc[k - 1];
+            rj_sa_combine(loc[k], s_x[tid * RJ_SCAN_ITEMS + k]);
+        }
+        // the runs' totals scanned across the warp, then the warps'
+        RjSA inc = loc[RJ_SCAN_ITEMS - 1];
+#pragma unroll
+        for (int d = 1; d < 32; d <<= 1) {
+            RjSA y = rj_sa_shfl_idx(inc, lane >= d ? lane - d : 0);
+            if (lane >= d) {
+                rj_sa_combine(y, inc);
+                inc = y;
+            }
+        }
+        RjSA exc = rj_sa_shfl_idx(inc, lane > 0 ? lane - 1 : 0);
+        if (lane == 31) s_warp[warp] = inc;
+        __syncthreads();
+        RjSA wpre;   // the warps before this one
+        rj_sa_init(wpre);
+        for (int w = 0; w < warp; w++) rj_sa_combine(wpre, s_warp[w]);
+        RjSA total;  // the tile's aggregate
+        rj_sa_init(total);
+        for (int w = 0; w < RJ_SCAN_WARPS; w++) rj_sa_combine(total, s_warp[w]);
+
+        // publish, look back, publish the inclusive fold
+        if (warp == 0) {
+            RjSA pre;
+            rj_sa_init(pre);
+            if (tt == 0) {
+                if (lane == 0) {
+                    rj_slot_put(S.inc + tile, total);
+                    __threadfence();
+                    S.status[tile] = 2;
+                }
+            } else {
+                if (lane == 0) {
+                    rj_slot_put(S.agg + tile, total);
+                    __threadfence();
+                    S.status[tile] = 1;
+                }
+                pre = rj_scan_lookback(S, tile, o * T);
+                if (lane == 0) {
+                    RjSA incl = pre;
+                    rj_sa_combine(incl, total);
+                    rj_slot_put(S.inc + tile, incl);
+                    __threadfence();
+                    S.status[tile] = 2;
+                }
+            }
+            if (lane == 0) s_pre = pre;
+        }
+        __syncthreads();
+
+        // each element: the tile's carry, the runs before, its own run so far
+        RjSA carry = s_pre;
+        rj_sa_combine(carry, wpre);
+        if (lane > 0) rj_sa_combine(carry, exc);
+#pragma unroll
+        for (int k = 0; k < RJ_SCAN_ITEMS; k++) {
+            RjSA v = carry;
+#if RJ_SCAN_EXCL
+            if (k > 0) rj_sa_combine(v, loc[k - 1]);
+            // an exclusive element that starts a segment gets the identity
+#if RJ_SCAN_RESET
+            if (s_x[tid * RJ_SCAN_ITEMS + k].f) rj_sa_init(v);
+#endif
+#else
+            rj_sa_combine(v, loc[k]);
+#endif
+            loc[k] = v;
+        }
+        __syncthreads();   // every thread has read its run of s_x
+#pragma unroll
+        for (int k = 0; k < RJ_SCAN_ITEMS; k++) s_x[tid * RJ_SCAN_ITEMS + k] = loc[k];
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < RJ_SCAN_ITEMS; k++) {
+            long long t = base + k * RJ_BLOCK + tid;
+            if (t < cnt) scan_store(P, o, t, s_x[k * RJ_BLOCK + tid].a);
+        }
+        __syncthreads();   // s_x and s_tile are reused by the next tile
+    }
+}
+
+#endif // RJ_SCAN

@@ -1,0 +1,178 @@
+/*
+ * scan.c -- a scan pass: every element's running fold, written where the
+ * element lies.  The domain (each output's reduced box in row-major order,
+ * the outputs one after another) is cut into the fixed chunks of every pass.
+ * Three steps: each chunk's fold since its last restart (a row's start, or a
+ * change of the reset key) in parallel; the fold carried into each chunk, in
+ * chunk order; each chunk walked again from its carry, writing.  The chunks
+ * are the same for any number of threads, so are the bits.
+ */
+#include "exec_internal.h"
+
+#include <stdlib.h>
+
+/* A chunk's summary after step 1. */
+typedef struct chunk {
+    cacc *acc;          /* nreds: the fold since the chunk's last restart  */
+    int restarts;       /* some element after its first restarts the fold  */
+    int first_row;      /* its first element starts a row                  */
+    int64_t first_key, last_key;   /* reset key of its first and last element */
+} chunk;
+
+/* One element (register j of the block, at output o, box position t) folded into a. */
+static void fold_one(const pass_ctx *pc, tstate *ts, int q, int j, int64_t o, int64_t t, cacc *a)
+{
+    run r1 = {o, t, j, 1};
+    cpu_acc_fold_run(&pc->reds[q], &ts->us[q], &ts->st, pc->root_of[q], &r1, arg_index(pc, o, t), a);
+}
+
+static void restart(const pass_ctx *pc, cacc *acc)
+{
+    for (int q = 0; q < pc->nreds; q++) acc_init(&pc->reds[q], &acc[q]);
+}
+
+/* Walk chunk [cs, ce).  Step 1 (write 0): the chunk's summary in *ch.  Step 3
+ * (write 1): from the carry `acc` and the key of the element before the chunk
+ * (prev_key, has_prev), every element's result into the temporaries. */
+static int walk_chunk(const pass_ctx *pc, tstate *ts, int64_t cs, int64_t ce, int write, cacc *acc,
+                      int has_prev, int64_t prev_key, chunk *ch)
+{
+    const core_buf *t0 = &pc->temps[pc->reds[0].temp[0]];
+    int keyed = pc->key_root >= 0;
+    int64_t key_before = prev_key;
+    for (int64_t pos = cs; pos < ce;) {
+        int nruns;
+        int n = cpu_fill_block(pc, &ts->st, &ts->w, pos, ce, ts->runs, &nruns);
+        if (n <= 0) break;
+        int rc = vm_run(&ts->st, n);
+        if (rc) return rc;
+        const int64_t *key = keyed ? vm_reg(&ts->st, ts->st.prog->out[pc->key_root]) : NULL;
+        for (int k = 0; k < nruns; k++) {
+            const run *r = &ts->runs[k];
+            int64_t base = out_offset(pc, t0, r->o);
+            for (int e = 0; e < r->len; e++) {
+                int j = r->start + e;
+                int64_t t = r->t0 + e, at = pos + j;
+                int row = t == 0;
+                int fresh = row || (keyed && (at > cs || has_prev) && key[j] != key_before);
+                if (keyed) key_before = key[j];
+                if (!write) {
+                    if (at == cs) {
+                        ch->first_row = row;
+                        ch->first_key = keyed ? key[j] : 0;
+                    } else if (fresh) {
+                        ch->restarts = 1;
+                    }
+                    if (fresh && at > cs) restart(pc, acc);
+                    for (int q = 0; q < pc->nreds; q++) fold_one(pc, ts, q, j, r->o, t, &acc[q]);
+                    continue;
+                }
+                if (fresh) restart(pc, acc);
+                for (int q = 0; q < pc->nreds; q++) {
+                    const plan_red *rd = &pc->reds[q];
+                    if (rd->exclusive) acc_write(pc, rd, &acc[q], base + t);
+                    fold_one(pc, ts, q, j, r->o, t, &acc[q]);
+                    if (!rd->exclusive) acc_write(pc, rd, &acc[q], base + t);
+                }
+            }
+        }
+        pos += n;
+    }
+    if (!write && keyed) ch->last_key = key_before;
+    return 0;
+}
+
+int cpu_run_scan(pass_ctx *pc, util_diag *diag)
+{
+    const plan *p = pc->p;
+    int64_t N = pc->dom.N;
+    int64_t nchunks = N / CHUNK + (N % CHUNK != 0);
+    if (nchunks == 0) return 0;
+    int nr = pc->nreds;
+    chunk *ch = calloc((size_t)nchunks, sizeof *ch);
+    cacc *accs = calloc((size_t)(2 * nchunks) * nr, sizeof *accs);   /* summaries, then carries */
+    if (!ch || !accs) {
+        free(ch);
+        free(accs);
+        return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+    }
+    for (int64_t c = 0; c < nchunks; c++) ch[c].acc = accs + c * nr;
+    cacc *carry = accs + nchunks * nr;
+
+    int rc = 0;
+    int64_t fault_chunk = INT64_MAX;
+    vm_fault fault = {0};
+    int nt = pc->nthreads;
+    if (nchunks < nt) nt = (int)nchunks;
+    for (int step = nchunks > 1 ? 1 : 3; !rc && step <= 3; step += 2) {
+        if (step == 3) {
+            /* the carries, in chunk order: a chunk that restarts drops what came before */
+            restart(pc, carry);
+            for (int64_t c = 1; c < nchunks; c++) {
+                const chunk *b = &ch[c - 1];
+                int first_fresh = b->first_row || (pc->key_root >= 0 && c >= 2 && b->first_key != ch[c - 2].last_key);
+                for (int q = 0; q < nr; q++) {
+                    cacc *to = &carry[c * nr + q];
+                    if (b->restarts || first_fresh) {
+                        *to = b->acc[q];
+                    } else {
+                        *to = carry[(c - 1) * nr + q];
+                        ustate *u = NULL, us;
+                        if (pc->reds[q].rop == ROP_USER) {
+                            memset(&us, 0, sizeof us);
+                            if (vm_state_init(&us.st, pc->comb[q], p->nvars)) {
+                                rc = RED_ERR_NOMEM;
+                                break;
+                            }
+                            us.st.scalar_info = p->scalars;
+                            vm_prologue(&us.st);
+                            u = &us;
+                        }
+                        cpu_acc_combine(&pc->reds[q], u, to, &b->acc[q]);
+                        if (u) vm_state_free(&us.st);
+                    }
+                }
+            }
+            if (rc) break;
+        }
+#pragma omp parallel num_threads(nt)
+        {
+            tstate ts;
+            int lrc = cpu_tstate_init(&ts, pc);
+            if (lrc) {
+#pragma omp critical(redjit_fault)
+                if (!rc) rc = lrc;
+            }
+            cacc *acc = malloc((size_t)(nr + 1) * sizeof *acc);
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t c = 0; c < nchunks; c++) {
+                if (lrc || !acc || core_cancelled(pc->cancel)) continue;
+                int64_t cs = c * CHUNK, ce = cs + CHUNK < N ? cs + CHUNK : N;
+                int r;
+                if (step == 1) {
+                    restart(pc, ch[c].acc);
+                    r = walk_chunk(pc, &ts, cs, ce, 0, ch[c].acc, 0, 0, &ch[c]);
+                } else {
+                    memcpy(acc, carry + c * nr, (size_t)nr * sizeof *acc);
+                    if (nchunks == 1) restart(pc, acc);
+                    r = walk_chunk(pc, &ts, cs, ce, 1, acc, c > 0, c > 0 ? ch[c - 1].last_key : 0, NULL);
+                }
+                if (r) keep_first_fault(c, r, &ts.st.fault, &fault_chunk, &fault);
+            }
+            if (!acc) {
+#pragma omp critical(redjit_fault)
+                if (!rc) rc = RED_ERR_NOMEM;
+            }
+            free(acc);
+            cpu_tstate_free(&ts, pc);
+        }
+        if (!rc && fault_chunk != INT64_MAX) break;
+    }
+    free(ch);
+    free(accs);
+    if (!rc && fault_chunk != INT64_MAX)
+        return fault.code == RED_ERR_INDEX ? cpu_report_fault(p, pc->bufs, pc->temps, &fault, diag)
+                                           : util_diag_set(diag, fault.code, "evaluation failed");
+    if (rc) return util_diag_set(diag, rc, rc == RED_ERR_NOMEM ? "out of memory" : "evaluation failed");
+    return 0;
+}
