@@ -7,7 +7,7 @@
 
 int cg_scan_items(int acc_size)
 {
-    return acc_size <= 8 ? 8 : acc_size <= 16 ? 4 : acc_size <= 48 ? 2 : 1;
+    return acc_size <= 4 ? 16 : acc_size <= 8 ? 8 : acc_size <= 16 ? 4 : acc_size <= 48 ? 2 : 1;
 }
 
 /* Element t of output o's row: the free indices' offset (the temporaries' first

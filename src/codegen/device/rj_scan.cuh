@@ -154,11 +154,14 @@ __device__ __forceinline__ void rj_scan_run(const Params &P)
     const long long ntiles = nout * T;
     RjScanScratch S = rj_scan_scratch(P, ntiles);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    if (tid == 0) s_tile = (long long)atomicAdd(S.ticket, 1ull);
+    __syncthreads();
     for (;;) {
-        if (tid == 0) s_tile = (long long)atomicAdd(S.ticket, 1ull);
-        __syncthreads();
         const long long tile = s_tile;
         if (tile >= ntiles) return;
+        // the next tile's ticket, taken now: its round trip overlaps this tile's work
+        long long next = 0;
+        if (tid == 0) next = (long long)atomicAdd(S.ticket, 1ull);
         const long long o = tile / T, tt = tile - o * T;
         long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
         const long long cnt = out_range(P, o, lo, sz);
@@ -244,8 +247,9 @@ __device__ __forceinline__ void rj_scan_run(const Params &P)
         RjSA carry = s_pre;
         rj_sa_combine(carry, wpre);
         if (lane > 0) rj_sa_combine(carry, exc);
+        // downwards: an exclusive element reads the run's inclusive fold before it
 #pragma unroll
-        for (int k = 0; k < RJ_SCAN_ITEMS; k++) {
+        for (int k = RJ_SCAN_ITEMS - 1; k >= 0; k--) {
             RjSA v = carry;
 #if RJ_SCAN_EXCL
             if (k > 0) rj_sa_combine(v, loc[k - 1]);
@@ -267,6 +271,7 @@ __device__ __forceinline__ void rj_scan_run(const Params &P)
             long long t = base + k * RJ_BLOCK + tid;
             if (t < cnt) scan_store(P, o, t, s_x[k * RJ_BLOCK + tid].a);
         }
+        if (tid == 0) s_tile = next;
         __syncthreads();   // s_x and s_tile are reused by the next tile
     }
 }
