@@ -492,6 +492,17 @@ RED_API int red_result_copy(red_expr *e, int i, const red_array *dst);
  * RED_MEM_CUDA, with RED_RESULTS_DEVICE).  Returns red_result's codes, with
  * RED_ERR_NOMEM and RED_ERR_DEVICE also for the copy. */
 RED_API int red_result_detach(red_expr *e, int i, red_array *out);
+
+/* Result `i` handed to the caller without a copy where it can be: the
+ * result's own buffer, when no other result of the run shares it, else a
+ * copy as red_result_detach makes.  Afterwards result `i` reads
+ * RED_ERR_MISUSE ("handed over") until the next run, which writes its result
+ * into new memory.  The caller releases out->data as after
+ * red_result_detach.  For a binding that turns results into objects of its
+ * own language and never reads them through the expression again: a device
+ * result of 1 GiB then costs no copy (half a millisecond on an H200).
+ * Returns red_result_detach's codes. */
+RED_API int red_result_take(red_expr *e, int i, red_array *out);
 /* Release host memory the library handed over (free).  No status. */
 RED_API void red_free(void *p);
 

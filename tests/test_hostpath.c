@@ -757,6 +757,42 @@ static void test_async(red_ctx *ctx)
     red_finalize(e);
 }
 
+/* red_result_take hands over a device result's own buffer (no device-to-device
+ * copy, where red_result_detach makes one), after which the result reads
+ * RED_ERR_MISUSE; the next run writes a new buffer, and the one handed over goes
+ * back with red_device_free. */
+static void test_take(red_ctx *ctx)
+{
+    red_expr *e = warm_expr(ctx, "x * 2", RED_RESULTS_DEVICE, NULL, "take");
+    if (!e) return;
+    red_array a, t, d;
+    int rc = red_run(e);
+    if (!rc) rc = red_result(e, 0, &a, NULL);
+    CHECK(rc == RED_OK && a.memory == RED_MEM_CUDA && a.ndim == 1, "take: a device array result");
+    if (rc) {
+        red_finalize(e);
+        return;
+    }
+    fc_reset();
+    rc = red_result_detach(e, 0, &d);
+    CHECK(rc == RED_OK && d.data != a.data && fc_count("cuMemcpyDtoD") == 1, "take: red_result_detach copies (%lld copies)",
+          fc_count("cuMemcpyDtoD"));
+    if (!rc) red_device_free(ctx, d.data);
+    fc_reset();
+    rc = red_result_take(e, 0, &t);
+    CHECK(rc == RED_OK && t.data == a.data && t.memory == RED_MEM_CUDA && t.shape[0] == a.shape[0] &&
+              fc_count("cuMemcpyDtoD") == 0,
+          "take: the result's own buffer, no copy (%lld copies)", fc_count("cuMemcpyDtoD"));
+    red_array again;
+    CHECK(red_result(e, 0, &again, NULL) == RED_ERR_MISUSE && strstr(red_expr_errmsg(e), "handed over"),
+          "take: the result reads RED_ERR_MISUSE afterwards: '%s'", red_expr_errmsg(e));
+    rc = red_run(e);
+    if (!rc) rc = red_result(e, 0, &again, NULL);
+    CHECK(rc == RED_OK && again.data != t.data, "take: the next run writes a new buffer: %s", red_expr_errmsg(e));
+    if (t.data) red_device_free(ctx, t.data);
+    red_finalize(e);
+}
+
 /* Runs on a stream whose results stay on the device are queued one behind
  * the other: no wait and no copy between them, and no new device memory
  * after the first (each reuses the buffers of the one before, in stream
@@ -1204,6 +1240,7 @@ int main(int argc, char **argv)
     test_csr_forced(ctx);
     test_refused_rebind();
     test_async(ctx);
+    test_take(ctx);
     test_async_chain(ctx);
     test_async_keys(ctx);
     test_keys_retry(ctx);

@@ -13,7 +13,7 @@
 
 typedef struct {
     PyObject_HEAD
-    void *data; /* from red_result_detach, released with red_free */
+    void *data; /* from red_result_take, released with red_free */
     int ndim;
     Py_ssize_t itemsize;
     Py_ssize_t shape[RED_MAX_DIMS];
@@ -235,7 +235,7 @@ static PyObject *result_object(rjp_context *owner, red_expr *e, int i)
         }
         return scalar_object(a.dtype, host);
     }
-    rc = red_result_detach(e, i, &a);
+    rc = red_result_take(e, i, &a);   /* never read through `e` again: no copy */
     if (rc) {
         rjp_raise(rc, red_expr_errmsg(e));
         return NULL;

@@ -266,9 +266,10 @@ RED_API int red_result_copy(red_expr *e, int i, const red_array *dst)
 /* Result `i` in memory the caller owns: a copy, or with `take` the buffer
  * itself when no other result shares its temporary (host memory from
  * malloc, device memory from the pool: what red_free and red_device_free
- * take), after which the result reads RED_ERR_MISUSE.  red_eval takes, as
- * nothing reads its results again; red_result_detach copies, since a caller
- * may still read the result (the REPL shows what it stored). */
+ * take), after which the result reads RED_ERR_MISUSE.  red_eval and
+ * red_result_take take, as nothing reads those results again;
+ * red_result_detach copies, since a caller may still read the result (the
+ * REPL shows what it stored). */
 static int expr_result_detach(red_expr *e, int i, red_array *out, int take)
 {
     red_array src;
@@ -312,6 +313,8 @@ static int expr_result_detach(red_expr *e, int i, red_array *out, int take)
 }
 
 RED_API int red_result_detach(red_expr *e, int i, red_array *out) { return expr_result_detach(e, i, out, 0); }
+
+RED_API int red_result_take(red_expr *e, int i, red_array *out) { return expr_result_detach(e, i, out, 1); }
 
 RED_API int red_explain_ex(red_expr *e, int what, const char **text)
 {

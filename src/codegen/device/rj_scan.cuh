@@ -13,12 +13,18 @@
 // RJ_SCAN_ITEMS at a time, then publishes its tile's aggregate, looks back for
 // the fold of the tiles before it, and writes its elements striped again.
 //
-// Deterministic: the fold carried into tile t is always computed as
-// ((incl[j] + agg[j+1]) + ...) + agg[t-1] from the nearest tile j that has
-// published its inclusive fold, and incl[j] itself was computed that way, so it
-// equals incl[t-1] bit for bit whichever j the look-back found: the same
-// association every run, as ordered operators need and floats show.
-//
+// Deterministic, in two levels of a fixed shape.  Tiles come in groups of 32
+// (a row's tiles 0..31, 32..63, ...).  A tile's fold of the tiles before it in
+// its group is a warp scan over their aggregates at fixed lanes, the same
+// association whichever tile computes it; a group's fold of the groups before
+// it in the row is ((pre[j] + agg[j]) + agg[j+1]) + ... from the nearest group
+// j that has published its inclusive fold, which equals the group-by-group
+// chain bit for bit whichever j the look-back found.  So every run gives the
+// same bits, as ordered operators need and floats show.  (One level, folding
+// tile aggregates one by one from the nearest published tile, is as exact but
+// slower than the tiles come: the look-back fell further behind with every
+// tile.  A group's share is a 32nd of that.)
+
 // A restarting scan folds (head, value) pairs: (fa, a) + (fb, b) is
 // (fa | fb, fb ? b : a + b), associative, so the same machinery runs it.
 
@@ -89,59 +95,122 @@ __device__ __forceinline__ RjSA rj_slot_get(const RjSlot *s)
 
 enum { RJ_SCAN_TILE = RJ_BLOCK * RJ_SCAN_ITEMS, RJ_SCAN_WARPS = RJ_BLOCK / 32 };
 
-// The scratch (RJ_PARTIALS, zeroed before the launch): the ticket, then a
-// status word a tile (0 nothing yet, 1 its aggregate, 2 its inclusive fold),
-// then the aggregates and the inclusive folds.
+// The scratch (RJ_PARTIALS; its ticket and status words zeroed before the
+// launch): the ticket, a status word a tile (1: its aggregate is published)
+// and a group (1: its aggregate; 2: its inclusive fold in the row too), then
+// the tiles' aggregates, the groups' aggregates and the groups' inclusive folds.
 struct RjScanScratch {
     unsigned long long *ticket;
-    volatile int *status;
-    RjSlot *agg, *inc;
+    volatile int *status, *gstatus;
+    RjSlot *agg, *gagg, *ginc;
 };
 
-__device__ __forceinline__ RjScanScratch rj_scan_scratch(const Params &P, long long ntiles)
+__device__ __forceinline__ RjScanScratch rj_scan_scratch(const Params &P, long long ntiles, long long ngroups)
 {
     RjScanScratch s;
     char *base = (char *)P.v[RJ_PARTIALS];
     s.ticket = (unsigned long long *)base;
     s.status = (volatile int *)(base + 16);
-    long long at = (16 + 4 * ntiles + 15) / 16 * 16;
+    s.gstatus = s.status + ntiles;
+    long long at = (16 + 4 * (ntiles + ngroups) + 15) / 16 * 16;
     s.agg = (RjSlot *)(base + at);
-    s.inc = s.agg + ntiles;
+    s.gagg = s.agg + ntiles;
+    s.ginc = s.gagg + ngroups;
     return s;
 }
 
-// The fold carried into tile `tile` (first tile of its row: row0), by warp 0:
-// the nearest tile back with its inclusive fold published, then the
+// Warp 0: wait until every lane's status word (at st_at; lanes with `need`
+// false count as published) is nonzero.
+__device__ __forceinline__ int rj_scan_wait(volatile int *st_at, bool need)
+{
+    int st = need ? *st_at : 1;
+    while (__any_sync(0xffffffffu, st == 0))
+        if (st == 0) st = *st_at;
+    return st;
+}
+
+// Warp 0: the fold carried into group g of a row whose first group is g0 (g > g0):
+// the nearest group back with its inclusive fold published, then the groups'
 // aggregates after it folded forward in order.
-__device__ __forceinline__ RjSA rj_scan_lookback(const RjScanScratch &S, long long tile, long long row0)
+__device__ __forceinline__ RjSA rj_scan_group_prefix(const RjScanScratch &S, long long g, long long g0)
 {
     int lane = threadIdx.x & 31;
-    long long top = tile - 1, found = -1;
+    long long top = g - 1, found = -1;
     while (found < 0) {
         long long j = top - lane;
-        // tiles before the row count as published (never chosen: row0 always publishes 2)
-        int st = j >= row0 ? S.status[j] : 2;
-        while (__any_sync(0xffffffffu, st == 0))
-            if (st == 0) st = S.status[j];
-        unsigned m = __ballot_sync(0xffffffffu, st == 2 && j >= row0);
+        int st = rj_scan_wait(S.gstatus + (j >= g0 ? j : g0), j >= g0);
+        unsigned m = __ballot_sync(0xffffffffu, st == 2 && j >= g0);
         if (m) found = top - (__ffs(m) - 1);
-        else top -= 32;
+        else if (top - 31 > g0) top -= 32;
+        // else the window holds the row's first group, whose fold is on its way: look again
     }
     __threadfence();
-    RjSA acc = rj_slot_get(S.inc + found);
-    // aggregates found+1 .. tile-1, 32 at a time: loaded by the lanes, folded in order
-    for (long long b = found + 1; b < tile; b += 32) {
+    RjSA acc = rj_slot_get(S.ginc + found);
+    for (long long b = found + 1; b < g; b += 32) {
         RjSA x;
         long long q = b + lane;
-        if (q < tile) x = rj_slot_get(S.agg + q);
+        if (q < g) x = rj_slot_get(S.gagg + q);
         else rj_sa_init(x);
-        int n = (int)min((long long)32, tile - b);
+        int n = (int)min((long long)32, g - b);
         for (int l = 0; l < n; l++) {
             RjSA y = rj_sa_shfl_idx(x, l);
             rj_sa_combine(acc, y);
         }
     }
     return acc;
+}
+
+// Warp 0, for tile tt of row o (global id tile; the row's tiles T, its groups
+// NG): publishes the tile's aggregate `total`, and returns the fold of every
+// element of the row before the tile.
+__device__ __forceinline__ RjSA rj_scan_lookback(const RjScanScratch &S, long long tile, long long o, long long tt,
+                                                 long long T, long long NG, const RjSA &total)
+{
+    int lane = threadIdx.x & 31;
+    const int p = (int)(tt & 31);
+    const long long first = tile - p, gid = o * NG + (tt >> 5);
+    const bool last = p == 31 || tt == T - 1;
+    if (lane == 0 && !last) {
+        rj_slot_put(S.agg + tile, total);
+        __threadfence();
+        S.status[tile] = 1;
+    }
+    // level 1: the group's tiles before this one, a warp scan at fixed lanes
+    rj_scan_wait(S.status + first + (lane < p ? lane : 0), lane < p);
+    __threadfence();
+    RjSA v;
+    if (lane < p) v = rj_slot_get(S.agg + first + lane);
+    else if (lane == p) v = total;
+    else rj_sa_init(v);
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        RjSA y = rj_sa_shfl_idx(v, lane >= d ? lane - d : 0);
+        if (lane >= d) {
+            rj_sa_combine(y, v);
+            v = y;
+        }
+    }
+    RjSA within = rj_sa_shfl_idx(v, p > 0 ? p - 1 : 0);
+    if (p == 0) rj_sa_init(within);
+    const RjSA group_total = rj_sa_shfl_idx(v, p);   // the group's aggregate, where `last`
+    if (lane == 0 && last) {
+        rj_slot_put(S.gagg + gid, group_total);
+        __threadfence();
+        S.gstatus[gid] = 1;
+    }
+    // level 2: the groups before this one in the row
+    RjSA pre;
+    rj_sa_init(pre);
+    if (tt >= 32) pre = rj_scan_group_prefix(S, gid, o * NG);
+    if (lane == 0 && last) {
+        RjSA inc = pre;
+        rj_sa_combine(inc, group_total);
+        rj_slot_put(S.ginc + gid, inc);
+        __threadfence();
+        S.gstatus[gid] = 2;
+    }
+    rj_sa_combine(pre, within);
+    return pre;
 }
 
 __device__ __forceinline__ void rj_scan_run(const Params &P)
@@ -151,8 +220,8 @@ __device__ __forceinline__ void rj_scan_run(const Params &P)
     __shared__ RjSA s_pre;
     __shared__ long long s_tile;
     const long long nout = P.v[RJ_NOUT], T = P.v[RJ_NBLK];
-    const long long ntiles = nout * T;
-    RjScanScratch S = rj_scan_scratch(P, ntiles);
+    const long long ntiles = nout * T, NG = (T + 31) / 32;
+    RjScanScratch S = rj_scan_scratch(P, ntiles, nout * NG);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     if (tid == 0) s_tile = (long long)atomicAdd(S.ticket, 1ull);
     __syncthreads();
@@ -214,31 +283,9 @@ __device__ __forceinline__ void rj_scan_run(const Params &P)
         rj_sa_init(total);
         for (int w = 0; w < RJ_SCAN_WARPS; w++) rj_sa_combine(total, s_warp[w]);
 
-        // publish, look back, publish the inclusive fold
+        // publish, look back
         if (warp == 0) {
-            RjSA pre;
-            rj_sa_init(pre);
-            if (tt == 0) {
-                if (lane == 0) {
-                    rj_slot_put(S.inc + tile, total);
-                    __threadfence();
-                    S.status[tile] = 2;
-                }
-            } else {
-                if (lane == 0) {
-                    rj_slot_put(S.agg + tile, total);
-                    __threadfence();
-                    S.status[tile] = 1;
-                }
-                pre = rj_scan_lookback(S, tile, o * T);
-                if (lane == 0) {
-                    RjSA incl = pre;
-                    rj_sa_combine(incl, total);
-                    rj_slot_put(S.inc + tile, incl);
-                    __threadfence();
-                    S.status[tile] = 2;
-                }
-            }
+            RjSA pre = rj_scan_lookback(S, tile, o, tt, T, NG, total);
             if (lane == 0) s_pre = pre;
         }
         __syncthreads();
