@@ -26,14 +26,101 @@ static void fold_one(const pass_ctx *pc, tstate *ts, int q, int j, int64_t o, in
     cpu_acc_fold_run(&pc->reds[q], &ts->us[q], &ts->st, pc->root_of[q], &r1, arg_index(pc, o, t), a);
 }
 
+/* A run of n elements (values `v`, in the accumulator's type) scanned into `out`
+ * (the temporary's elements of the run) from `a`, for the commonest built-in
+ * folds: a typed loop that gives the bits the element-by-element path would
+ * (cpu_acc_fold_run's: the first element taken as it is, then combined as
+ * cpu_combine_builtin combines; f32 sums carry an f64 total).  0 where the
+ * reduction has none. */
+#define SCAN_RUN(T, ACC, GET, PUT, OPX)                                        \
+    do {                                                                       \
+        const T *x = (const T *)v;                                             \
+        T *y = (T *)out;                                                       \
+        int has = a->has;                                                      \
+        ACC s = has ? (ACC)a->v[0].GET : (ACC)0;                               \
+        for (int j = 0; j < n; j++) {                                          \
+            if (excl) y[j] = has ? (T)s : (T)a->v[0].GET;                      \
+            s = has ? (ACC)OPX(s, (ACC)x[j]) : (ACC)x[j];                      \
+            has = 1;                                                           \
+            if (!excl) y[j] = (T)s;                                            \
+        }                                                                      \
+        if (n > 0) {                                                           \
+            a->v[0].PUT = s;                                                   \
+            a->has = 1;                                                        \
+        }                                                                      \
+    } while (0)
+#define PRODF32(a, b) ((double)((float)(a) * (float)(b)))
+
+static int scan_run_builtin(const plan_red *rd, const void *v, int n, void *out, cacc *a)
+{
+    int excl = rd->exclusive, ct = rd->acc[0];
+    switch (rd->rop) {
+    case ROP_SUM:
+        if (ct == CT_F32) SCAN_RUN(float, double, f, f, ADDF);
+        else if (ct == CT_F64) SCAN_RUN(double, double, f, f, ADDF);
+        else if (ct == CT_I64) SCAN_RUN(int64_t, uint64_t, u, u, ADDU);
+        else if (ct == CT_U64) SCAN_RUN(uint64_t, uint64_t, u, u, ADDU);
+        else return 0;
+        return 1;
+    case ROP_PROD:
+        if (ct == CT_F32) SCAN_RUN(float, double, f, f, PRODF32);
+        else if (ct == CT_F64) SCAN_RUN(double, double, f, f, MULF);
+        else if (ct == CT_I64) SCAN_RUN(int64_t, uint64_t, u, u, MULU);
+        else if (ct == CT_U64) SCAN_RUN(uint64_t, uint64_t, u, u, MULU);
+        else return 0;
+        return 1;
+    case ROP_MIN:
+        if (ct == CT_F32) SCAN_RUN(float, double, f, f, MINF);
+        else if (ct == CT_F64) SCAN_RUN(double, double, f, f, MINF);
+        else if (ct == CT_I64) SCAN_RUN(int64_t, int64_t, i, i, MINI);
+        else if (ct == CT_I32) SCAN_RUN(int32_t, int64_t, i, i, MINI);
+        else return 0;
+        return 1;
+    case ROP_MAX:
+        if (ct == CT_F32) SCAN_RUN(float, double, f, f, MAXF);
+        else if (ct == CT_F64) SCAN_RUN(double, double, f, f, MAXF);
+        else if (ct == CT_I64) SCAN_RUN(int64_t, int64_t, i, i, MAXI);
+        else if (ct == CT_I32) SCAN_RUN(int32_t, int64_t, i, i, MAXI);
+        else return 0;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 static void restart(const pass_ctx *pc, cacc *acc)
 {
     for (int q = 0; q < pc->nreds; q++) acc_init(&pc->reds[q], &acc[q]);
 }
 
+/* A piece of a run: elements that no restart separates, folded (write 0) or
+ * scanned into the temporaries at `at` on (write 1). */
+static void scan_piece(const pass_ctx *pc, tstate *ts, const run *r, int write, int64_t at, cacc *acc)
+{
+    for (int q = 0; q < pc->nreds; q++) {
+        const plan_red *rd = &pc->reds[q];
+        if (!write) {   /* step 1: the piece's fold only */
+            cpu_acc_fold_run(rd, &ts->us[q], &ts->st, pc->root_of[q], r, arg_index(pc, r->o, r->t0), &acc[q]);
+            continue;
+        }
+        size_t sz = plan_ct_size(rd->acc[0]);
+        const unsigned char *v = (const unsigned char *)vm_reg(&ts->st, ts->st.prog->out[pc->root_of[q]]) +
+                                 (size_t)r->start * sz;
+        void *out = (unsigned char *)pc->temps[rd->temp[0]].data + (size_t)at * sz;
+        if (rd->ncomp == 1 && scan_run_builtin(rd, v, r->len, out, &acc[q])) continue;
+        for (int e = 0; e < r->len; e++) {
+            if (rd->exclusive) acc_write(pc, rd, &acc[q], at + e);
+            fold_one(pc, ts, q, r->start + e, r->o, r->t0 + e, &acc[q]);
+            if (!rd->exclusive) acc_write(pc, rd, &acc[q], at + e);
+        }
+    }
+}
+
 /* Walk chunk [cs, ce).  Step 1 (write 0): the chunk's summary in *ch.  Step 3
  * (write 1): from the carry `acc` and the key of the element before the chunk
- * (prev_key, has_prev), every element's result into the temporaries. */
+ * (prev_key, has_prev), every element's result into the temporaries.  A run of
+ * the block (one row's elements) is cut where the key changes, and each piece
+ * goes through scan_piece. */
 static int walk_chunk(const pass_ctx *pc, tstate *ts, int64_t cs, int64_t ce, int write, cacc *acc,
                       int has_prev, int64_t prev_key, chunk *ch)
 {
@@ -50,30 +137,25 @@ static int walk_chunk(const pass_ctx *pc, tstate *ts, int64_t cs, int64_t ce, in
         for (int k = 0; k < nruns; k++) {
             const run *r = &ts->runs[k];
             int64_t base = out_offset(pc, t0, r->o);
-            for (int e = 0; e < r->len; e++) {
-                int j = r->start + e;
-                int64_t t = r->t0 + e, at = pos + j;
-                int row = t == 0;
-                int fresh = row || (keyed && (at > cs || has_prev) && key[j] != key_before);
-                if (keyed) key_before = key[j];
-                if (!write) {
-                    if (at == cs) {
-                        ch->first_row = row;
-                        ch->first_key = keyed ? key[j] : 0;
-                    } else if (fresh) {
-                        ch->restarts = 1;
-                    }
-                    if (fresh && at > cs) restart(pc, acc);
-                    for (int q = 0; q < pc->nreds; q++) fold_one(pc, ts, q, j, r->o, t, &acc[q]);
-                    continue;
+            for (int e0 = 0, e1; e0 < r->len; e0 = e1) {
+                int j = r->start + e0;
+                int64_t at = pos + j;
+                int fresh = (r->t0 + e0 == 0) || (keyed && (at > cs || has_prev) && key[j] != key_before);
+                if (!write && at == cs) {
+                    ch->first_row = r->t0 + e0 == 0;
+                    ch->first_key = keyed ? key[j] : 0;
+                } else if (fresh) {
+                    if (!write) ch->restarts = 1;
+                    restart(pc, acc);
                 }
-                if (fresh) restart(pc, acc);
-                for (int q = 0; q < pc->nreds; q++) {
-                    const plan_red *rd = &pc->reds[q];
-                    if (rd->exclusive) acc_write(pc, rd, &acc[q], base + t);
-                    fold_one(pc, ts, q, j, r->o, t, &acc[q]);
-                    if (!rd->exclusive) acc_write(pc, rd, &acc[q], base + t);
-                }
+                e1 = e0 + 1;
+                if (keyed)
+                    while (e1 < r->len && key[r->start + e1] == key[r->start + e1 - 1]) e1++;
+                else
+                    e1 = r->len;
+                if (keyed) key_before = key[r->start + e1 - 1];
+                run piece = {r->o, r->t0 + e0, j, e1 - e0};
+                scan_piece(pc, ts, &piece, write, base + r->t0 + e0, acc);
             }
         }
         pos += n;
