@@ -132,8 +132,8 @@ static bool ends_with(const char *s, const char *suffix)
 
 static bool valid_name(const char *s)
 {
-    static const char *const keywords[] = {"over", "in", "by", "reduce", "op", "ordered", "identity",
-                                           "true", "false", "inf", "nan", NULL};
+    static const char *const keywords[] = {"over", "in", "by", "reduce", "scan", "exscan", "op",
+                                           "ordered", "identity", "true", "false", "inf", "nan", NULL};
     if (!(isalpha((unsigned char)*s) || *s == '_') || strncmp(s, "__g", 3) == 0)
         return false;
     for (const char *c = s; *c; c++)

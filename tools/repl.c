@@ -108,7 +108,8 @@ static const char *const lang_words[] = {
     "abs", "sqrt", "exp", "log", "log2", "log10", "sin", "cos", "tan", "tanh", "floor", "ceil", "round",
     "pow", "hypot", "atan2", "fma", "isnan", "isfinite", "real", "imag", "conj", "arg", "min", "max", "sum",
     "prod", "any", "all", "count", "mean", "argmin", "argmax", "nansum", "nanprod", "nanmin", "nanmax",
-    "nanmean", "nanargmin", "nanargmax", "reduce", "over", "in", "by", "op", "ordered", "identity", "true",
+    "nanmean", "nanargmin", "nanargmax", "cumsum", "cumprod", "cummin", "cummax", "cumcount", "nancumsum",
+    "nancumprod", "reduce", "scan", "exscan", "over", "in", "by", "op", "ordered", "identity", "true",
     "false", "inf", "nan", "bool", "i8", "u8", "i16", "u16", "i32", "i64", "u32", "u64", "f16", "bf16",
     "f32", "f64", "c64", "c128", NULL};
 

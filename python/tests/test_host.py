@@ -321,3 +321,21 @@ def test_complex(cpu):
     # complex scalars: Python's complex (c128) and NumPy's 0-d complex arrays and scalars
     assert cpu.eval("sum(x) * s", x=np.ones(3), s=1 + 2j) == 3 + 6j
     assert cpu.eval("z[0] + s", z=z, s=np.complex64(1 + 2j)) == pytest.approx(complex(z[0]) + (1 + 2j), rel=1e-6)
+
+
+def test_scans_against_numpy(cpu):
+    x = rng.standard_normal(100_003).astype(np.float32)
+    A = rng.standard_normal((30, 500))
+    k = np.sort(rng.integers(0, 50, 100_003))
+    c, m, e = cpu.eval("cumsum(x), cummax(x), exscan(+, x[i]) over i", x=x)
+    assert c.dtype == np.float32 and c.shape == x.shape
+    mag = np.cumsum(np.abs(x.astype(np.float64)))
+    assert np.all(np.abs(c - np.cumsum(x.astype(np.float64))) <= 1e-5 * mag)
+    assert np.array_equal(m, np.maximum.accumulate(x))
+    assert e[0] == 0 and np.all(np.abs(e[1:] - np.cumsum(x.astype(np.float64))[:-1]) <= 1e-5 * mag[:-1])
+    rows = cpu.eval("cumsum(A[i,j]) over j", A=A)
+    assert np.allclose(rows, np.cumsum(A, axis=1), rtol=1e-12, atol=1e-9)
+    seg = cpu.eval("cumcount(x[i] == x[i]) by k[i]", x=x, k=k)
+    starts = np.r_[0, np.flatnonzero(np.diff(k)) + 1]
+    want = np.arange(len(k)) - np.repeat(starts, np.diff(np.r_[starts, len(k)])) + 1
+    assert np.array_equal(seg, want)

@@ -545,7 +545,7 @@ static int split_domain(ck *c, const ast_node *n, const scope *rs, const plan_re
             return ck_err_at(c, n->pos, RED_ERR_LIMIT, "a result with more than %d dimensions", RED_MAX_DIMS);
         for (int k = 0; k < nred; k++)
             if (p->vars[red[k]].lo)
-                return ck_err_at(c, p->vars[red[k]].pos, RED_ERR_UNSUPPORTED,
+                return ck_err_at(c, p->vars[red[k]].pos, RED_ERR_SHAPE,
                                  "a scan over a ranged index ('%s') is not supported; scan the whole index "
                                  "by a key that tells the segments apart (cumsum(v[k]) by row[k])",
                                  p->vars[red[k]].name);
@@ -850,13 +850,13 @@ static int scan_targets(ck *c, scope *s, const ast_node *n, const scope *rs, int
 static int scan_form(ck *c, const ast_node *n, const red_form *f)
 {
     if (f->is_mean)
-        return ck_err_at(c, n->name_pos, RED_ERR_UNSUPPORTED,
+        return ck_err_at(c, n->name_pos, RED_ERR_NAME,
                          "there is no cumulative %s: divide a cumsum by a cumcount", f->name);
     if (f->is_nan && f->rop != ROP_SUM && f->rop != ROP_PROD)
         return ck_err_at(c, n->name_pos, RED_ERR_NAME,
                          "the NaN-skipping scans are nancumsum and nancumprod (scan of '%s')", f->name);
     if (f->scan == AST_EXSCAN && (f->rop == ROP_ARGMIN || f->rop == ROP_ARGMAX))
-        return ck_err_at(c, n->name_pos, RED_ERR_UNSUPPORTED,
+        return ck_err_at(c, n->name_pos, RED_ERR_TYPE,
                          "an exclusive %s scan has no index to give the first element", f->name);
     return 0;
 }

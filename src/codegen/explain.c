@@ -44,7 +44,9 @@ int cg_explain(const plan *p, const cg_tuning *t, util_buf *out, util_diag *diag
         cg_add_group(&k.src, CG_ALL_GROUPS, &k);
         if (!rc && k.src.failed) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
         if (!rc) {
-            static const char *const kinds[] = {"map", "full reduction", "partial reduction", "keyed reduction"};
+            static const char *const kinds[] = {[CG_MAP] = "map", [CG_FULL] = "full reduction",
+                                                [CG_PARTIAL] = "partial reduction", [CG_KEYED] = "keyed reduction",
+                                                [CG_SCAN] = "scan"};
             util_buf_printf(out, "---- pass %d: %s kernel, %d parameters, accumulator %d bytes ----\n", pi,
                             kinds[k.kind], k.lay.nparams, k.acc_size);
             /* the generated part only: the helpers are in src/codegen/device */
