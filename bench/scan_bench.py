@@ -76,7 +76,7 @@ def main():
     t = {"redjit": timeit(lambda: e(x=x), reps), "torch.cumsum": timeit(lambda: torch.cumsum(x, 0), reps)}
     if cp is not None:
         xc = cp.from_dlpack(x)
-        t["CUB (cupy.cumsum)"] = timeit(lambda: cp.cumsum(xc), reps)
+        t["cupy.cumsum (accelerators=cub)"] = timeit(lambda: cp.cumsum(xc), reps)
     try:
         f = torch.compile(lambda v: torch.cumsum(v, 0))
         f(x)
@@ -94,7 +94,7 @@ def main():
     t = {"redjit": timeit(lambda: ei(x=xi), reps), "torch.cumsum": timeit(lambda: torch.cumsum(xi, 0), reps)}
     if cp is not None:
         xic = cp.from_dlpack(xi)
-        t["CUB (cupy.cumsum, i32 out)"] = timeit(lambda: cp.cumsum(xic), reps)
+        t["cupy.cumsum (accelerators=cub, i32 out)"] = timeit(lambda: cp.cumsum(xic), reps)
     row(f"cumsum(x), i32 -> i64, 2^{lg}", 12 * n, t, "ok (exact)" if ok else "FAIL")
     del r, xi
 

@@ -95,6 +95,9 @@ __device__ __forceinline__ RjSA rj_slot_get(const RjSlot *s)
 
 enum { RJ_SCAN_TILE = RJ_BLOCK * RJ_SCAN_ITEMS, RJ_SCAN_WARPS = RJ_BLOCK / 32 };
 
+// element i of a tile's shared copy: one slot of padding after every 32
+__device__ __forceinline__ int rj_sx(int i) { return i + (i >> 5); }
+
 // The scratch (RJ_PARTIALS; its ticket and status words zeroed before the
 // launch): the ticket, a status word a tile (1: its aggregate is published)
 // and a group (1: its aggregate; 2: its inclusive fold in the row too), then
@@ -215,7 +218,9 @@ __device__ __forceinline__ RjSA rj_scan_lookback(const RjScanScratch &S, long lo
 
 __device__ __forceinline__ void rj_scan_run(const Params &P)
 {
-    __shared__ RjSA s_x[RJ_SCAN_TILE];
+    // a tile's elements, one slot of padding after every 32: a thread's run
+    // (blocked) and a warp's elements (striped) both fall in distinct banks
+    __shared__ RjSA s_x[RJ_SCAN_TILE + RJ_SCAN_TILE / 32];
     __shared__ RjSA s_warp[RJ_SCAN_WARPS];
     __shared__ RjSA s_pre;
     __shared__ long long s_tile;
@@ -250,18 +255,18 @@ __device__ __forceinline__ void rj_scan_run(const Params &P)
                 e.f = t > 0 && scan_key(F, P, o, lo, sz, t) != scan_key(F, P, o, lo, sz, t - 1);
 #endif
             }
-            s_x[k * RJ_BLOCK + tid] = e;
+            s_x[rj_sx(k * RJ_BLOCK + tid)] = e;
         }
         rj_flush(P, F);
         __syncthreads();
 
         // a thread's run, scanned in registers
         RjSA loc[RJ_SCAN_ITEMS];
-        loc[0] = s_x[tid * RJ_SCAN_ITEMS];
+        loc[0] = s_x[rj_sx(tid * RJ_SCAN_ITEMS)];
 #pragma unroll
         for (int k = 1; k < RJ_SCAN_ITEMS; k++) {
             loc[k] = loc[k - 1];
-            rj_sa_combine(loc[k], s_x[tid * RJ_SCAN_ITEMS + k]);
+            rj_sa_combine(loc[k], s_x[rj_sx(tid * RJ_SCAN_ITEMS + k)]);
         }
         // the runs' totals scanned across the warp, then the warps'
         RjSA inc = loc[RJ_SCAN_ITEMS - 1];
@@ -302,7 +307,7 @@ __device__ __forceinline__ void rj_scan_run(const Params &P)
             if (k > 0) rj_sa_combine(v, loc[k - 1]);
             // an exclusive element that starts a segment gets the identity
 #if RJ_SCAN_RESET
-            if (s_x[tid * RJ_SCAN_ITEMS + k].f) rj_sa_init(v);
+            if (s_x[rj_sx(tid * RJ_SCAN_ITEMS + k)].f) rj_sa_init(v);
 #endif
 #else
             rj_sa_combine(v, loc[k]);
@@ -311,12 +316,12 @@ __device__ __forceinline__ void rj_scan_run(const Params &P)
         }
         __syncthreads();   // every thread has read its run of s_x
 #pragma unroll
-        for (int k = 0; k < RJ_SCAN_ITEMS; k++) s_x[tid * RJ_SCAN_ITEMS + k] = loc[k];
+        for (int k = 0; k < RJ_SCAN_ITEMS; k++) s_x[rj_sx(tid * RJ_SCAN_ITEMS + k)] = loc[k];
         __syncthreads();
 #pragma unroll
         for (int k = 0; k < RJ_SCAN_ITEMS; k++) {
             long long t = base + k * RJ_BLOCK + tid;
-            if (t < cnt) scan_store(P, o, t, s_x[k * RJ_BLOCK + tid].a);
+            if (t < cnt) scan_store(P, o, t, s_x[rj_sx(k * RJ_BLOCK + tid)].a);
         }
         if (tid == 0) s_tile = next;
         __syncthreads();   // s_x and s_tile are reused by the next tile
