@@ -182,11 +182,16 @@ static int pass_walk(pass_ctx *pc, util_diag *diag)
         pc->dom.nout = 1;
         rc = cpu_run_keyed(pc, diag);
         pc->dom.nout = nk;
-    } else if (cpu_column_layout(pc)) {
-        rc = cpu_run_columns(pc, diag);
-        if (rc == RED_ERR_INDEX) rc = cpu_run_reduction(pc, diag);
     } else {
-        rc = cpu_run_reduction(pc, diag);
+        int done = 0;
+        rc = cpu_try_gemm(pc, diag, &done);
+        if (rc || done) {
+        } else if (cpu_column_layout(pc)) {
+            rc = cpu_run_columns(pc, diag);
+            if (rc == RED_ERR_INDEX) rc = cpu_run_reduction(pc, diag);
+        } else {
+            rc = cpu_run_reduction(pc, diag);
+        }
     }
     return rc;
 }

@@ -226,5 +226,7 @@ int cpu_run_columns(pass_ctx *pc, util_diag *diag);                     /* colum
 int cpu_scan_keys(pass_ctx *pc, util_diag *diag);                       /* keyed.c   */
 int cpu_run_keyed(pass_ctx *pc, util_diag *diag);                       /* keyed.c   */
 int cpu_run_scan(pass_ctx *pc, util_diag *diag);                        /* scan.c    */
+/* gemm.c: a matrix product's pass run blocked (*done = 1), or left to the others */
+int cpu_try_gemm(pass_ctx *pc, util_diag *diag, int *done);
 
 #endif
