@@ -26,47 +26,63 @@
 
 enum { MR = 6, KC = 256, MC = 96 };   /* MC a multiple of MR */
 
-/* A pass this file runs: the operands and the result. */
+/* A pass this file runs: the operands and the result, for one matrix of a batch. */
 typedef struct gemm_op {
     int ct;                     /* CT_F32 or CT_F64 */
-    const unsigned char *a, *b; /* A[i,k], B[k,j] */
+    const unsigned char *a, *b; /* A[i,k], B[k,j] of the batch's first matrix */
     int64_t as_i, as_k, bs_k, bs_j;   /* strides, in elements */
     int64_t M, N, K, i0;        /* i0: the first row (a block of an epilogue's rows) */
     unsigned char *c;
     int64_t cs_i, cs_j;
+    /* a batch, C[b,i,j] = sum(A[b,i,k] * B[b,k,j]) over k: nb matrices from b0 (1 and 0
+     * for one), each operand's and the result's stride along b */
+    int64_t nb, b0, as_b, bs_b, cs_b;
 } gemm_op;
 
-static const ir *plain_load(const ir *x, int ct)
+/* A load of a bound array at plain indices only (n of them), of type ct */
+static const ir *plain_load(const ir *x, int ct, int n)
 {
-    if (x->kind != IR_LOAD || x->slot < 0 || x->nargs != 2 || x->type != ct) return NULL;
-    for (int d = 0; d < 2; d++)
+    if (x->kind != IR_LOAD || x->slot < 0 || x->nargs != n || x->type != ct) return NULL;
+    for (int d = 0; d < n; d++)
         if (x->args[d]->kind != IR_INDEX) return NULL;
     return x;
 }
 
-/* Does pass pc walk a matrix product (gemm_op filled in)? */
+/* The dimension of load x subscripted by variable v, or -1. */
+static int dim_of(const ir *x, int v)
+{
+    for (int d = 0; d < x->nargs; d++)
+        if (x->args[d]->slot == v) return d;
+    return -1;
+}
+
+/* Does pass pc walk a matrix product, or a batch of them (gemm_op filled in)? */
 static int gemm_layout(const pass_ctx *pc, gemm_op *g)
 {
     const plan_pass *ps = pc->ps;
-    if (pc->nreds != 1 || ps->key || ps->scan || pc->dom.ranged || ps->nfree != 2 || ps->nred != 1) return 0;
+    int nf = ps->nfree;
+    if (pc->nreds != 1 || ps->key || ps->scan || pc->dom.ranged || (nf != 2 && nf != 3) || ps->nred != 1) return 0;
     const plan_red *rd = &pc->reds[0];
     int ct = rd->acc[0];
     if (rd->rop != ROP_SUM || rd->ncomp != 1 || (ct != CT_F32 && ct != CT_F64)) return 0;
-    if (pc->dom.flo[1] || pc->dom.rlo[0]) return 0;
+    for (int d = 1; d < nf; d++)
+        if (pc->dom.flo[d]) return 0;
+    if (pc->dom.rlo[0]) return 0;
     const ir *m = rd->map[0];
     if (m->kind != IR_OP || m->op != OP_MUL || m->type != ct) return 0;
-    const ir *x = plain_load(m->args[0], ct), *y = plain_load(m->args[1], ct);
+    const ir *x = plain_load(m->args[0], ct, nf), *y = plain_load(m->args[1], ct, nf);
     if (!x || !y) return 0;
     red_dtype want = ct == CT_F32 ? RED_F32 : RED_F64;
     if (pc->bufs[x->slot].dtype != want || pc->bufs[y->slot].dtype != want) return 0;
-    int vi = ps->free[0], vj = ps->free[1], vk = ps->red[0];
-    /* which operand reads i (A) and which j (B); each reads k too */
+    int vb = nf == 3 ? ps->free[0] : -1, vi = ps->free[nf - 2], vj = ps->free[nf - 1], vk = ps->red[0];
+    /* which operand reads i (A) and which j (B); each reads k (and b) too */
     const ir *A = NULL, *B = NULL;
     for (int s = 0; s < 2; s++) {
         const ir *o = s ? y : x;
-        int v0 = o->args[0]->slot, v1 = o->args[1]->slot;
-        if ((v0 == vi && v1 == vk) || (v0 == vk && v1 == vi)) A = o;
-        else if ((v0 == vk && v1 == vj) || (v0 == vj && v1 == vk)) B = o;
+        if (nf == 3 && dim_of(o, vb) < 0) return 0;
+        if (dim_of(o, vk) < 0) return 0;
+        if (dim_of(o, vi) >= 0 && dim_of(o, vj) < 0) A = o;
+        else if (dim_of(o, vj) >= 0 && dim_of(o, vi) < 0) B = o;
     }
     if (!A || !B || A == B) return 0;
     const core_buf *ab = &pc->bufs[A->slot], *bb = &pc->bufs[B->slot];
@@ -74,19 +90,30 @@ static int gemm_layout(const pass_ctx *pc, gemm_op *g)
     g->ct = ct;
     g->a = ab->data;
     g->b = bb->data;
-    int ai = A->args[0]->slot == vi ? 0 : 1, bk = B->args[0]->slot == vk ? 0 : 1;
-    g->as_i = ab->strides[ai];
-    g->as_k = ab->strides[1 - ai];
-    g->bs_k = bb->strides[bk];
-    g->bs_j = bb->strides[1 - bk];
-    g->M = pc->dom.fext[0];
-    g->i0 = pc->dom.flo[0];
-    g->N = pc->dom.fext[1];
-    g->K = pc->dom.rsz[0];
+    g->as_i = ab->strides[dim_of(A, vi)];
+    g->as_k = ab->strides[dim_of(A, vk)];
+    g->bs_k = bb->strides[dim_of(B, vk)];
+    g->bs_j = bb->strides[dim_of(B, vj)];
     g->c = (unsigned char *)cb->data;
-    g->cs_i = cb->strides[0];
-    g->cs_j = cb->strides[1];
-    return g->M > 0 && g->N > 0;
+    g->cs_i = cb->strides[nf - 2];
+    g->cs_j = cb->strides[nf - 1];
+    g->N = pc->dom.fext[nf - 1];
+    g->K = pc->dom.rsz[0];
+    if (nf == 3) {
+        g->nb = pc->dom.fext[0];
+        g->b0 = pc->dom.flo[0];
+        g->as_b = ab->strides[dim_of(A, vb)];
+        g->bs_b = bb->strides[dim_of(B, vb)];
+        g->cs_b = cb->strides[0];
+        g->M = pc->dom.fext[1];
+        g->i0 = 0;
+    } else {
+        g->nb = 1;
+        g->b0 = g->as_b = g->bs_b = g->cs_b = 0;
+        g->M = pc->dom.fext[0];
+        g->i0 = pc->dom.flo[0];
+    }
+    return g->nb > 0 && g->M > 0 && g->N > 0;
 }
 
 /* ---- the tile kernels: an MR x NR tile over kc products, from packed panels ---------- */
@@ -228,29 +255,13 @@ static void panel_rows(const gemm_op *g, gemm_kernel kn, int mc, int kc, int64_t
         }
 }
 
-int cpu_try_gemm(pass_ctx *pc, util_diag *diag, int *done)
+/* One matrix of the batch (gp's operands and result), its rows `rows` at a time through the
+ * f64 accumulators `acc`, B's panels packed into bp; 0 or RED_ERR_NOMEM. */
+static int gemm_matrix(const gemm_op *gp, gemm_kernel kn, const pass_ctx *pc, int64_t rows, double *acc, void *bp)
 {
-    gemm_op g;
-    *done = 0;
-    if (!gemm_layout(pc, &g)) return 0;
-    /* worth it where the operands are reused: a product of 16 or more along each side */
-    if (g.M < 16 || g.N < 16 || g.K < 16) return 0;
-    gemm_kernel kn = pick_kernel(g.ct);
-    int sz = g.ct == CT_F32 ? 4 : 8, nr = kn.nr;
-    /* rows at a time: as many as ACC_MAX f64 accumulators hold, whole blocks of MC */
-    int64_t rows = ACC_MAX / g.N / MC * MC;
-    if (rows < MC) rows = MC;
-    if (rows > (g.M + MC - 1) / MC * MC) rows = (g.M + MC - 1) / MC * MC;
-    double *acc = malloc((size_t)rows * (size_t)g.N * sizeof *acc);
-    void *bp = malloc((size_t)NC * KC * sz);
-    if (!acc || !bp) {
-        free(acc);
-        free(bp);
-        return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
-    }
-    int rc = 0, nt = pc->nthreads;
-    const gemm_op *gp = &g;
-#pragma omp parallel num_threads(nt)
+    const gemm_op g = *gp;
+    int rc = 0, sz = g.ct == CT_F32 ? 4 : 8, nr = kn.nr;
+#pragma omp parallel num_threads(pc->nthreads)
     {
         void *ap = malloc((size_t)MC * KC * sz), *tile = malloc((size_t)MR * 16 * sz);
         int ok = ap && tile;
@@ -284,14 +295,42 @@ int cpu_try_gemm(pass_ctx *pc, util_diag *diag, int *done)
 #pragma omp for schedule(static)
             for (int64_t r = 0; r < nrows; r++)
                 for (int64_t j = 0; j < g.N; j++) {
-                    size_t at = (size_t)((g.i0 + R0 + r) * g.cs_i + j * g.cs_j);
+                    size_t off = (size_t)((g.i0 + R0 + r) * g.cs_i + j * g.cs_j);
                     double v = acc[(size_t)r * g.N + j];
-                    if (g.ct == CT_F32) ((float *)g.c)[at] = (float)v;
-                    else ((double *)g.c)[at] = v;
+                    if (g.ct == CT_F32) ((float *)g.c)[off] = (float)v;
+                    else ((double *)g.c)[off] = v;
                 }
         }
         free(ap);
         free(tile);
+    }
+    return rc;
+}
+
+int cpu_try_gemm(pass_ctx *pc, util_diag *diag, int *done)
+{
+    gemm_op g;
+    *done = 0;
+    if (!gemm_layout(pc, &g)) return 0;
+    /* worth it where the operands are reused: a product of 16 or more along each side */
+    if (g.M < 16 || g.N < 16 || g.K < 16) return 0;
+    gemm_kernel kn = pick_kernel(g.ct);
+    int sz = g.ct == CT_F32 ? 4 : 8;
+    /* rows at a time: as many as ACC_MAX f64 accumulators hold, whole blocks of MC */
+    int64_t rows = ACC_MAX / g.N / MC * MC;
+    if (rows < MC) rows = MC;
+    if (rows > (g.M + MC - 1) / MC * MC) rows = (g.M + MC - 1) / MC * MC;
+    double *acc = malloc((size_t)rows * (size_t)g.N * sizeof *acc);
+    void *bp = malloc((size_t)NC * KC * sz);
+    int rc = acc && bp ? 0 : RED_ERR_NOMEM;
+    for (int64_t bt = 0; bt < g.nb && !rc; bt++) {
+        /* matrix bt of the batch: its operands and result from where they start */
+        gemm_op one = g;
+        int64_t at = g.b0 + bt;
+        one.a = g.a + at * g.as_b * sz;
+        one.b = g.b + at * g.bs_b * sz;
+        one.c = g.c + at * g.cs_b * sz;
+        rc = gemm_matrix(&one, kn, pc, rows, acc, bp);
     }
     free(acc);
     free(bp);
