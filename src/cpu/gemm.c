@@ -197,15 +197,24 @@ static gemm_kernel pick_kernel(int ct)
 
 /* ---- packing and the blocked loops ------------------------------------------------------ */
 
-/* A's rows i0..i0+mc-1, k0..k0+kc-1, in micro-panels of MR rows: [rp][p][r] (rows past mc zero). */
+/* A's rows i0..i0+mc-1, k0..k0+kc-1, in micro-panels of MR rows: [rp][p][r] (rows past mc zero).
+ * Read along each row (k), written MR apart: read down the rows, a row length apart, a
+ * power-of-two length put every read of a column in one cache set (512^3 f64 took 2.6x
+ * the time per product of 1024^3). */
 #define PACK_A(T)                                                                                  \
     do {                                                                                           \
-        T *d = dst;                                                                                \
         const T *a = (const T *)g->a;                                                              \
-        for (int rp = 0; rp < mc; rp += MR)                                                        \
-            for (int p = 0; p < kc; p++, d += MR)                                                  \
-                for (int r = 0; r < MR; r++)                                                       \
-                    d[r] = rp + r < mc ? a[(g->i0 + i0 + rp + r) * g->as_i + (k0 + p) * g->as_k] : (T)0; \
+        for (int rp = 0; rp < mc; rp += MR) {                                                      \
+            T *d = (T *)dst + (size_t)rp * kc;                                                     \
+            for (int r = 0; r < MR; r++) {                                                         \
+                if (rp + r >= mc) {                                                                \
+                    for (int p = 0; p < kc; p++) d[(size_t)p * MR + r] = (T)0;                     \
+                    continue;                                                                      \
+                }                                                                                  \
+                const T *src = a + (g->i0 + i0 + rp + r) * g->as_i + k0 * g->as_k;                 \
+                for (int p = 0; p < kc; p++) d[(size_t)p * MR + r] = src[p * g->as_k];             \
+            }                                                                                      \
+        }                                                                                          \
     } while (0)
 static void pack_a(const gemm_op *g, int64_t i0, int mc, int64_t k0, int kc, void *dst)
 {
@@ -270,10 +279,13 @@ static int gemm_matrix(const gemm_op *gp, gemm_kernel kn, const pass_ctx *pc, in
             rc = RED_ERR_NOMEM;
         }
 #pragma omp barrier
+        /* f64 results whose rows are N apart are their own accumulators */
+        const int direct = g.ct == CT_F64 && g.cs_j == 1 && g.cs_i == g.N;
         for (int64_t R0 = 0; !rc && R0 < g.M; R0 += rows) {
             int64_t nrows = g.M - R0 < rows ? g.M - R0 : rows, nblk = (nrows + MC - 1) / MC;
+            double *acc_r = direct ? (double *)g.c + (g.i0 + R0) * g.cs_i : acc;
 #pragma omp for schedule(static)
-            for (int64_t i = 0; i < nrows * g.N; i++) acc[i] = 0.0;
+            for (int64_t i = 0; i < nrows * g.N; i++) acc_r[i] = 0.0;
             /* every thread meets every worksharing loop: an interrupt only skips their work */
             for (int64_t k0 = 0; k0 < g.K; k0 += KC) {
                 int kc = (int)(g.K - k0 < KC ? g.K - k0 : KC);
@@ -288,10 +300,11 @@ static int gemm_matrix(const gemm_op *gp, gemm_kernel kn, const pass_ctx *pc, in
                         int64_t i0 = R0 + b * MC;
                         int mc = (int)(g.M - i0 < MC ? g.M - i0 : MC);
                         pack_a(gp, i0, mc, k0, kc, ap);
-                        panel_rows(gp, kn, mc, kc, j0, nc, ap, bp, acc + (size_t)(b * MC) * g.N, tile);
+                        panel_rows(gp, kn, mc, kc, j0, nc, ap, bp, acc_r + (size_t)(b * MC) * g.N, tile);
                     }
                 }
             }
+            if (direct) continue;
 #pragma omp for schedule(static)
             for (int64_t r = 0; r < nrows; r++)
                 for (int64_t j = 0; j < g.N; j++) {
