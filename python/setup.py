@@ -40,11 +40,14 @@ class BuildWithLibrary(build_ext):
         lib = build / "libredjit.a"
         if not lib.is_file():
             sys.exit(f"redjit: the CMake build did not produce {lib}")
+        # the libraries the C library itself needs (MPI, where its engine is built in)
+        extra = build / "redjit-link-libs.txt"
+        libs = [x for x in extra.read_text().strip().split(";") if x] if extra.is_file() else []
         for ext in self.extensions:
             ext.include_dirs.append(str(root / "include"))
             # the library's symbols stay inside the extension (no clash with a libredjit.so)
             ext.extra_link_args = [str(lib), "-Wl,--exclude-libs,ALL", "-fopenmp", "-lm", "-ldl",
-                                   "-lpthread"] + ext.extra_link_args
+                                   "-lpthread"] + libs + ext.extra_link_args
         super().run()
 
 

@@ -15,6 +15,7 @@ packages=(
   time                                         # /usr/bin/time -v in bench/cpu_bench.py
   valgrind                                     # the valgrind-labelled tests
   libopenmpi-dev openmpi-bin                   # the MPI engine and its tests (mpirun)
+  python3-mpi4py                               # the Python binding over MPI ranks (test python_mpi)
 )
 
 missing=()

@@ -19,6 +19,7 @@ UnsupportedError) whose message points at the text with a caret where a place in
 it is to blame.  The language is described in
 docs/language.md of the repository.
 """
+from . import _redjit
 from ._redjit import (
     BindingError,
     Context,
@@ -40,6 +41,34 @@ from ._redjit import (
 
 __version__ = "0.1.0"
 
+
+class Split:
+    """This rank's block of an array split across the ranks of an MPI communicator: bind it
+    as `e(A=redjit.Split(block, axis=0))` on a Context made with comm=.  The blocks of the
+    ranks, in rank order, make the whole array along `axis` (any sizes, empty ones too); the
+    expression is written for the whole arrays.  Results still indexed by the split axis come
+    back as this rank's block (Expr.splits says which), or whole on every rank with
+    Context(gather=True).  On a Context without a communicator the block is the whole array."""
+
+    __slots__ = ("block", "axis")
+
+    def __init__(self, block, axis=0):
+        if not isinstance(axis, int) or isinstance(axis, bool):
+            raise TypeError("Split: axis must be an int, not %s" % type(axis).__name__)
+        ndim = getattr(block, "ndim", None)
+        if axis < 0 and isinstance(ndim, int):
+            axis += ndim
+        if axis < 0:
+            raise ValueError("Split: axis %d is outside the block's dimensions" % axis)
+        self.block = block
+        self.axis = axis
+
+    def __repr__(self):
+        return "redjit.Split(<%s>, axis=%d)" % (type(self.block).__name__, self.axis)
+
+
+_redjit._set_split_type(Split)
+
 # The public names, which help(redjit), documentation tools and IDEs list: the exception
 # classes are among them.  So `from redjit import *` rebinds SyntaxError, TypeError and
 # IndexError to redjit's, after which `except TypeError:` no longer catches Python's own;
@@ -47,5 +76,5 @@ __version__ = "0.1.0"
 __all__ = [
     "BindingError", "Context", "DeviceArray", "DeviceError", "Error", "Expr", "IndexError",
     "LimitError", "SyntaxError", "TypeError", "UnsupportedError", "default_context", "eval",
-    "gpu_available", "library_version", "prepare",
+    "gpu_available", "library_version", "prepare", "Split",
 ]

@@ -17,6 +17,7 @@
 typedef struct {
     PyObject_HEAD
     red_ctx *ctx;
+    int nranks;           /* ranks of the attached communicator (1 without one)  */
 } rjp_context;
 
 typedef struct {
@@ -27,10 +28,12 @@ typedef struct {
     PyObject *text;       /* str                                                 */
     const char *utf8;     /* UTF-8 of text, owned by `text`                      */
     PyObject *last_names; /* tuple of the names bound by the last call, or NULL  */
+    PyObject *splits;     /* the last call's red_result_split of each result, or NULL */
     int busy;             /* `e` is in use by a call (read and set under the GIL) */
 } rjp_expr;
 
 extern PyTypeObject rjp_context_type;
+extern PyObject *rjp_split_type;   /* redjit.Split, set by __init__.py */
 extern PyTypeObject rjp_expr_type;
 extern PyTypeObject rjp_buffer_type;
 extern PyTypeObject rjp_devarray_type;

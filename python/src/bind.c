@@ -796,9 +796,30 @@ int rjp_bind(red_expr *e, PyObject *key, PyObject *value, rjp_holds *H)
         return -1;
     }
     rjp_value v;
-    if (rjp_convert(name, value, H, &v) < 0) return -1;
+    int axis = -1;
+    if (rjp_split_type && Py_TYPE(value) == (PyTypeObject *)rjp_split_type) {
+        /* redjit.Split(block, axis): this rank's block of an array split across ranks */
+        PyObject *block = PyObject_GetAttrString(value, "block"), *ax = PyObject_GetAttrString(value, "axis");
+        axis = ax ? (int)PyLong_AsLong(ax) : -1;
+        int bad = !block || !ax || PyErr_Occurred();
+        Py_XDECREF(ax);
+        if (bad) {
+            Py_XDECREF(block);
+            return -1;
+        }
+        int rc0 = rjp_convert(name, block, H, &v);
+        Py_DECREF(block);   /* H holds what the binding reads */
+        if (rc0 < 0) return -1;
+        if (v.kind != RJP_ARRAY) {
+            rjp_raise_bind("cannot bind '%s' as split: its block is a scalar, not an array", name);
+            return -1;
+        }
+    } else if (rjp_convert(name, value, H, &v) < 0) {
+        return -1;
+    }
     if (v.kind == RJP_ARRAY && v.a.memory == RED_MEM_CUDA) H->device = 1;
-    int rc = v.kind == RJP_F64   ? red_bind_f64(e, name, v.f)
+    int rc = axis >= 0           ? red_bind_split(e, name, &v.a, axis)
+             : v.kind == RJP_F64 ? red_bind_f64(e, name, v.f)
              : v.kind == RJP_I64 ? red_bind_i64(e, name, v.i)
                                  : red_bind_array(e, name, &v.a);
     if (rc) {

@@ -152,7 +152,7 @@ static void hook_sigint(void)
 
 /* Bind `kw` to `e`, run without the GIL, return the results.  The borrowed
  * buffers are released as soon as the run is over. */
-static PyObject *bind_run(rjp_context *owner, red_expr *e, const rjp_kwargs *kw)
+static PyObject *bind_run(rjp_context *owner, red_expr *e, const rjp_kwargs *kw, PyObject **splits)
 {
     rjp_holds H;
     rjp_holds_init(&H);
@@ -181,6 +181,22 @@ static PyObject *bind_run(rjp_context *owner, red_expr *e, const rjp_kwargs *kw)
         rjp_raise(rc, red_expr_errmsg(e));
         return NULL;
     }
+    /* over several ranks: which block of each result this rank holds, read before the
+     * results are taken (after which the expression no longer describes them) */
+    if (splits && owner->nranks > 1) {
+        int n = red_result_count(e);
+        PyObject *t = PyTuple_New(n);
+        for (int i = 0; t && i < n; i++) {
+            int axis = -1;
+            int64_t off = 0, ext = 0;
+            red_result_split(e, i, &axis, &off, &ext);
+            PyObject *it = Py_BuildValue("(iLL)", axis, (long long)off, (long long)ext);
+            if (!it) Py_CLEAR(t);
+            else PyTuple_SET_ITEM(t, i, it);
+        }
+        if (!t) return NULL;
+        Py_XSETREF(*splits, t);
+    }
     return rjp_results(owner, e);
 }
 
@@ -201,7 +217,7 @@ static PyObject *run_once(rjp_context *c, const char *text, const rjp_kwargs *kw
 {
     red_expr *e = prepare(c->ctx, text);
     if (!e) return NULL;
-    PyObject *r = bind_run(c, e, kw);
+    PyObject *r = bind_run(c, e, kw, NULL);
     red_finalize(e);
     return r;
 }
@@ -262,6 +278,7 @@ static PyObject *context_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
         Py_DECREF(self);
         return PyErr_NoMemory();
     }
+    self->nranks = 1;
     return (PyObject *)self;
 }
 
@@ -274,12 +291,53 @@ static int set_opt(rjp_context *self, red_option opt, int v)
     return 0;
 }
 
+/* An mpi4py communicator attached to the context (collective over its ranks): the library
+ * duplicates it, so the Python object need not outlive the context.  mpi4py gives the
+ * address of its MPI_Comm handle; the extension links no MPI of its own. */
+static int attach_comm(rjp_context *self, PyObject *comm)
+{
+    PyObject *mpi = PyImport_ImportModule("mpi4py.MPI");
+    if (!mpi) {
+        PyErr_Clear();
+        PyErr_SetString(PyExc_TypeError, "comm= takes an mpi4py communicator, and mpi4py cannot be imported");
+        return -1;
+    }
+    PyObject *cls = PyObject_GetAttrString(mpi, "Comm");
+    int ok = cls ? PyObject_IsInstance(comm, cls) : -1;
+    Py_XDECREF(cls);
+    if (ok != 1) {
+        Py_DECREF(mpi);
+        if (ok == 0)
+            PyErr_Format(PyExc_TypeError, "comm= takes an mpi4py communicator (mpi4py.MPI.Comm), not %.100s",
+                         Py_TYPE(comm)->tp_name);
+        return -1;
+    }
+    PyObject *addr = PyObject_CallMethod(mpi, "_addressof", "O", comm);
+    Py_DECREF(mpi);
+    if (!addr) return -1;
+    void *p = PyLong_AsVoidPtr(addr);
+    Py_DECREF(addr);
+    if (!p && PyErr_Occurred()) return -1;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = red_attach_mpi(self->ctx, p);
+    Py_END_ALLOW_THREADS
+    if (rc) {
+        rjp_raise(rc, red_errmsg(self->ctx));
+        return -1;
+    }
+    red_comm_rank(self->ctx, NULL, &self->nranks);
+    return 0;
+}
+
 static int context_init(rjp_context *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kw[] = {"device", "strategy", "threads", NULL};
-    PyObject *device = NULL, *strategy = NULL;
-    int threads = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOi:Context", kw, &device, &strategy, &threads)) return -1;
+    static char *kw[] = {"device", "strategy", "threads", "comm", "gather", NULL};
+    PyObject *device = NULL, *strategy = NULL, *comm = NULL;
+    int threads = 0, gather = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOiOp:Context", kw, &device, &strategy, &threads, &comm,
+                                     &gather))
+        return -1;
     int d = device ? name_index(device_names, device, "device") : 0;
     int s = strategy ? name_index(strategy_names, strategy, "strategy") : 0;
     if (d < 0 || s < 0) return -1;
@@ -288,8 +346,10 @@ static int context_init(rjp_context *self, PyObject *args, PyObject *kwargs)
         return -1;
     }
     if (set_opt(self, RED_OPT_DEVICE, d) || set_opt(self, RED_OPT_STRATEGY, s) ||
-        set_opt(self, RED_OPT_THREADS, threads))
+        set_opt(self, RED_OPT_THREADS, threads) || set_opt(self, RED_OPT_GATHER, gather))
         return -1;
+    self->nranks = 1;
+    if (comm && comm != Py_None) return attach_comm(self, comm);
     return 0;
 }
 
@@ -456,7 +516,17 @@ static PyMethodDef context_methods[] = {
     {NULL},
 };
 
+static PyObject *ranks_get(rjp_context *self, void *closure)
+{
+    (void)closure;
+    int rank = 0, size = 1;
+    red_comm_rank(self->ctx, &rank, &size);
+    return Py_BuildValue("(ii)", rank, size);
+}
+
 static PyGetSetDef context_getset[] = {
+    {"ranks", (getter)ranks_get, NULL,
+     "(rank, size) of the communicator given as comm= ((0, 1) without one).", NULL},
     {"device", (getter)opt_get_name, (setter)opt_set_name,
      "Where expressions run: 'auto' (the GPU when usable, else the CPU), 'cpu' or 'gpu'.",
      (void *)(intptr_t)RED_OPT_DEVICE},
@@ -520,6 +590,7 @@ static PyObject *expr_make(rjp_context *ctx, PyObject *text)
     self->text = text;
     self->utf8 = utf8;
     self->last_names = NULL;
+    self->splits = NULL;
     self->busy = 0;
     return (PyObject *)self;
 }
@@ -528,6 +599,7 @@ static void expr_dealloc(rjp_expr *self)
 {
     red_finalize(self->e);
     Py_XDECREF(self->last_names);
+    Py_XDECREF(self->splits);
     Py_DECREF(self->text);
     Py_DECREF(self->owner);
     PyObject_Free(self);
@@ -584,7 +656,7 @@ static PyObject *expr_vectorcall(PyObject *obj, PyObject *const *args, size_t na
      * same_names compares the caller's names, a binding reads properties */
     self->busy = 1;
     PyObject *r = NULL;
-    if (expr_rebind_names(self, &kw) == 0) r = bind_run(self->owner, self->e, &kw);
+    if (expr_rebind_names(self, &kw) == 0) r = bind_run(self->owner, self->e, &kw, &self->splits);
     if (!r) {
         /* a binding may be half made: start afresh next time */
         red_clear_bindings(self->e);
@@ -677,7 +749,19 @@ static PyMethodDef expr_methods[] = {
     {NULL},
 };
 
+static PyObject *expr_get_splits(rjp_expr *self, void *closure)
+{
+    (void)closure;
+    if (!self->splits) Py_RETURN_NONE;
+    return Py_NewRef(self->splits);
+}
+
 static PyGetSetDef expr_getset[] = {
+    {"splits", (getter)expr_get_splits, NULL,
+     "After a call on a Context with several ranks: for each result, (axis, offset, extent):\n"
+     "the result's axis split across the ranks, where this rank's block starts along it and\n"
+     "the whole result's extent there; (-1, 0, 0) for a result every rank holds whole.\n"
+     "None before such a call.", NULL},
     {"text", (getter)expr_get_text, NULL, "The expression's text.", NULL},
     {"context", (getter)expr_get_context, NULL, "The Context the expression was prepared on.", NULL},
     {NULL},
@@ -762,7 +846,22 @@ static PyObject *mod_describe(PyObject *m, PyObject *value)
     return r;
 }
 
+PyObject *rjp_split_type;   /* redjit.Split (bind.c binds its block with red_bind_split) */
+
+static PyObject *mod_set_split_type(PyObject *mod, PyObject *cls)
+{
+    (void)mod;
+    if (!PyType_Check(cls)) {
+        PyErr_SetString(PyExc_TypeError, "_set_split_type takes a class");
+        return NULL;
+    }
+    Py_XSETREF(rjp_split_type, Py_NewRef(cls));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
+    {"_set_split_type", (PyCFunction)mod_set_split_type, METH_O,
+     "_set_split_type(cls, /)\n--\n\nThe class whose instances bind as split arrays (redjit.Split)."},
     {"_describe", (PyCFunction)mod_describe, METH_O,
      "_describe(value, /)\n--\n\n"
      "How `value` would be bound, as a dict (kind, data pointer, dtype, shape, strides in\n"
