@@ -111,6 +111,19 @@ static void test_device(int device, const char *dev, int64_t R)
           "%s: a run after red_result_detach leaves the detached values alone", dev);
     red_free(d.data);
 
+    /* taken: the result's own buffer, no copy; the next run writes a new one and leaves it alone */
+    red_array t = {0}, r4 = {0}, gone = {0};
+    rc = red_result_take(e, 0, &t);
+    CHECK(!rc && t.data == r3.data && row_sums_ok(&t, R, 3), "%s: red_result_take hands over the result's buffer", dev);
+    CHECK(red_result(e, 0, &gone, NULL) == RED_ERR_MISUSE, "%s: a taken result reads RED_ERR_MISUSE", dev);
+    fill(R, 4);
+    rc = red_run(e);
+    if (!rc) rc = red_result(e, 0, &r4, NULL);
+    CHECK(!rc && r4.data != t.data && row_sums_ok(&r4, R, 4) && row_sums_ok(&t, R, 3),
+          "%s: the run after red_result_take writes a new buffer and leaves the taken one alone", dev);
+    if (t.memory == RED_MEM_CUDA) red_device_free(ctx, t.data);
+    else red_free(t.data);
+
     /* shrinking, then growing past the kept buffer */
     const int64_t sizes[] = {R / 2, R / 8, 2 * R, R};
     for (int k = 0; k < 4; k++) {
