@@ -246,7 +246,7 @@ enum { NC = 512 };   /* columns of B a packed panel holds (a multiple of every N
 /* The tiles of rows i0..i0+mc-1 (packed in ap) and the packed B panel (columns j0..j0+nc-1,
  * kc products), each tile's panel sum added into the f64 rows `acc` (row stride N, row 0 at i0). */
 static void panel_rows(const gemm_op *g, gemm_kernel kn, int mc, int kc, int64_t j0, int nc, const void *ap,
-                       const void *bp, double *acc, void *tile)
+                       const void *bp, double *acc, void *tile, int64_t i0)
 {
     int nr = kn.nr, sz = g->ct == CT_F32 ? 4 : 8;
     for (int jp = 0; jp < nc; jp += nr)
@@ -255,6 +255,14 @@ static void panel_rows(const gemm_op *g, gemm_kernel kn, int mc, int kc, int64_t
                     tile);
             int h = mc - rp < MR ? mc - rp : MR, w = nc - jp < nr ? nc - jp : nr;
             for (int r = 0; r < h; r++) {
+                if (!acc) {   /* one panel of k: the tile is the result */
+                    int64_t at = (g->i0 + i0 + rp + r) * g->cs_i + (j0 + jp) * g->cs_j;
+                    if (g->ct == CT_F32)
+                        for (int j = 0; j < w; j++) ((float *)g->c)[at + j * g->cs_j] = ((const float *)tile)[r * nr + j];
+                    else
+                        for (int j = 0; j < w; j++) ((double *)g->c)[at + j * g->cs_j] = ((const double *)tile)[r * nr + j];
+                    continue;
+                }
                 double *row = acc + (size_t)(rp + r) * g->N + j0 + jp;
                 if (g->ct == CT_F32)
                     for (int j = 0; j < w; j++) row[j] += ((const float *)tile)[r * nr + j];
@@ -279,13 +287,14 @@ static int gemm_matrix(const gemm_op *gp, gemm_kernel kn, const pass_ctx *pc, in
             rc = RED_ERR_NOMEM;
         }
 #pragma omp barrier
-        /* f64 results whose rows are N apart are their own accumulators */
-        const int direct = g.ct == CT_F64 && g.cs_j == 1 && g.cs_i == g.N;
+        /* f64 results whose rows are N apart are their own accumulators; with one panel of k
+         * (K <= KC) each tile is written as it is, as a sum of at most KC terms */
+        const int single = g.K <= KC, direct = single || (g.ct == CT_F64 && g.cs_j == 1 && g.cs_i == g.N);
         for (int64_t R0 = 0; !rc && R0 < g.M; R0 += rows) {
             int64_t nrows = g.M - R0 < rows ? g.M - R0 : rows, nblk = (nrows + MC - 1) / MC;
-            double *acc_r = direct ? (double *)g.c + (g.i0 + R0) * g.cs_i : acc;
+            double *acc_r = single ? NULL : direct ? (double *)g.c + (g.i0 + R0) * g.cs_i : acc;
 #pragma omp for schedule(static)
-            for (int64_t i = 0; i < nrows * g.N; i++) acc_r[i] = 0.0;
+            for (int64_t i = 0; i < (single ? 0 : nrows * g.N); i++) acc_r[i] = 0.0;
             /* every thread meets every worksharing loop: an interrupt only skips their work */
             for (int64_t k0 = 0; k0 < g.K; k0 += KC) {
                 int kc = (int)(g.K - k0 < KC ? g.K - k0 : KC);
@@ -300,7 +309,8 @@ static int gemm_matrix(const gemm_op *gp, gemm_kernel kn, const pass_ctx *pc, in
                         int64_t i0 = R0 + b * MC;
                         int mc = (int)(g.M - i0 < MC ? g.M - i0 : MC);
                         pack_a(gp, i0, mc, k0, kc, ap);
-                        panel_rows(gp, kn, mc, kc, j0, nc, ap, bp, acc_r + (size_t)(b * MC) * g.N, tile);
+                        panel_rows(gp, kn, mc, kc, j0, nc, ap, bp, acc_r ? acc_r + (size_t)(b * MC) * g.N : NULL,
+                                   tile, i0);
                     }
                 }
             }
@@ -333,9 +343,12 @@ int cpu_try_gemm(pass_ctx *pc, util_diag *diag, int *done)
     int64_t rows = ACC_MAX / g.N / MC * MC;
     if (rows < MC) rows = MC;
     if (rows > (g.M + MC - 1) / MC * MC) rows = (g.M + MC - 1) / MC * MC;
-    double *acc = malloc((size_t)rows * (size_t)g.N * sizeof *acc);
+    /* f64 accumulators where results are summed over several panels of k and are not
+     * their own (gemm_matrix's `direct`) */
+    int need_acc = g.K > KC && !(g.ct == CT_F64 && g.cs_j == 1 && g.cs_i == g.N);
+    double *acc = need_acc ? malloc((size_t)rows * (size_t)g.N * sizeof *acc) : NULL;
     void *bp = malloc((size_t)NC * KC * sz);
-    int rc = acc && bp ? 0 : RED_ERR_NOMEM;
+    int rc = (acc || !need_acc) && bp ? 0 : RED_ERR_NOMEM;
     for (int64_t bt = 0; bt < g.nb && !rc; bt++) {
         /* matrix bt of the batch: its operands and result from where they start */
         gemm_op one = g;
