@@ -24,7 +24,7 @@
 #define GEMM_X86 0
 #endif
 
-enum { MR = 6, KC = 256, MC = 96 };   /* MC a multiple of MR */
+enum { MR = 6, KC = 512, MC = 96 };   /* MC a multiple of MR */
 
 /* A pass this file runs: the operands and the result, for one matrix of a batch. */
 typedef struct gemm_op {
@@ -240,8 +240,8 @@ static void pack_b(const gemm_op *g, int64_t k0, int kc, int64_t j0, int nc, int
     else PACK_B(double);
 }
 
-enum { NC = 512 };   /* columns of B a packed panel holds (a multiple of every NR) */
-#define ACC_MAX ((int64_t)32 << 20)   /* f64 accumulators at once: 256 MiB */
+enum { NC = 256 };   /* columns of B a packed panel holds (a multiple of every NR) */
+#define ACC_MAX ((int64_t)1 << 20)   /* f64 accumulators at once: 8 MiB, which stay in L3 */
 
 /* The tiles of rows i0..i0+mc-1 (packed in ap) and the packed B panel (columns j0..j0+nc-1,
  * kc products), each tile's panel sum added into the f64 rows `acc` (row stride N, row 0 at i0). */
