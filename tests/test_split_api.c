@@ -4,7 +4,10 @@
  * and gathered results, and the context still usable after each.  Every rank checks its own
  * outcome; the exit status is the worst of the ranks'.
  */
+#define _POSIX_C_SOURCE 200809L   /* nanosleep */
 #include <mpi.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +30,19 @@ static int rank, size, failures;
 enum { ROWS = 12, COLS = 5 };
 static double A[ROWS * COLS];
 static int64_t lo, hi;
+
+/* red_interrupt from another thread every 5 ms until the run is over (an interrupt before a
+ * run starts is not that run's) */
+static atomic_int run_over;
+static void *interrupter(void *arg)
+{
+    struct timespec ts = {0, 5 * 1000 * 1000};
+    while (!atomic_load(&run_over)) {
+        nanosleep(&ts, NULL);
+        red_interrupt((red_ctx *)arg);
+    }
+    return NULL;
+}
 
 static red_expr *split_expr(red_ctx *ctx, const char *text, int axis)
 {
@@ -144,6 +160,27 @@ int main(int argc, char **argv)
             red_result_split(e, 1, &axis, NULL, NULL);
             CHECK(axis == -1, "column sums are whole: axis %d", axis);
         }
+        red_finalize(e);
+    }
+
+    /* red_interrupt on rank 0 only, during a long run: every rank stops with its status and
+     * rank 0's message (none waits in a collective), and the next run works */
+    e = NULL;
+    CHECK(red_prepare(ctx, "sum(sin(i * 0.001) * cos(i * 0.002)) over i in 0..n", &e) == RED_OK, "prepare long");
+    if (e) {
+        red_bind_i64(e, "n", (int64_t)1 << 27);
+        pthread_t th;
+        atomic_store(&run_over, 0);
+        int started = rank == 0 && pthread_create(&th, NULL, interrupter, ctx) == 0;
+        st = red_run(e);
+        atomic_store(&run_over, 1);
+        if (started) pthread_join(th, NULL);
+        CHECK(st == RED_ERR_INTERRUPTED && (rank == 0 || strstr(red_expr_errmsg(e), "rank 0")),
+              "interrupted on rank 0: %d %s", st, red_expr_errmsg(e));
+        red_bind_i64(e, "n", 1000);
+        double v = 0;
+        st = red_run(e);
+        CHECK(st == RED_OK && red_result_f64(e, 0, &v) == RED_OK, "after the interrupt: %d %s", st, red_expr_errmsg(e));
         red_finalize(e);
     }
 
