@@ -99,9 +99,8 @@ int cg_generate(const plan *p, int pi, const cg_tuning *t, util_arena *a, cg_ker
     int failed = body.failed;
     util_buf_free(&body);
     if (ps->scan) {
-        /* six blocks an SM (40 registers) for 4-byte accumulators: 1.71 against 1.83 ms for a
-         * cumsum of 2^28 f32 on the H200; wider ones keep four (an i64 cumsum took 1.7x as long
-         * in 40 registers) */
+        /* RJ_SCAN_MINB: six blocks an SM for 4-byte accumulators, whose 40 registers suffice;
+         * wider ones need more and keep four (bench/TUNING.md, "Scans") */
         util_buf_printf(o, "#define RJ_SCAN 1\n#define RJ_SCAN_ITEMS %d\n#define RJ_SCAN_RESET %d\n#define RJ_SCAN_EXCL %d\n"
                            "#define RJ_SCAN_MINB %d\n",
                         cg_scan_items(out->acc_size), ps->reset != NULL, ps->scan == 2, out->acc_size <= 4 ? 6 : 4);

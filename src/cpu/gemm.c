@@ -197,10 +197,8 @@ static gemm_kernel pick_kernel(int ct)
 
 /* ---- packing and the blocked loops ------------------------------------------------------ */
 
-/* A's rows i0..i0+mc-1, k0..k0+kc-1, in micro-panels of MR rows: [rp][p][r] (rows past mc zero).
- * Read along each row (k), written MR apart: read down the rows, a row length apart, a
- * power-of-two length put every read of a column in one cache set (512^3 f64 took 2.6x
- * the time per product of 1024^3). */
+/* A's rows i0..i0+mc-1, k0..k0+kc-1, in micro-panels of MR rows: [rp][p][r] (rows past mc zero),
+ * read along each row. */
 #define PACK_A(T)                                                                                  \
     do {                                                                                           \
         const T *a = (const T *)g->a;                                                              \

@@ -20,10 +20,9 @@
 // it in the row is ((pre[j] + agg[j]) + agg[j+1]) + ... from the nearest group
 // j that has published its inclusive fold, which equals the group-by-group
 // chain bit for bit whichever j the look-back found.  So every run gives the
-// same bits, as ordered operators need and floats show.  (One level, folding
-// tile aggregates one by one from the nearest published tile, is as exact but
-// slower than the tiles come: the look-back fell further behind with every
-// tile.  A group's share is a 32nd of that.)
+// same bits, as ordered operators need and floats show.  One level (a tile folding
+// the tiles' aggregates one by one from the nearest published tile) is as exact, but its
+// fold grows with the look-back's lag and the lag with the fold; a group's is a 32nd of it.
 
 // A restarting scan folds (head, value) pairs: (fa, a) + (fb, b) is
 // (fa | fb, fb ? b : a + b), associative, so the same machinery runs it.
