@@ -647,9 +647,10 @@ RED_API int red_cache_clear(red_ctx *ctx);
  *     No rank is left waiting in a collective.
  *   - A subscript of a split axis is an index (A[i,j]), not x[i+1] or
  *     x[col[k]], which would need other ranks' elements; one reduction may
- *     walk one split index (not x[i]*y[j] with x and y both split); keyed
- *     (`by`) and ranged (`in lo..hi`) reductions over a split index are not
- *     supported yet.  These are refused with RED_ERR_UNSUPPORTED and a caret.
+ *     walk one split index (not x[i]*y[j] with x and y both split); ranged
+ *     (`in lo..hi`) reductions and scans along a split index are not
+ *     supported yet (keyed ones are: segments that straddle ranks are
+ *     combined).  These are refused with RED_ERR_UNSUPPORTED and a caret.
  *   - The MPI engine runs on the CPU executor, over arrays in host memory.
  */
 
