@@ -446,7 +446,7 @@ void plan_explain(util_buf *o, const plan *p)
             util_buf_puts(o, "  ");
             for (int c = 0; c < rd->ncomp; c++)
                 util_buf_printf(o, "%st%d", c ? ", " : "", rd->temp[c]);
-            const char *verb = !ps->scan ? "reduce" : rd->exclusive ? "exscan" : "scan";
+            const char *verb = !ps->scan ? "reduce" : ps->scan == 2 ? "exscan" : "scan";
             if (rd->rop == ROP_USER)
                 util_buf_printf(o, " = %s(%s%s, identity (", verb, rd->ordered ? "ordered " : "", rd->uname);
             else

@@ -140,8 +140,6 @@ typedef struct plan_red {
                            value is NaN is not folded (all NaN: none, an error) */
     ir *combine[PLAN_MAX_COMP]; /* over IR_PARAM 2k (a's field k), 2k+1 (b's) */
     plan_value identity[PLAN_MAX_COMP];
-    int exclusive;      /* in a scan pass: an element's result folds the elements
-                           before it only (the first gets the identity) */
 } plan_red;
 
 /* The name a reduction is written with: plan_rop_name's, "nanargmin" or
@@ -164,8 +162,9 @@ typedef struct plan_pass {
      * that pass's results at the pass's free indices only, so output o's
      * elements need only output o's reduction */
     int epilogue;
-    /* a scan (prefix reduction; 1 inclusive, 2 exclusive, as plan_red.exclusive
-     * says of each of its reductions): each output's reduced box is walked in
+    /* a scan (prefix reduction; 1 inclusive, 2 exclusive: an element's result
+     * folds the elements before it only, the first gets the identity; one
+     * kind a pass): each output's reduced box is walked in
      * row-major order and every element gets the fold so far, so each
      * reduction's temporaries have the free indices and then the reduced
      * ones as dimensions (no ranges on them).  `reset` (i64, or NULL): a

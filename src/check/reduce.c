@@ -280,8 +280,7 @@ int ck_add_reduction(ck *c, int pass, const plan_red *rd, int ncomp_out, int *te
             temps_out[0] = o->temp[0];   /* the max, as the first field of fuse.c's pair */
             return 0;
         }
-        if (o->rop != rd->rop || o->ncomp != rd->ncomp || o->uname != rd->uname || o->skipnan != rd->skipnan ||
-            o->exclusive != rd->exclusive)
+        if (o->rop != rd->rop || o->ncomp != rd->ncomp || o->uname != rd->uname || o->skipnan != rd->skipnan)
             continue;
         int same = 1;
         for (int k = 0; k < rd->ncomp && same; k++) same = o->map[k] == rd->map[k] && o->acc[k] == rd->acc[k];
@@ -712,7 +711,6 @@ static int reduce_body(ck *c, scope *s, const ast_node *n, const scope *rs, cons
     rd.pos = n->pos;
     rd.ncomp = 1;
     rd.skipnan = f->is_nan && (f->rop == ROP_ARGMIN || f->rop == ROP_ARGMAX) && CT_IS_FLOAT(body->c[0]->type);
-    rd.exclusive = f->scan == AST_EXSCAN;
     int nres = 1;
     if (f->rop == ROP_USER) TRY(map_user(c, n, f->uop, body, &rd, &nres));
     else TRY(map_builtin(c, n, f->opname, f->is_mean, f->is_count, body, &rd));
@@ -760,7 +758,6 @@ static int cplx_prod(ck *c, scope *s, const ast_node *n, const scope *rs, const 
     rd.combine[1] = ck_op2(c, OP_ADD, ft, ck_op2(c, OP_MUL, ft, ar, bi), ck_op2(c, OP_MUL, ft, ai, br));
     if (!rd.combine[0] || !rd.combine[1]) return ck_nomem(c);
     int red[RED_MAX_DIMS], nred = 0, fr[RED_MAX_DIMS], nfree = 0, pass = -1;
-    rd.exclusive = f->scan == AST_EXSCAN;
     TRY(split_domain(c, n, rs, &rd, key, f->scan, red, &nred, fr, &nfree));
     TRY(place_in_pass(c, s, n, &rd, key, f->scan, nfree, fr, nred, red, &pass));
     TRY(read_result(c, n, pass, &rd, 2, nred, red, 0, NULL, f->scan_at, out));

@@ -51,9 +51,9 @@ static void fold_one(const pass_ctx *pc, tstate *ts, int q, int j, int64_t o, in
     } while (0)
 #define PRODF32(a, b) ((double)((float)(a) * (float)(b)))
 
-static int scan_run_builtin(const plan_red *rd, const void *v, int n, void *out, cacc *a)
+static int scan_run_builtin(const plan_red *rd, int excl, const void *v, int n, void *out, cacc *a)
 {
-    int excl = rd->exclusive, ct = rd->acc[0];
+    int ct = rd->acc[0];
     switch (rd->rop) {
     case ROP_SUM:
         if (ct == CT_F32) SCAN_RUN(float, double, f, f, ADDF);
@@ -97,6 +97,7 @@ static void restart(const pass_ctx *pc, cacc *acc)
  * scanned into the temporaries at `at` on (write 1). */
 static void scan_piece(const pass_ctx *pc, tstate *ts, const run *r, int write, int64_t at, cacc *acc)
 {
+    const int excl = pc->ps->scan == 2;
     for (int q = 0; q < pc->nreds; q++) {
         const plan_red *rd = &pc->reds[q];
         if (!write) {   /* step 1: the piece's fold only */
@@ -107,11 +108,11 @@ static void scan_piece(const pass_ctx *pc, tstate *ts, const run *r, int write, 
         const unsigned char *v = (const unsigned char *)vm_reg(&ts->st, ts->st.prog->out[pc->root_of[q]]) +
                                  (size_t)r->start * sz;
         void *out = (unsigned char *)pc->temps[rd->temp[0]].data + (size_t)at * sz;
-        if (rd->ncomp == 1 && scan_run_builtin(rd, v, r->len, out, &acc[q])) continue;
+        if (rd->ncomp == 1 && scan_run_builtin(rd, excl, v, r->len, out, &acc[q])) continue;
         for (int e = 0; e < r->len; e++) {
-            if (rd->exclusive) acc_write(pc, rd, &acc[q], at + e);
+            if (excl) acc_write(pc, rd, &acc[q], at + e);
             fold_one(pc, ts, q, r->start + e, r->o, r->t0 + e, &acc[q]);
-            if (!rd->exclusive) acc_write(pc, rd, &acc[q], at + e);
+            if (!excl) acc_write(pc, rd, &acc[q], at + e);
         }
     }
 }
