@@ -165,6 +165,35 @@ static int walk_chunk(const pass_ctx *pc, tstate *ts, int64_t cs, int64_t ce, in
     return 0;
 }
 
+/* Step 2: the fold carried into each chunk (carry[c * nreds ..]), in chunk order; a chunk
+ * that restarts (its first element, or one after) carries only what follows the restart.
+ * 0 or RED_ERR_NOMEM. */
+static int carry_in(const pass_ctx *pc, const chunk *ch, int64_t nchunks, cacc *carry)
+{
+    int nr = pc->nreds, rc = 0;
+    ustate *us = calloc((size_t)nr + 1, sizeof *us);   /* user operators' combine programs */
+    if (!us) return RED_ERR_NOMEM;
+    for (int q = 0; !rc && q < nr; q++) {
+        if (pc->reds[q].rop != ROP_USER) continue;
+        if (vm_state_init(&us[q].st, pc->comb[q], pc->p->nvars)) rc = RED_ERR_NOMEM;
+        us[q].st.scalar_info = pc->p->scalars;
+        if (!rc) vm_prologue(&us[q].st);
+    }
+    restart(pc, carry);
+    for (int64_t c = 1; !rc && c < nchunks; c++) {
+        const chunk *b = &ch[c - 1];
+        int first_fresh = b->first_row || (pc->key_root >= 0 && c >= 2 && b->first_key != ch[c - 2].last_key);
+        for (int q = 0; q < nr; q++) {
+            cacc *to = &carry[c * nr + q];
+            *to = b->restarts || first_fresh ? b->acc[q] : carry[(c - 1) * nr + q];
+            if (!b->restarts && !first_fresh) cpu_acc_combine(&pc->reds[q], &us[q], to, &b->acc[q]);
+        }
+    }
+    for (int q = 0; q < nr; q++) vm_state_free(&us[q].st);
+    free(us);
+    return rc;
+}
+
 int cpu_run_scan(pass_ctx *pc, util_diag *diag)
 {
     const plan *p = pc->p;
@@ -188,36 +217,8 @@ int cpu_run_scan(pass_ctx *pc, util_diag *diag)
     int nt = pc->nthreads;
     if (nchunks < nt) nt = (int)nchunks;
     for (int step = nchunks > 1 ? 1 : 3; !rc && step <= 3; step += 2) {
-        if (step == 3) {
-            /* the carries, in chunk order: a chunk that restarts drops what came before */
-            restart(pc, carry);
-            for (int64_t c = 1; c < nchunks; c++) {
-                const chunk *b = &ch[c - 1];
-                int first_fresh = b->first_row || (pc->key_root >= 0 && c >= 2 && b->first_key != ch[c - 2].last_key);
-                for (int q = 0; q < nr; q++) {
-                    cacc *to = &carry[c * nr + q];
-                    if (b->restarts || first_fresh) {
-                        *to = b->acc[q];
-                    } else {
-                        *to = carry[(c - 1) * nr + q];
-                        ustate *u = NULL, us;
-                        if (pc->reds[q].rop == ROP_USER) {
-                            memset(&us, 0, sizeof us);
-                            if (vm_state_init(&us.st, pc->comb[q], p->nvars)) {
-                                rc = RED_ERR_NOMEM;
-                                break;
-                            }
-                            us.st.scalar_info = p->scalars;
-                            vm_prologue(&us.st);
-                            u = &us;
-                        }
-                        cpu_acc_combine(&pc->reds[q], u, to, &b->acc[q]);
-                        if (u) vm_state_free(&us.st);
-                    }
-                }
-            }
-            if (rc) break;
-        }
+        if (step == 3) rc = carry_in(pc, ch, nchunks, carry);
+        if (rc) break;
 #pragma omp parallel num_threads(nt)
         {
             tstate ts;
@@ -237,7 +238,6 @@ int cpu_run_scan(pass_ctx *pc, util_diag *diag)
                     r = walk_chunk(pc, &ts, cs, ce, 0, ch[c].acc, 0, 0, &ch[c]);
                 } else {
                     memcpy(acc, carry + c * nr, (size_t)nr * sizeof *acc);
-                    if (nchunks == 1) restart(pc, acc);
                     r = walk_chunk(pc, &ts, cs, ce, 1, acc, c > 0, c > 0 ? ch[c - 1].last_key : 0, NULL);
                 }
                 if (r) keep_first_fault(c, r, &ts.st.fault, &fault_chunk, &fault);
