@@ -183,13 +183,12 @@ static int pass_walk(pass_ctx *pc, util_diag *diag)
         rc = cpu_run_keyed(pc, diag);
         pc->dom.nout = nk;
     } else {
-        int done = 0;
+        int done = 0;   /* a matrix product, blocked (gemm.c) */
         rc = cpu_try_gemm(pc, diag, &done);
-        if (rc || done) {
-        } else if (cpu_column_layout(pc)) {
+        if (!rc && !done && cpu_column_layout(pc)) {
             rc = cpu_run_columns(pc, diag);
             if (rc == RED_ERR_INDEX) rc = cpu_run_reduction(pc, diag);
-        } else {
+        } else if (!rc && !done) {
             rc = cpu_run_reduction(pc, diag);
         }
     }
