@@ -280,21 +280,24 @@ void cg_emit_acc_stores(gen *g)
     }
 }
 
-void cg_emit_key_at(gen *g)
+void cg_emit_key_fn(gen *g, const char *name, const ir *key, int with_free)
 {
-    const plan_pass *ps = g->ps;
     util_buf *o = g->o;
-    util_buf_puts(o, "__device__ __forceinline__ long long key_at(rj_flt &F, const Params &P, const long long *lo, "
-                     "const long long *sz, long long t)\n{\n");
+    util_buf_printf(o, "__device__ __forceinline__ long long %s(rj_flt &F, const Params &P, %sconst long long *lo, "
+                       "const long long *sz, long long t)\n{\n", name, with_free ? "long long o, " : "");
     cg_begin_function(g);
+    if (with_free) cg_emit_free_vars(g, "o");
     cg_emit_red_vars(g, "t");
+    if (with_free) util_buf_puts(o, "    (void)o; (void)sz;\n");
     g->deferred = 1;
-    cg_emit(g, ps->key);
+    cg_emit(g, key);
     g->deferred = 0;
     util_buf_puts(o, "    return ");
-    cg_ref(g, ps->key);
+    cg_ref(g, key);
     util_buf_puts(o, ";\n}\n");
 }
+
+void cg_emit_key_at(gen *g) { cg_emit_key_fn(g, "key_at", g->ps->key, 0); }
 
 /* A map over several free indices: each thread splits its first element and
  * the grid's stride into digits (one division each per thread), then steps

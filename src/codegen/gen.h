@@ -62,6 +62,9 @@ void cg_emit_acc_elem(gen *g);
 void cg_emit_fold(gen *g);
 void cg_emit_acc_write(gen *g);
 void cg_emit_acc_stores(gen *g);
+/* long long NAME(F, P, [o,] lo, sz, t): `key` at element t (of output o, whose free
+ * indices it may read, where with_free); key_at is a keyed pass's */
+void cg_emit_key_fn(gen *g, const char *name, const ir *key, int with_free);
 void cg_emit_key_at(gen *g);
 void cg_emit_map_kernel(gen *g);
 

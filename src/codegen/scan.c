@@ -1,7 +1,7 @@
 /*
  * scan.c -- what a scan pass's kernel (rj_scan.cuh) needs beside the accumulator:
- * scan_store, an element's running fold into the temporaries, and scan_key,
- * the key whose change restarts the fold.
+ * scan_store, an element's running fold into the temporaries, and scan_key
+ * (cg_emit_key_fn), the key whose change restarts the fold.
  */
 #include "gen.h"
 
@@ -31,26 +31,8 @@ static void emit_store(gen *g)
     util_buf_puts(o, "}\n");
 }
 
-static void emit_key(gen *g)
-{
-    const plan_pass *ps = g->ps;
-    util_buf *o = g->o;
-    util_buf_puts(o, "__device__ __forceinline__ long long scan_key(rj_flt &F, const Params &P, long long o, "
-                     "const long long *lo, const long long *sz, long long t)\n{\n");
-    cg_begin_function(g);
-    cg_emit_free_vars(g, "o");
-    cg_emit_red_vars(g, "t");
-    util_buf_puts(o, "    (void)o; (void)sz;\n");
-    g->deferred = 1;
-    cg_emit(g, ps->reset);
-    g->deferred = 0;
-    util_buf_puts(o, "    return ");
-    cg_ref(g, ps->reset);
-    util_buf_puts(o, ";\n}\n");
-}
-
 void cg_emit_scan(gen *g)
 {
     emit_store(g);
-    if (g->ps->reset) emit_key(g);
+    if (g->ps->reset) cg_emit_key_fn(g, "scan_key", g->ps->reset, 1);   /* its rows are outputs too */
 }
