@@ -8,23 +8,13 @@ Times are medians over N calls after one warm-up, in ms; GFLOP/s counts 2 n^3 op
 """
 import argparse
 import os
-import statistics
 import sys
 import time
 
 import numpy as np
 
 import redjit
-
-
-def median_ms(fn, reps):
-    fn()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        ts.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(ts)
+from cpu_timing import finish, median_ms
 
 
 def blas_name():
@@ -69,11 +59,7 @@ def main():
             f"with {blas_name()})", "",
             "`PYTHONPATH=build/python/pkg python3 bench/cpu_matmul.py`: the CPU executor's blocked product "
             "(src/cpu/gemm.c) against `A @ B`, medians in ms; error = |result - f64 product| / (|A| @ |B|).", ""]
-    text = "\n".join(head + lines) + "\n"
-    print(text)
-    if opt.out:
-        with open(opt.out, "w") as fh:
-            fh.write(text)
+    finish(head, lines, opt.out)
     return 0 if ok else 1
 
 

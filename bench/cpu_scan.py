@@ -8,23 +8,13 @@ Times are medians over N calls after one warm-up, in ms, each library timed with
 """
 import argparse
 import os
-import statistics
 import sys
 import time
 
 import numpy as np
 
 import redjit
-
-
-def median_ms(fn, reps):
-    fn()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        ts.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(ts)
+from cpu_timing import finish, median_ms
 
 
 def segmented_cumsum(x, starts):
@@ -77,11 +67,7 @@ def main():
             "(src/cpu/scan.c, all threads) against NumPy's, medians in ms; the keyed scan's NumPy form "
             "is a cumsum minus each segment's base; error = |result - f64 reference| / (the running "
             "sum of magnitudes, or max(|reference|, 1) for cummax).", ""]
-    text = "\n".join(head + lines) + "\n"
-    print(text)
-    if opt.out:
-        with open(opt.out, "w") as fh:
-            fh.write(text)
+    finish(head, lines, opt.out)
     return 0 if ok else 1
 
 
