@@ -220,7 +220,10 @@ RED_API int64_t red_array_size(const red_array *a);
 typedef struct red_ctx  red_ctx;
 typedef struct red_expr red_expr;
 
-/* Create a context.  No GPU is touched until an expression needs one.
+/* Create a context.  No GPU is touched until an expression needs one; the
+ * context then runs on the device of the CUDA context current on that
+ * thread (cudaSetDevice's, a framework's), or on device 0 where none is,
+ * and keeps it.  Its device results say that device in device_id.
  * Returns RED_OK, RED_ERR_ARG (`out` NULL) or RED_ERR_NOMEM. */
 RED_API int red_open(red_ctx **out);
 /* Destroy a context and every expression still prepared on it.  NULL is a
@@ -625,6 +628,24 @@ RED_API int red_cache_clear(red_ctx *ctx);
  *     red_finalize(e);  red_close(ctx);            // before MPI_Finalize
  *     MPI_Finalize();
  *
+ *   Arrays in device memory go through NCCL, one GPU per rank, and run on
+ *   the GPU.  Each rank makes its GPU current before redjit first uses it
+ *   (redjit runs on the device of the CUDA context current then), and
+ *   attaches an NCCL communicator: its own (red_attach_nccl), or one redjit
+ *   makes from a unique id that one rank creates and hands to the others by
+ *   any means (MPI_Bcast, a file, torch.distributed):
+ *
+ *     cudaSetDevice(local_rank);
+ *     red_ctx *ctx;  red_open(&ctx);
+ *     unsigned char id[RED_NCCL_ID_BYTES];
+ *     if (rank == 0) red_nccl_unique_id(ctx, id);
+ *     MPI_Bcast(id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);  // or any way
+ *     red_attach_nccl_id(ctx, id, nranks, rank);   // collective
+ *     red_array x;                                 // my block, on my GPU
+ *     red_array_init(&x, d_block, RED_F32, 1, (int64_t[]){my_n}, NULL);
+ *     x.memory = RED_MEM_CUDA;
+ *     red_bind_split(e, "x", &x, 0);  red_run(e);  // as above
+ *
  *   What each rank gets:
  *   - a reduction over a split axis gives the whole result on every rank,
  *     the same bits on every rank and in every run: each rank reduces its
@@ -652,6 +673,17 @@ RED_API int red_cache_clear(red_ctx *ctx);
  *     supported yet (keyed ones are: segments that straddle ranks are
  *     combined).  These are refused with RED_ERR_UNSUPPORTED and a caret.
  *   - The MPI engine runs on the CPU executor, over arrays in host memory.
+ *     NCCL runs a run whose arrays are in device memory (all of them, on
+ *     every rank) on the GPU: exact partials (integer sums, products,
+ *     minima, maxima; logical ones) are all-reduced on the device, the
+ *     others gathered on the device and combined on the host in rank order
+ *     (the partials of a reduction are one value per output: small next to
+ *     the arrays).  A context with both engines runs host arrays through MPI
+ *     and device arrays through NCCL; with NCCL only, host arrays run on the
+ *     CPU and the ranks' messages go through NCCL (staged on the GPU).
+ *   - A rank that stops taking part (killed, or its GPU lost) leaves MPI's
+ *     and NCCL's collectives waiting on the others unless the engine
+ *     notices: NCCL's errors it reports are errors here (RED_ERR_COMM).
  */
 
 /* Attach an MPI communicator (pass a pointer to an MPI_Comm) to `ctx`: its
@@ -664,6 +696,30 @@ RED_API int red_cache_clear(red_ctx *ctx);
  *   RED_ERR_COMM         MPI_Comm_dup failed;
  *   RED_ERR_ARG          `ctx` NULL. */
 RED_API int red_attach_mpi(red_ctx *ctx, const void *mpi_comm);
+
+/* NCCL for device arrays (see SEVERAL PROCESSES).  NCCL is loaded on first
+ * use (libnccl.so.2, or the file the environment variable REDJIT_NCCL_LIB
+ * names, e.g. PyTorch's copy); builds need nothing of it.  Every call
+ * returns RED_OK or, with its message in red_errmsg(ctx):
+ *   RED_ERR_UNSUPPORTED  NCCL cannot be loaded;
+ *   RED_ERR_DEVICE       no GPU, or a communicator on another GPU than
+ *                        the context's;
+ *   RED_ERR_COMM         NCCL failed (its words in the message);
+ *   RED_ERR_MISUSE       MPI is attached too and numbers the ranks
+ *                        differently;
+ *   RED_ERR_ARG          `ctx` or `id` NULL, a rank outside 0..nranks-1. */
+#define RED_NCCL_ID_BYTES 128
+/* A new unique id (ncclGetUniqueId) into the RED_NCCL_ID_BYTES at `id`:
+ * made on one rank, handed to the others. */
+RED_API int red_nccl_unique_id(red_ctx *ctx, void *id);
+/* Attach a communicator redjit makes from `id` (ncclCommInitRank) on the
+ * context's GPU: collective over the `nranks` ranks, each with its `rank`;
+ * redjit frees it with the context.  Attaching again replaces it. */
+RED_API int red_attach_nccl_id(red_ctx *ctx, const void *id, int nranks, int rank);
+/* Attach the caller's communicator (an ncclComm_t, which stays the
+ * caller's: destroy it after red_close) on the same GPU as the context.
+ * NULL detaches NCCL. */
+RED_API int red_attach_nccl(red_ctx *ctx, void *nccl_comm);
 
 /* This process's rank and the number of ranks of the attached communicator
  * (0 and 1 without one).  Either pointer may be NULL.  RED_OK, or

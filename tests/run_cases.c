@@ -10,6 +10,7 @@
  *
  * run_cases_mpi (this file built with RUN_CASES_MPI) also takes --split, under mpirun: each
  * case runs with its arrays split across the ranks, along each axis in turn (see run_split).
+ * run_cases --split-nccl N [--device gpu] does the same over N ranks it forks, through NCCL.
  *
  * --compile-only runs nothing: it compiles the GPU kernels of every valid case
  * with NVRTC for ARCH ("sm_90"), each distinct source once, without a GPU.
@@ -101,7 +102,8 @@ static struct {
     const char *compile_arch;   /* --compile-only: NVRTC every case's kernels */
     int shard, nshards;         /* --shard K/N */
     int split;                  /* --split (run_cases_mpi) */
-} opt = {RED_DEVICE_CPU, {RED_STRATEGY_AUTO}, 1, 2, NULL, 0, NULL, 0, 1, 0};
+    int split_nccl;             /* --split-nccl N */
+} opt = {RED_DEVICE_CPU, {RED_STRATEGY_AUTO}, 1, 2, NULL, 0, NULL, 0, 1, 0, 0};
 
 static long npassed, nfailed, nskipped;
 
@@ -117,13 +119,13 @@ static const char *status_name(int code)
         "RED_OK", "RED_ERR_NOMEM", "RED_ERR_ARG", "RED_ERR_SYNTAX", "RED_ERR_NAME",
         "RED_ERR_TYPE", "RED_ERR_SHAPE", "RED_ERR_BIND", "RED_ERR_INDEX", "RED_ERR_EMPTY",
         "RED_ERR_KEYS", "RED_ERR_LIMIT", "RED_ERR_UNSUPPORTED", "RED_ERR_DEVICE",
-        "RED_ERR_COMPILE", "RED_ERR_MISUSE", "RED_ERR_INTERNAL"};
-    return code >= 0 && code <= 16 ? names[code] : "RED_ERR_?";
+        "RED_ERR_COMPILE", "RED_ERR_MISUSE", "RED_ERR_INTERNAL", "RED_ERR_INTERRUPTED", "RED_ERR_COMM"};
+    return code >= 0 && code <= 18 ? names[code] : "RED_ERR_?";
 }
 
 static int status_code(const char *name)
 {
-    for (int c = 0; c <= 16; c++)
+    for (int c = 0; c <= 18; c++)
         if (strcmp(status_name(c), name) == 0) return c;
     return -1;
 }
@@ -1417,24 +1419,112 @@ static void usage(void)
     fprintf(stderr, "usage: run_cases [--device cpu|gpu] [--strategy NAME|all] [--threads N]\n"
                     "                 [--filter SUBSTR] [--shard K/N] [--verbose]\n"
                     "                 [--compile-only ARCH] MANIFEST...\n"
-                    "       run_cases_mpi --split [--threads N] [--filter SUBSTR] MANIFEST... (under mpirun)\n");
+                    "       run_cases_mpi --split [--threads N] [--filter SUBSTR] MANIFEST... (under mpirun)\n"
+                    "       run_cases --split-nccl N [--device gpu] [--threads N] [--filter SUBSTR] MANIFEST...\n");
     exit(2);
 }
 
 
-/* ---- Split across MPI ranks (run_cases_mpi --split) ------------------------------------- */
+/* ---- Split across ranks ---------------------------------------------------------------------
+ * run_cases_mpi --split, under mpirun: the ranks are MPI's, the engine MPI, over host arrays.
+ * run_cases --split-nccl N: N ranks forked here, the engine NCCL (REDJIT_NCCL_LIB may name a
+ * stand-in), over device arrays with --device gpu (one GPU per rank: CUDA_VISIBLE_DEVICES),
+ * else over host arrays on the CPU.  The harness's own verdicts go through MPI or through
+ * memory shared by the forked ranks. */
 
 #ifdef RUN_CASES_MPI
 #include <mpi.h>
+#endif
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 
-static int mpi_rank, mpi_size;
+static int split_rank, split_size;
+
+/* The forked ranks' meeting place. */
+typedef struct shared_area {
+    pthread_barrier_t bar;
+    long long slot[64];
+    int status;
+    unsigned char id[RED_NCCL_ID_BYTES];
+} shared_area;
+static shared_area *area;   /* NULL under MPI */
+
+enum { H_MAX, H_MIN, H_SUM, H_EXSCAN };
+
+/* v combined over the ranks (H_EXSCAN: the sum of the ranks' before this one). */
+static long long h_reduce(long long v, int how)
+{
+#ifdef RUN_CASES_MPI
+    if (!area) {
+        long long r = 0;
+        MPI_Op op = how == H_MAX ? MPI_MAX : how == H_MIN ? MPI_MIN : MPI_SUM;
+        if (how == H_EXSCAN) MPI_Exscan(&v, &r, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+        else MPI_Allreduce(&v, &r, 1, MPI_LONG_LONG, op, MPI_COMM_WORLD);
+        return how == H_EXSCAN && split_rank == 0 ? 0 : r;
+    }
+#endif
+    area->slot[split_rank] = v;
+    pthread_barrier_wait(&area->bar);
+    long long r = how == H_EXSCAN ? 0 : area->slot[0];
+    if (how == H_EXSCAN)
+        for (int k = 0; k < split_rank; k++) r += area->slot[k];
+    for (int k = 1; how != H_EXSCAN && k < split_size; k++) {
+        long long x = area->slot[k];
+        r = how == H_MAX ? (x > r ? x : r) : how == H_MIN ? (x < r ? x : r) : r + x;
+    }
+    pthread_barrier_wait(&area->bar);
+    return r;
+}
 
 /* Every rank's verdict: the worst. */
 static int all_max(int v)
 {
-    int r = v;
-    MPI_Allreduce(&v, &r, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    return r;
+    return (int)h_reduce(v, H_MAX);
+}
+
+/* Device copies of the inputs (--split-nccl with --device gpu): the blocks and the whole
+ * arrays are then bound in device memory. */
+static unsigned char *dev_buf[64];
+
+static int inputs_to_device(red_ctx *ctx, const tcase *c)
+{
+    for (int k = 0; k < c->nin && k < 64; k++) {
+        const input *in = &c->in[k];
+        dev_buf[k] = NULL;
+        /* (0-d arrays stay on the host: red_bind_array takes no 0-d device array) */
+        if (in->kind != IN_ARRAY || in->nbytes <= 0 || in->ndim == 0) continue;
+        void *d = NULL;
+        if (red_device_alloc(ctx, (size_t)in->nbytes, &d) != RED_OK ||
+            red_memcpy(ctx, d, RED_MEM_CUDA, in->buf, RED_MEM_HOST, (size_t)in->nbytes) != RED_OK) {
+            printf("run_cases: rank %d: inputs to the device: %s\n", split_rank, red_errmsg(ctx));
+            red_device_free(ctx, d);
+            return 1;
+        }
+        dev_buf[k] = d;
+    }
+    return 0;
+}
+
+static void free_device_inputs(red_ctx *ctx, const tcase *c)
+{
+    for (int k = 0; k < c->nin && k < 64; k++) {
+        red_device_free(ctx, dev_buf[k]);
+        dev_buf[k] = NULL;
+    }
+}
+
+/* Input k as bound: on the device where it has a copy there. */
+static void describe_here(const tcase *c, int k, red_array *a)
+{
+    const input *in = &c->in[k];
+    describe(in, a);
+    if (k < 64 && dev_buf[k]) {
+        a->memory = RED_MEM_CUDA;
+        a->data = dev_buf[k] + in->offset * (int64_t)dtype_bytes(in->dtype);
+    }
 }
 
 /* Bind every input, the arrays of `split` (a mask of inputs) as this rank's block along
@@ -1443,20 +1533,25 @@ static int bind_split_all(red_expr *e, const tcase *c, unsigned split, int axis)
 {
     for (int k = 0; k < c->nin; k++) {
         const input *in = &c->in[k];
-        if (!(split >> k & 1)) continue;
         red_array a;
-        describe(in, &a);
-        int64_t n = a.shape[axis], lo = mpi_rank * n / mpi_size, hi = (mpi_rank + 1) * n / mpi_size;
-        a.data = (unsigned char *)a.data + lo * a.strides[axis] * (int64_t)dtype_bytes(in->dtype);
-        a.shape[axis] = hi - lo;
-        int st = red_bind_split(e, in->name, &a, axis);
+        if (in->kind != IN_ARRAY && !(split >> k & 1)) continue;   /* bound by bind_all below */
+        describe_here(c, k, &a);
+        int st;
+        if (split >> k & 1) {
+            int64_t n = a.shape[axis], lo = split_rank * n / split_size, hi = (split_rank + 1) * n / split_size;
+            a.data = (unsigned char *)a.data + lo * a.strides[axis] * (int64_t)dtype_bytes(in->dtype);
+            a.shape[axis] = hi - lo;
+            st = red_bind_split(e, in->name, &a, axis);
+        } else {
+            st = red_bind_array(e, in->name, &a);
+        }
         if (st != RED_OK) return st;
     }
-    tcase whole = *c;
-    whole.nin = 0;
+    tcase weak = *c;   /* the inputs that are not arrays */
+    weak.nin = 0;
     for (int k = 0; k < c->nin; k++)
-        if (!(split >> k & 1)) whole.in[whole.nin++] = c->in[k];
-    return bind_all(e, &whole);
+        if (c->in[k].kind != IN_ARRAY && !(split >> k & 1)) weak.in[weak.nin++] = c->in[k];
+    return bind_all(e, &weak);
 }
 
 /* The blocks of a split result: each rank's along the axis red_result_split names, which
@@ -1471,10 +1566,8 @@ static void check_blocks(run_ctx *rc, red_expr *e, const char *tag)
             fail(rc, "%s: result %d unreadable", tag, r);
             continue;
         }
-        long long mine = axis >= 0 ? a.shape[axis] : 0, sum = 0, start = 0;
-        MPI_Allreduce(&mine, &sum, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
-        MPI_Exscan(&mine, &start, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
-        if (mpi_rank == 0) start = 0;
+        long long mine = axis >= 0 ? a.shape[axis] : 0;
+        long long sum = h_reduce(mine, H_SUM), start = h_reduce(mine, H_EXSCAN);
         if (axis >= 0 && (sum != ext || start != off))
             fail(rc, "%s: result %d: block at %lld of %lld along axis %d, but the ranks' blocks start at %lld "
                  "and make %lld", tag, r, (long long)off, (long long)ext, axis, start, sum);
@@ -1488,7 +1581,7 @@ static void run_split_one(run_ctx *rc, red_ctx *ctx, unsigned split, int axis, l
 {
     tcase *c = rc->c;
     char tag[96];
-    snprintf(tag, sizeof tag, "split 0x%x along axis %d over %d ranks", split, axis, mpi_size);
+    snprintf(tag, sizeof tag, "split 0x%x along axis %d over %d ranks", split, axis, split_size);
     for (int gather = 1; gather >= 0; gather--) {
         red_expr *e = NULL;
         int st = red_prepare(ctx, c->expr, &e);
@@ -1506,15 +1599,13 @@ static void run_split_one(run_ctx *rc, red_ctx *ctx, unsigned split, int axis, l
             return;
         }
         st = red_run(e);
-        int lo = st, hi = st;
-        MPI_Allreduce(&st, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-        MPI_Allreduce(&st, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        int lo = (int)h_reduce(st, H_MIN), hi = (int)h_reduce(st, H_MAX);
         if (lo != hi) {
             fail(rc, "%s: the ranks disagree: status %s here, %s to %s over the ranks (%s)", tag, status_name(st),
                  status_name(lo), status_name(hi), red_expr_errmsg(e));
         } else if (st == RED_ERR_UNSUPPORTED) {
             if (gather) ++*refused;
-            if (opt.verbose && mpi_rank == 0) printf("refused %s: %s: %s\n", c->name, tag, red_expr_errmsg(e));
+            if (opt.verbose && split_rank == 0) printf("refused %s: %s: %s\n", c->name, tag, red_expr_errmsg(e));
         } else if (c->is_error) {
             if (st == RED_OK || !code_expected(c, st))
                 fail(rc, "%s: %s, expected an error of the case's (%s)", tag, status_name(st), red_expr_errmsg(e));
@@ -1554,42 +1645,122 @@ static void run_split(run_ctx *rc, red_ctx *ctx, long *refused)
     }
 }
 
-static int split_main(int nfiles, const char **files)
+/* The context's communicator: MPI_COMM_WORLD, or NCCL from a unique id rank 0 makes. */
+static int attach_engine(red_ctx *ctx)
 {
-    MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &mpi_size);
-    red_ctx *ctx = open_ctx();
-    MPI_Comm world = MPI_COMM_WORLD;
-    if (red_attach_mpi(ctx, &world) != RED_OK) {
+#ifdef RUN_CASES_MPI
+    if (!area) {
+        MPI_Comm world = MPI_COMM_WORLD;
+        if (red_attach_mpi(ctx, &world) == RED_OK) return 0;
         printf("run_cases: red_attach_mpi: %s\n", red_errmsg(ctx));
         return 1;
     }
+#endif
+    if (split_rank == 0) area->status = red_nccl_unique_id(ctx, area->id);
+    pthread_barrier_wait(&area->bar);
+    int st = area->status;
+    if (st == RED_OK) st = red_attach_nccl_id(ctx, area->id, split_size, split_rank);
+    if (st != RED_OK) printf("run_cases: rank %d: NCCL: %s: %s\n", split_rank, status_name(st), red_errmsg(ctx));
+    return all_max(st != RED_OK);
+}
+
+static int split_main(int nfiles, const char **files)
+{
+    red_ctx *ctx = open_ctx();
+    if (attach_engine(ctx)) {
+        red_close(ctx);
+        return 1;
+    }
+    int device = area && opt.device == RED_DEVICE_GPU;
     long refused = 0, ran = 0;
     for (int f = 0; f < nfiles; f++) {
         manifest m;
         load_manifest(&m, files[f]);
-        if (mpi_rank == 0)
-            printf("run_cases: %s: %d cases split over %d ranks, seed %lu\n", files[f], m.ncases, mpi_size, m.seed);
+        if (split_rank == 0)
+            printf("run_cases: %s: %d cases split over %d ranks (%s, %s arrays), seed %lu\n", files[f], m.ncases,
+                   split_size, area ? "NCCL" : "MPI", device ? "device" : "host", m.seed);
         for (int k = 0; k < m.ncases; k++) {
             tcase *c = &m.cases[k];
             if (opt.filter && !strstr(c->name, opt.filter)) continue;
+            if (k % opt.nshards != opt.shard) continue;
+            if (opt.verbose && split_rank == 0) printf("case %s\n", c->name);
             load_inputs(&m, c);
             run_ctx rc = {&m, c, RED_STRATEGY_AUTO, 0, 0};
-            run_split(&rc, ctx, &refused);
+            if (all_max(device && inputs_to_device(ctx, c))) rc.failed = 1;
+            else run_split(&rc, ctx, &refused);
             ran++;
             if (all_max(rc.failed > 0)) nfailed++;
             else npassed++;
+            free_device_inputs(ctx, c);
             free_inputs(c);
         }
         free_manifest(&m);
     }
     red_close(ctx);
-    if (mpi_rank == 0)
+    if (split_rank == 0)
         printf("%ld passed, %ld failed (%ld cases; %ld ways of splitting refused as unsupported)\n", npassed,
                nfailed, ran, refused);
     return nfailed ? 1 : 0;
 }
-#endif
+
+/* --split-nccl N: N ranks forked here, each with its GPU (the parent's CUDA_VISIBLE_DEVICES
+ * list, else the ordinals, one each) under --device gpu.  A rank that dies takes the others
+ * down with it, so that none waits for it for ever. */
+static int split_fork(int n, int nfiles, const char **files)
+{
+    if (n < 1 || n > 64) usage();
+    /* memory the forked ranks share (/dev/zero mapped shared: POSIX's anonymous mapping) */
+    int zero = open("/dev/zero", O_RDWR);
+    area = zero < 0 ? MAP_FAILED : mmap(NULL, sizeof *area, PROT_READ | PROT_WRITE, MAP_SHARED, zero, 0);
+    if (zero >= 0) close(zero);
+    if (area == MAP_FAILED) {
+        perror("run_cases: mmap");
+        return 2;
+    }
+    pthread_barrierattr_t ba;
+    pthread_barrierattr_init(&ba);
+    pthread_barrierattr_setpshared(&ba, PTHREAD_PROCESS_SHARED);
+    pthread_barrier_init(&area->bar, &ba, (unsigned)n);
+    split_size = n;
+    const char *visible = getenv("CUDA_VISIBLE_DEVICES");
+    char list[256];
+    snprintf(list, sizeof list, "%s", visible ? visible : "");
+    pid_t pid[64];
+    for (int r = 0; r < n; r++) {
+        fflush(stdout);
+        pid[r] = fork();
+        if (pid[r] < 0) {
+            perror("run_cases: fork");
+            for (int k = 0; k < r; k++) kill(pid[k], SIGKILL);
+            return 2;
+        }
+        if (pid[r] == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);   /* a parent killed (a timeout) takes its ranks */
+            split_rank = r;
+            if (opt.device == RED_DEVICE_GPU) {
+                char dev[64] = "";
+                const char *at = list;
+                for (int k = 0; k < r && at; k++) at = (at = strchr(at, ',')) ? at + 1 : NULL;
+                if (visible && at) snprintf(dev, sizeof dev, "%.*s", (int)strcspn(at, ","), at);
+                else snprintf(dev, sizeof dev, "%d", r);
+                setenv("CUDA_VISIBLE_DEVICES", dev, 1);
+            }
+            _exit(split_main(nfiles, files));
+        }
+    }
+    int worst = 0;
+    for (int left = n; left > 0; left--) {
+        int st = 0;
+        pid_t w = wait(&st);
+        int code = WIFEXITED(st) ? WEXITSTATUS(st) : 3;
+        if (WIFSIGNALED(st)) printf("run_cases: a rank died of signal %d\n", WTERMSIG(st));
+        if (code > worst) worst = code;
+        if (code > 1 || WIFSIGNALED(st))
+            for (int r = 0; r < n; r++)
+                if (pid[r] != w) kill(pid[r], SIGKILL);
+    }
+    return worst;
+}
 
 int main(int argc, char **argv)
 {
@@ -1630,6 +1801,10 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "--split") == 0) {
             opt.split = 1;
 #endif
+        } else if (strcmp(a, "--split-nccl") == 0 && v) {
+            opt.split_nccl = atoi(v);
+            if (opt.split_nccl < 1) usage();
+            k++;
         } else if (a[0] == '-' || nfiles == 16) {
             usage();
         } else {
@@ -1645,11 +1820,14 @@ int main(int argc, char **argv)
 #ifdef RUN_CASES_MPI
     if (opt.split) {
         MPI_Init(&argc, &argv);
+        MPI_Comm_rank(MPI_COMM_WORLD, &split_rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &split_size);
         int rc = split_main(nfiles, files);
         MPI_Finalize();
         return rc;
     }
 #endif
+    if (opt.split_nccl) return split_fork(opt.split_nccl, nfiles, files);
     if (opt.compile_arch) {
         int rc = 0;
         for (int f = 0; f < nfiles; f++) {

@@ -67,6 +67,7 @@ struct red_ctx {
     int interrupts;         /* red_interrupt counts up; runs watch it       */
     util_diag gpu_err;      /* why there is no GPU                          */
     ranks_comm *comm;        /* red_attach_mpi: runs are collective over it  */
+    ranks_comm *nccl;        /* red_attach_nccl(_id): runs over device arrays */
 };
 
 typedef struct binding {
@@ -115,6 +116,7 @@ struct red_expr {
     /* runs over split arrays (api/split.c) */
     ranks_plan *rplan;      /* the plan this rank runs, for last_pe's plan   */
     int64_t *split_res;     /* per result: split axis (-1), offset, extent   */
+    ranks_comm *rcomm;      /* the engine of the split run in progress       */
     /* last, so that expr_init zeroes the fields above and only the first byte of
      * each message (4 KiB that red_eval would clear on every call) */
     util_diag diag;         /* the current call's error, cleared as it starts */

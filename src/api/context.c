@@ -253,8 +253,8 @@ RED_API void red_close(red_ctx *ctx)
     if (!ctx) return;
     while (ctx->exprs) red_finalize(ctx->exprs);
     for (int i = 0; i < ctx->ncache; i++) program_unref(ctx->cache[i].pg);
+    ctx_detach_comm(ctx);   /* the NCCL engine works on the GPU: first */
     gpu_close(ctx->gpu);
-    ctx_detach_comm(ctx);
     pthread_mutex_destroy(&ctx->lock);
     free(ctx);
 }

@@ -638,7 +638,7 @@ int expr_take_results(red_expr *e, const plan *p)
 RED_API int red_run(red_expr *e)
 {
     if (!e) return RED_ERR_ARG;
-    if (e->ctx->comm) return expr_run_split(e);
+    if (e->ctx->comm || e->ctx->nccl) return expr_run_split(e);
     double t0 = expr_now_ms();
     memset(&e->timings, 0, sizeof e->timings);
     expr_start(e);
@@ -688,8 +688,8 @@ RED_API int red_run(red_expr *e)
              * host arrays and scalars (the pending run keeps no pointer to it) */
             cpu_bound_arg barg = {bufs, scalars, NULL, on_device};
             e->run.bounds = (core_bounds){cpu_eval_bound, &barg};
-            rc = gpu_execute(gpu, p, bufs, on_device, scalars, expr_opt(e, RED_OPT_STRATEGY), &e->run, &e->temps,
-                             &e->diag);
+            rc = gpu_execute(gpu, p, bufs, on_device, scalars, expr_opt(e, RED_OPT_STRATEGY), NULL, &e->run,
+                             &e->temps, &e->diag);
             e->run.bounds = (core_bounds){0};   /* both point into this frame */
             e->run.cancel = NULL;
             e->results_on_device = rc ? RED_RESULTS_HOST : e->run.device_results;

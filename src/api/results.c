@@ -37,6 +37,10 @@ RED_API int red_result(red_expr *e, int i, red_array *out, const char **name)
     out->dtype = t->dtype;
     out->ndim = t->ndim;
     out->memory = expr_temp_on_device(e, pr->temp) ? RED_MEM_CUDA : RED_MEM_HOST;
+    if (out->memory == RED_MEM_CUDA) {   /* the GPU the context runs on (not always 0) */
+        CUcontext cuctx;
+        gpu_driver(e->gpu, &cuctx, &out->device_id);
+    }
     for (int d = 0; d < t->ndim; d++) {
         out->shape[d] = t->shape[d];
         out->strides[d] = t->strides[d];

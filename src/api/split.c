@@ -1,8 +1,9 @@
 /*
- * split.c -- the public calls for several processes (red_attach_mpi, red_bind_split,
- * red_result_split) and red_run over split arrays: each rank checks and plans alone, the
- * ranks agree on success and on what they run, each walks its blocks, the partials are
- * combined between passes (ranks/run.c), and split results are gathered where asked.
+ * split.c -- the public calls for several processes (red_attach_mpi, red_attach_nccl,
+ * red_bind_split, red_result_split) and red_run over split arrays: each rank checks and
+ * plans alone, the ranks agree on success and on what they run, each walks its blocks (on
+ * the CPU for host arrays, on the GPU for device arrays), the partials are combined between
+ * passes (ranks/run.c), and split results are gathered where asked.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,28 @@
 
 /* ---- attaching, binding ------------------------------------------------------------------ */
 
+/* Engine `c` (or NULL) in slot *slot of the context (comm or nccl); the other engine, where
+ * one is attached, must see this process as the same rank of as many. */
+static int attach(red_ctx *ctx, ranks_comm **slot, ranks_comm *c)
+{
+    pthread_mutex_lock(&ctx->lock);
+    ranks_comm *other = slot == &ctx->comm ? ctx->nccl : ctx->comm;
+    if (c && other && (other->rank != c->rank || other->size != c->size)) {
+        pthread_mutex_unlock(&ctx->lock);
+        int rank = c->rank, size = c->size;
+        c->ops->free(c);
+        return ctx_fail(ctx, RED_ERR_MISUSE,
+                        "the %s communicator has this process as rank %d of %d, the %s one as rank %d of %d: "
+                        "both must number the ranks alike", slot == &ctx->comm ? "MPI" : "NCCL", rank, size,
+                        other->ops->name, other->rank, other->size);
+    }
+    ranks_comm *old = *slot;
+    *slot = c;
+    pthread_mutex_unlock(&ctx->lock);
+    if (old) old->ops->free(old);
+    return RED_OK;
+}
+
 RED_API int red_attach_mpi(red_ctx *ctx, const void *mpi_comm)
 {
     if (!ctx) return RED_ERR_ARG;
@@ -23,25 +46,65 @@ RED_API int red_attach_mpi(red_ctx *ctx, const void *mpi_comm)
         int rc = ranks_mpi_open(mpi_comm, &c, &d);
         if (rc) return ctx_fail(ctx, rc, "%s", d.msg);
     }
-    pthread_mutex_lock(&ctx->lock);
-    ranks_comm *old = ctx->comm;
-    ctx->comm = c;
-    pthread_mutex_unlock(&ctx->lock);
-    if (old) old->ops->free(old);
-    return RED_OK;
+    return attach(ctx, &ctx->comm, c);
+}
+
+RED_API int red_nccl_unique_id(red_ctx *ctx, void *id)
+{
+    if (!ctx) return RED_ERR_ARG;
+    if (!id) return ctx_fail(ctx, RED_ERR_ARG, "red_nccl_unique_id: `id` is NULL");
+    util_diag d = {0};
+    int rc = ranks_nccl_unique_id(id, &d);
+    return rc ? ctx_fail(ctx, rc, "%s", d.msg) : RED_OK;
+}
+
+/* The NCCL engine on the context's GPU: on the caller's communicator, or on one made from
+ * `id`. */
+static int attach_nccl(red_ctx *ctx, void *nccl_comm, const void *id, int nranks, int rank)
+{
+    gpu_dev *g = ctx_gpu(ctx);
+    if (!g)
+        return ctx_fail(ctx, RED_ERR_DEVICE, "NCCL needs the GPU, and none can be used (%s)",
+                        ctx->gpu_err.msg[0] ? ctx->gpu_err.msg : "no reason given");
+    CUcontext cuctx;
+    int ordinal;
+    const cu_api *cu = gpu_driver(g, &cuctx, &ordinal);
+    ranks_cuda dev = {ordinal, cuctx, cu->CtxSetCurrent, cu->MemAlloc, cu->MemFree, cu->MemcpyHtoDAsync,
+                      cu->MemcpyDtoHAsync, cu->StreamCreate, cu->StreamDestroy, cu->StreamSynchronize,
+                      cu->StreamQuery, cu->GetErrorName, cu->MemHostAlloc, cu->MemFreeHost};
+    ranks_comm *c = NULL;
+    util_diag d = {0};
+    int rc = ranks_nccl_open(nccl_comm, id, nranks, rank, &dev, &c, &d);
+    if (rc) return ctx_fail(ctx, rc, "%s", d.msg);
+    return attach(ctx, &ctx->nccl, c);
+}
+
+RED_API int red_attach_nccl(red_ctx *ctx, void *nccl_comm)
+{
+    if (!ctx) return RED_ERR_ARG;
+    return nccl_comm ? attach_nccl(ctx, nccl_comm, NULL, 0, 0) : attach(ctx, &ctx->nccl, NULL);
+}
+
+RED_API int red_attach_nccl_id(red_ctx *ctx, const void *id, int nranks, int rank)
+{
+    if (!ctx) return RED_ERR_ARG;
+    if (!id) return ctx_fail(ctx, RED_ERR_ARG, "red_attach_nccl_id: `id` is NULL");
+    return attach_nccl(ctx, NULL, id, nranks, rank);
 }
 
 void ctx_detach_comm(red_ctx *ctx)
 {
     if (ctx->comm) ctx->comm->ops->free(ctx->comm);
-    ctx->comm = NULL;
+    if (ctx->nccl) ctx->nccl->ops->free(ctx->nccl);
+    ctx->comm = ctx->nccl = NULL;
 }
 
 RED_API int red_comm_rank(red_ctx *ctx, int *rank, int *size)
 {
     if (!ctx) return RED_ERR_ARG;
-    if (rank) *rank = ctx->comm ? ctx->comm->rank : 0;
-    if (size) *size = ctx->comm ? ctx->comm->size : 1;
+    ranks_comm *c = ctx->comm ? ctx->comm : ctx->nccl;
+    if (rank) *rank = c ? c->rank : 0;
+    if (size) *size = c ? c->size : 1;
     return RED_OK;
 }
 
@@ -93,7 +156,7 @@ static int by_name(const void *x, const void *y)
 
 /* This rank's hello: the text, a digest of everything the ranks must agree on, and the
  * extents of its blocks. */
-static int say_hello(red_expr *e, hello *h)
+static int say_hello(red_expr *e, int device, hello *h)
 {
     memset(h, 0, sizeof *h);
     binding **sorted = malloc((size_t)(e->nbinds + 1) * sizeof *sorted);
@@ -104,6 +167,7 @@ static int say_hello(red_expr *e, hello *h)
     uint64_t g = 1469598103934665603ull;
     int gather = expr_opt(e, RED_OPT_GATHER);
     g = fnv(g, &gather, sizeof gather);
+    g = fnv(g, &device, sizeof device);
     for (int i = 0; i < e->nbinds; i++) {
         const binding *b = sorted[i];
         int head[5] = {b->is_array, b->is_array ? (int)b->arr.dtype : (int)b->sdtype, b->arr.ndim, b->weak, b->split};
@@ -138,8 +202,9 @@ static int same_run(red_expr *e, const hello *all, int n)
         if (all[r].sig != all[0].sig || all[r].nsplit != all[0].nsplit)
             return util_diag_set(&e->diag, RED_ERR_MISUSE,
                                  "rank %d binds other arrays than rank 0: every rank binds the same names, of the "
-                                 "same types, split along the same axes, with the same extents on the other axes, "
-                                 "the same scalars, and asks for the same RED_OPT_GATHER",
+                                 "same types, in the same memory (all host or all device), split along the same "
+                                 "axes, with the same extents on the other axes, the same scalars, and asks for the "
+                                 "same RED_OPT_GATHER",
                                  r);
     }
     return 0;
@@ -257,10 +322,35 @@ static int plan_here(red_expr *e, const plan *p, ranks_plan **out)
 }
 
 /* Result temporary t, split along dimension d, gathered from every rank's block. */
+/* A result in device memory, gathered through the host (see gather_result): its block
+ * brought to `mine`, or the whole (`bytes` at `host`) taken back to the device. */
+static int block_to_host(red_expr *e, const core_buf *b, size_t bytes, unsigned char **mine)
+{
+    *mine = malloc(bytes + 1);
+    if (!*mine) return util_diag_set(&e->diag, RED_ERR_NOMEM, "out of memory for a gathered result");
+    return gpu_copy(e->gpu, *mine, 0, b->data, 1, bytes, &e->diag);
+}
+
+static int whole_to_device(red_expr *e, unsigned char **host, size_t bytes)
+{
+    void *dev = NULL;
+    int rc = gpu_alloc(e->gpu, bytes + 1, &dev, &e->diag);
+    if (!rc) rc = gpu_copy(e->gpu, dev, 1, *host, 0, bytes, &e->diag);
+    if (rc) {
+        if (dev) gpu_release(e->gpu, dev);
+        return rc;
+    }
+    free(*host);
+    *host = dev;
+    return 0;
+}
+
+/* Result temporary t, split along dimension d, gathered from every rank's block (a result in
+ * device memory through the host). */
 static int gather_result(red_expr *e, int t, int d, const windows *w, int s)
 {
-    ranks_comm *c = e->ctx->comm;
-    int n = c->size;
+    ranks_comm *c = e->rcomm;
+    int n = c->size, on_device = expr_temp_on_device(e, t);
     core_buf *b = &e->temps.t[t];
     size_t es = red_dtype_size(b->dtype);
     int64_t outer = 1, inner = 1;
@@ -268,21 +358,25 @@ static int gather_result(red_expr *e, int t, int d, const windows *w, int s)
     for (int k = d + 1; k < b->ndim; k++) inner *= b->shape[k];
     size_t row = (size_t)inner * es, total = (size_t)outer * (size_t)w->total[s] * row;
     size_t *counts = calloc((size_t)n * 2, sizeof *counts);
-    unsigned char *flat = malloc(total + 1), *whole = core_results_alloc(&e->temps, total + 1, 0, NULL);
+    unsigned char *flat = malloc(total + 1), *mine = NULL;
+    unsigned char *whole = on_device ? malloc(total + 1) : core_results_alloc(&e->temps, total + 1, 0, NULL);
     int rc = counts && flat && whole ? 0 : RED_ERR_NOMEM;
     for (int r = 0; !rc && r < n; r++) {
         counts[r] = (size_t)outer * (size_t)w->ext[(size_t)s * n + r] * row;
         counts[n + r] = (size_t)outer * (size_t)w->off[(size_t)s * n + r] * row;
     }
     if (rc) util_diag_set(&e->diag, rc, "out of memory for a gathered result");
+    if (!rc && on_device) rc = block_to_host(e, b, counts[c->rank], &mine);
     rc = ranks_agree(c, rc, &e->diag);
     if (rc) {
+        free(mine);
         free(whole);
         free(flat);
         free(counts);
         return rc;
     }
-    if (c->ops->allgatherv(c, b->data, flat, counts, counts + n)) rc = RED_ERR_COMM;
+    if (c->ops->allgatherv(c, on_device ? mine : b->data, flat, counts, counts + n)) rc = RED_ERR_COMM;
+    free(mine);
     if (!rc) {
         /* [rank][outer][block][inner] to [outer][whole][inner] */
         for (int r = 0; r < n; r++)
@@ -291,7 +385,16 @@ static int gather_result(red_expr *e, int t, int d, const windows *w, int s)
                 memcpy(whole + ((size_t)o * (size_t)w->total[s] + (size_t)w->off[(size_t)s * n + r]) * row,
                        flat + counts[n + r] + (size_t)o * len, len);
             }
-        free((void *)b->data);
+        /* (a failure here is agreed on by place_results's caller) */
+        int dr = on_device ? whole_to_device(e, &whole, total) : 0;
+        if (dr) {
+            free(whole);
+            free(flat);
+            free(counts);
+            return dr;
+        }
+        if (on_device) gpu_release(e->gpu, (void *)b->data);
+        else free((void *)b->data);
         b->data = whole;
         whole = NULL;
         b->shape[d] = w->total[s];
@@ -308,11 +411,9 @@ static int gather_result(red_expr *e, int t, int d, const windows *w, int s)
 }
 
 /* Which block of each result this rank holds, and the gathering RED_OPT_GATHER asks for. */
-static int place_results(red_expr *e, const plan *p, const ranks_plan *dp, const windows *w)
+static int place_results(red_expr *e, const plan *p, const ranks_plan *dp, const windows *w, int *gathered)
 {
-    int n = e->ctx->comm->size, me = e->ctx->comm->rank, rc = 0;
-    e->split_res = calloc((size_t)p->nresults * 3 + 1, sizeof *e->split_res);
-    if (!e->split_res) return util_diag_set(&e->diag, RED_ERR_NOMEM, "out of memory");
+    int n = e->rcomm->size, me = e->rcomm->rank, rc = 0;
     for (int i = 0; !rc && i < p->nresults; i++) {
         int t = p->results[i].temp, d = dp->temp_split[t];
         int64_t *r = e->split_res + 3 * i;
@@ -321,6 +422,7 @@ static int place_results(red_expr *e, const plan *p, const ranks_plan *dp, const
         int s = dp->split_of_var[p->temps[t].dims[d]];
         if (expr_opt(e, RED_OPT_GATHER)) {
             rc = gather_result(e, t, d, w, s);
+            *gathered = 1;
         } else {
             r[0] = d;
             r[1] = w->off[(size_t)s * n + me];
@@ -330,14 +432,28 @@ static int place_results(red_expr *e, const plan *p, const ranks_plan *dp, const
     return rc;
 }
 
-/* Up to the agreement: the device, the plan, this rank's plan. */
-static int prepare_here(red_expr *e, plan **p, ranks_plan **dp)
+/* The first array bound in device memory, or NULL: the run is then the GPU's, through NCCL. */
+static const char *device_array(const red_expr *e)
 {
     for (int i = 0; i < e->nbinds; i++)
-        if (e->binds[i].is_array && e->binds[i].arr.memory == RED_MEM_CUDA)
-            return util_diag_set(&e->diag, RED_ERR_UNSUPPORTED,
-                                 "'%s' is in device memory: the MPI engine runs on the CPU, over host arrays",
-                                 e->binds[i].name);
+        if (e->binds[i].is_array && e->binds[i].arr.memory == RED_MEM_CUDA) return e->binds[i].name;
+    return NULL;
+}
+
+/* Up to the agreement: the engine, the device, the plan, this rank's plan. */
+static int prepare_here(red_expr *e, gpu_dev **gpu, plan **p, ranks_plan **dp)
+{
+    *gpu = NULL;
+    const char *dev = device_array(e);
+    if (dev && !e->ctx->nccl)
+        return util_diag_set(&e->diag, RED_ERR_UNSUPPORTED,
+                             "'%s' is in device memory: split device arrays go through NCCL (red_attach_nccl); "
+                             "the MPI engine runs on the CPU, over host arrays", dev);
+    if (dev && expr_opt(e, RED_OPT_DEVICE) == RED_DEVICE_CPU)
+        return util_diag_set(&e->diag, RED_ERR_BIND, "device cpu was chosen, but '%s' is in CUDA device memory", dev);
+    if (dev && !(*gpu = ctx_gpu(e->ctx)))
+        return util_diag_set(&e->diag, RED_ERR_DEVICE, "'%s' is in device memory, but no GPU can be used (%s)", dev,
+                             e->ctx->gpu_err.msg[0] ? e->ctx->gpu_err.msg : "no reason given");
     int rc = expr_plan(e, p);
     if (!rc) rc = plan_here(e, *p, dp);
     return rc;
@@ -367,22 +483,71 @@ static void free_inputs(inputs *in)
     free(in->on_device);
 }
 
-static int execute_here(red_expr *e, ranks_plan *dp, const windows *w, inputs *in, core_cancel *cancel)
+/* This rank's part of the run: on the GPU with `gpu` (waited for: a fault found at its end
+ * is agreed on after the results are placed), else on the CPU; `pending`: the hello, to be
+ * finished by the first hook. */
+static int execute_here(red_expr *e, gpu_dev *gpu, ranks_plan *dp, const windows *w, inputs *in, core_cancel *cancel,
+                        ranks_hello *pending)
 {
-    ranks_comm *c = e->ctx->comm;
-    for (int s = 0; s < dp->nsplit; s++) in->scalars[dp->off_scalar + s].i = w->off[(size_t)s * c->size + c->rank];
-    ranks_run dr = {c, dp, w->ext, w->off};
+    ranks_comm *c = e->rcomm;
+    ranks_run dr = {c, dp, w->ext, w->off, pending};
     core_pass_hook hook = ranks_hook_proto;
     hook.arg = &dr;
     double tc = expr_now_ms();
-    int rc = cpu_execute_hooked(dp->p, in->bufs, in->scalars, expr_opt(e, RED_OPT_THREADS), cancel, &hook, &e->temps,
+    int rc;
+    if (gpu) {
+        e->gpu = gpu;
+        memset(&e->run, 0, sizeof e->run);
+        e->run.stream = e->stream;
+        e->run.device_results = expr_opt(e, RED_OPT_RESULTS);
+        e->run.timings = expr_opt(e, RED_OPT_TIMINGS);
+        e->run.limits = expr_gpu_limits(e);
+        e->run.cancel = cancel;
+        cpu_bound_arg barg = {in->bufs, in->scalars, NULL, in->on_device};
+        e->run.bounds = (core_bounds){cpu_eval_bound, &barg};
+        rc = gpu_execute(gpu, dp->p, in->bufs, in->on_device, in->scalars, expr_opt(e, RED_OPT_STRATEGY), &hook,
+                         &e->run, &e->temps, &e->diag);
+        e->run.bounds = (core_bounds){0};
+        e->run.cancel = NULL;
+        if (!rc && e->run.pending) rc = gpu_finish(gpu, &e->run, &e->diag);
+        e->results_on_device = rc ? RED_RESULTS_HOST : e->run.device_results;
+        e->timings.compile_ms = e->run.compile_ms;
+    } else {
+        rc = cpu_execute_hooked(dp->p, in->bufs, in->scalars, expr_opt(e, RED_OPT_THREADS), cancel, &hook, &e->temps,
                                 &e->diag);
+    }
     e->timings.cpu_ms = expr_now_ms() - tc;
     return rc;
 }
 
+/* What follows from the ranks' hellos, alike on every rank: the same run, each split index's
+ * blocks, this rank's offsets. */
+typedef struct hearing {
+    red_expr *e;
+    const plan *p;
+    const ranks_plan *dp;
+    const hello *all;
+    int n;
+    inputs *in;
+    windows *w;
+} hearing;
+
+static int heard(void *arg, util_diag *diag)
+{
+    hearing *h = arg;
+    int rc = same_run(h->e, h->all, h->n);
+    if (!rc) rc = make_windows(h->e, h->p, h->dp, h->all, h->n, h->in->bufs, h->w);
+    ranks_comm *c = h->e->rcomm;
+    for (int s = 0; !rc && s < h->dp->nsplit; s++)
+        h->in->scalars[h->dp->off_scalar + s].i = h->w->off[(size_t)s * c->size + c->rank];
+    return rc;
+}
+
 /* The ranks' phases, each entered by all or by none: a failure is agreed on (ranks_agree)
- * before the next collective, so that no rank is left waiting in one. */
+ * before the next collective, so that no rank is left waiting in one.  The first collective
+ * is the ranks' hello (their status, what they run, their blocks' extents).  A GPU run whose
+ * first pass reads no rank's offset starts the hello, queues that pass, and finishes the
+ * hello in the pass's hook, so that the two overlap. */
 int expr_run_split(red_expr *e)
 {
     double t0 = expr_now_ms();
@@ -390,38 +555,54 @@ int expr_run_split(red_expr *e)
     expr_start(e);
     expr_clear_results(e);
     e->gpu = NULL;
-    ranks_comm *c = e->ctx->comm;
+    /* the hello goes through MPI where it is attached (NCCL where it is not); a run on device
+     * arrays, which every rank's hello then says, goes on through NCCL */
+    ranks_comm *c = e->ctx->comm ? e->ctx->comm : e->ctx->nccl;
+    e->rcomm = c;
     int n = c->size;
     plan *p = NULL;
     ranks_plan *dp = NULL;
+    gpu_dev *gpu = NULL;
     hello mine;
     windows w = {0};
     inputs in = {0};
     hello *all = calloc((size_t)n, sizeof *all);
-    int rc = all ? prepare_here(e, &p, &dp) : util_diag_set(&e->diag, RED_ERR_NOMEM, "out of memory");
-    if (!rc) rc = say_hello(e, &mine);
-    rc = ranks_agree(c, rc, &e->diag);
+    if (!all) return expr_failf(e, RED_ERR_NOMEM, "out of memory");   /* (as every rank would) */
+    /* all that this rank may fail at alone comes before the hello; what follows it is
+     * decided alike on every rank, from what they said */
+    int rc = prepare_here(e, &gpu, &p, &dp);
     if (!rc) {
-        if (c->ops->allgather(c, &mine, all, sizeof mine))
-            rc = util_diag_set(&e->diag, RED_ERR_COMM, "%s: %s", c->ops->name, c->err);
-        if (!rc) rc = same_run(e, all, n);
-        if (!rc) {
-            w.ext = calloc((size_t)(dp->nsplit + 1) * n, sizeof *w.ext);
-            w.off = calloc((size_t)(dp->nsplit + 1) * n, sizeof *w.off);
-            w.total = calloc((size_t)dp->nsplit + 1, sizeof *w.total);
-            rc = w.ext && w.off && w.total ? make_inputs(e, p, dp, &in)
-                                           : util_diag_set(&e->diag, RED_ERR_NOMEM, "out of memory");
-            if (!rc) rc = make_windows(e, p, dp, all, n, in.bufs, &w);
-        }
-        rc = ranks_agree(c, rc, &e->diag);
+        w.ext = calloc((size_t)(dp->nsplit + 1) * n, sizeof *w.ext);
+        w.off = calloc((size_t)(dp->nsplit + 1) * n, sizeof *w.off);
+        w.total = calloc((size_t)dp->nsplit + 1, sizeof *w.total);
+        e->split_res = calloc((size_t)p->nresults * 3 + 1, sizeof *e->split_res);   /* (place_results's) */
+        rc = w.ext && w.off && w.total && e->split_res ? make_inputs(e, p, dp, &in)
+                                                       : util_diag_set(&e->diag, RED_ERR_NOMEM, "out of memory");
+    }
+    memset(&mine, 0, sizeof mine);
+    if (!rc) rc = say_hello(e, device_array(e) != NULL, &mine);
+    if (!rc && gpu) e->rcomm = e->ctx->nccl;
+    hearing hh = {e, p, dp, all, n, &in, &w};
+    ranks_hello hi = {.comm = c, .bytes = sizeof mine, .every = all, .heard = heard, .arg = &hh};
+    int overlap = !rc && gpu && dp->p->npasses > 0 && !dp->pass_offsets[0];
+    rc = ranks_hello_start(&hi, rc, &mine, &e->diag);
+    if (!overlap) rc = ranks_hello_finish(&hi, &e->diag);
+    if (!rc) {
         core_cancel cancel = {&e->ctx->interrupts, __atomic_load_n(&e->ctx->interrupts, __ATOMIC_RELAXED)};
-        if (!rc) rc = execute_here(e, dp, &w, &in, &cancel);
+        rc = execute_here(e, gpu, dp, &w, &in, &cancel, overlap ? &hi : NULL);
+        int hrc = ranks_hello_finish(&hi, &e->diag);   /* (done by the run's first hook) */
+        if (hrc && !rc) rc = hrc;
+        /* a fault the device found at the end of its run is every rank's (the CPU's hooks
+         * agreed on everything); after a failed hello every rank has stopped already */
+        if (gpu && !hrc) rc = ranks_agree(e->rcomm, rc, &e->diag);
+        int gathered = 0;
         if (!rc) {
             e->run_pe = e->last_pe;
             __atomic_add_fetch(&e->run_pe->refs, 1, __ATOMIC_ACQ_REL);
-            rc = place_results(e, p, dp, &w);
-            rc = ranks_agree(c, rc, &e->diag);
+            rc = place_results(e, p, dp, &w, &gathered);
         }
+        /* a gathered result not placed (its collective agreed on what came before) */
+        if (gathered) rc = ranks_agree(e->rcomm, rc, &e->diag);
     }
     free(all);
     free_inputs(&in);

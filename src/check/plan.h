@@ -138,6 +138,9 @@ typedef struct plan_red {
                            backends that fold it natively (combine says the same) */
     int skipnan;        /* argmin/argmax as nanargmin/nanargmax: an element whose
                            value is NaN is not folded (all NaN: none, an error) */
+    int partial;        /* set by src/ranks: one rank's part of a reduction over a
+                           split index, combined after the pass; an argmin/argmax
+                           that finds nothing in it is no error until then */
     ir *combine[PLAN_MAX_COMP]; /* over IR_PARAM 2k (a's field k), 2k+1 (b's) */
     plan_value identity[PLAN_MAX_COMP];
 } plan_red;

@@ -272,7 +272,8 @@ void cg_emit_acc_stores(gen *g)
             int base = g->k->lay.temp_base[rd->temp[c]];
             if (cg_is_arg(rd->rop)) {
                 util_buf_printf(o, "    ((long long *)P.v[%d])[off] = a.h%d ? a.x%d : -1;\n", base, q, q);
-                util_buf_printf(o, "    if (!a.h%d) rj_fault(P, %d, %d, 0, 0);\n", q, RED_ERR_EMPTY, (g->pi << 16) | q);
+                if (!rd->partial)   /* (a partial's emptiness is judged once the ranks' are combined) */
+                    util_buf_printf(o, "    if (!a.h%d) rj_fault(P, %d, %d, 0, 0);\n", q, RED_ERR_EMPTY, (g->pi << 16) | q);
             } else {
                 util_buf_printf(o, "    ((%s *)P.v[%d])[off] = a.r%d_%d;\n", cg_tname[rd->acc[c]], base, q, c);
             }

@@ -10,13 +10,26 @@
 #include "core/extents.h"
 #include "core/results.h"
 
+/* The device memory of a GPU run between two passes, for a hook that moves its temporaries
+ * (whose data are then device pointers).  Copies wait for the work queued before them. */
+typedef struct core_devmem {
+    void *arg;
+    void *stream;           /* the run's CUstream: a collective on its temporaries goes there */
+    int (*to_host)(void *arg, void *dst, const void *src, size_t bytes, util_diag *diag);
+    int (*to_device)(void *arg, void *dst, const void *src, size_t bytes, util_diag *diag);
+    /* device memory for the rest of the run */
+    int (*scratch)(void *arg, size_t bytes, void **dev, util_diag *diag);
+} core_devmem;
+
 typedef struct core_pass_hook {
     /* After pass `pass` was walked with status `rc` (0, or the error it set in `diag`), before
      * the checks of its results (argmin/argmax over nothing): the status the run goes on with.
-     * Called for every pass the run starts, whatever its status. */
+     * Called for every pass the run starts, whatever its status.  `mem`: NULL on the CPU, the
+     * run's device memory on the GPU. */
     int (*walked)(void *arg, const plan *p, int pass, int rc, const core_vars *v, core_results *temps,
-                  util_diag *diag);
-    /* After those checks: the same, for a status every caller must agree on. */
+                  const core_devmem *mem, util_diag *diag);
+    /* After those checks: the same, for a status every caller must agree on.  Only a backend
+     * that checks between passes calls it (the CPU); the GPU's checks come at the run's end. */
     int (*ended)(void *arg, const plan *p, int pass, int rc, util_diag *diag);
     /* A keyed pass counted its keys (*nkeys, status rc; ends: the first and the last
      * element's keys, NULL for no elements): the status to go on with, and the count every

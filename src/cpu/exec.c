@@ -270,7 +270,7 @@ static int run_pass(pass_ctx *pc, int pi, core_bounds *bounds, core_vars *vars, 
 {
     int rc = pass_setup(pc, pi, bounds, vars, a, out, hook, diag);
     if (!rc) rc = pass_walk(pc, diag);
-    if (hook) rc = hook->walked(hook->arg, pc->p, pi, rc, vars, out, diag);
+    if (hook) rc = hook->walked(hook->arg, pc->p, pi, rc, vars, out, NULL, diag);
     rc = pass_end(pc, rc, out, diag);
     if (hook) rc = hook->ended(hook->arg, pc->p, pi, rc, diag);
     return rc;
@@ -380,7 +380,9 @@ int cpu_execute_hooked(const plan *p, const core_buf *bufs, const plan_value *sc
     if (rc && hook && p->npasses) {
         /* failed before the first pass: the hook hears it where it would have */
         core_results none = {0};
-        rc = hook->walked(hook->arg, p, 0, rc, &vars, &none, diag);
+        int64_t nokeys = 0;
+        if (p->passes[0].key && hook->keys) rc = hook->keys(hook->arg, p, 0, rc, &nokeys, NULL, diag);
+        rc = hook->walked(hook->arg, p, 0, rc, &vars, &none, NULL, diag);
         rc = hook->ended(hook->arg, p, 0, rc, diag);
     }
     for (int pi = 0; !rc && pi < p->npasses; pi++) {

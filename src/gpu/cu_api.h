@@ -73,6 +73,9 @@ typedef struct cu_api {
     CUresult (*EventDestroy)(CUevent);
     CUresult (*FuncSetAttribute)(CUfunction, int, int);
     CUresult (*FuncGetAttribute)(int *, int, CUfunction);
+    /* optional (NULL where the driver or the stand-in lacks them): */
+    CUresult (*CtxGetDevice)(CUdevice *);   /* the current context's device */
+    CUresult (*StreamDestroy)(CUstream);
 } cu_api;
 
 static inline void *cu_api_sym(void *h, const char *a, const char *b)
@@ -127,9 +130,11 @@ static inline int cu_api_load(cu_api *c)
     CUS(EventDestroy, "cuEventDestroy_v2", "cuEventDestroy");
     CUS(FuncSetAttribute, "cuFuncSetAttribute", NULL);
     CUS(FuncGetAttribute, "cuFuncGetAttribute", NULL);
+    CUS(CtxGetDevice, "cuCtxGetDevice", NULL);
+    CUS(StreamDestroy, "cuStreamDestroy_v2", "cuStreamDestroy");
 #undef CUS
     void **fp = (void **)c;
-    for (size_t i = 0; i < sizeof *c / sizeof(void *); i++)
+    for (size_t i = 0; i < offsetof(cu_api, CtxGetDevice) / sizeof(void *); i++)
         if (!fp[i]) return -2;
     return 0;
 }

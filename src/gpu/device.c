@@ -30,7 +30,11 @@ int gpu_open(gpu_dev **out, util_diag *diag)
         return rc ? rc : RED_ERR_DEVICE;
     }
     g->preloading = gpu_nvrtc_preload(&g->preload);
-    if ((r = c->DeviceGet(&g->dev, 0)) || (r = c->DevicePrimaryCtxRetain(&g->ctx, g->dev)) ||
+    /* the device of the context current on this thread (cudaSetDevice's, a framework's), as
+     * CUDA's libraries do; device 0 where none is */
+    CUdevice cur;
+    int ordinal = c->CtxGetDevice && !c->CtxGetDevice(&cur) ? (int)cur : 0;
+    if ((r = c->DeviceGet(&g->dev, ordinal)) || (r = c->DevicePrimaryCtxRetain(&g->ctx, g->dev)) ||
         (r = c->CtxSetCurrent(g->ctx)) ||
         (r = c->DeviceGetAttribute(&g->nsm, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, g->dev)) ||
         (r = c->DeviceGetAttribute(&g->sm_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g->dev)) ||
@@ -51,6 +55,13 @@ int gpu_open(gpu_dev **out, util_diag *diag)
     pthread_mutex_init(&g->lock, NULL);
     *out = g;
     return 0;
+}
+
+const cu_api *gpu_driver(gpu_dev *g, CUcontext *ctx, int *ordinal)
+{
+    *ctx = g->ctx;
+    *ordinal = (int)g->dev;
+    return &g->cu;
 }
 
 void gpu_close(gpu_dev *g)

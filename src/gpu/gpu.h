@@ -10,7 +10,9 @@
 #include "check/plan.h"
 #include "core/buf.h"
 #include "core/extents.h"
+#include "core/hook.h"
 #include "core/results.h"
+#include "gpu/cu_api.h"
 
 typedef struct gpu_dev gpu_dev;
 
@@ -24,10 +26,15 @@ typedef struct gpu_stats {
     long long pool_live;    /* of which in use now                           */
 } gpu_stats;
 
-/* Open device 0.  RED_ERR_DEVICE with a message saying why when there is no
+/* Open the device of the CUDA context current on this thread, or device 0
+ * where none is.  RED_ERR_DEVICE with a message saying why when there is no
  * driver, no device or no NVRTC. */
 int gpu_open(gpu_dev **out, util_diag *diag);
 void gpu_close(gpu_dev *g);
+
+/* The driver, the primary context and the ordinal of the device `g` runs on,
+ * for what shares the device with it (the NCCL engine, src/ranks). */
+const cu_api *gpu_driver(gpu_dev *g, CUcontext *ctx, int *ordinal);
 
 /* Limits on the NVRTC work one expression may cause (the API's
  * RED_OPT_MAX_SOURCE and RED_OPT_MAX_COMPILES, which the messages name):
@@ -97,10 +104,12 @@ int gpu_rechain(gpu_dev *g, gpu_run *run, const unsigned long long *extra, int n
  * the device (out->t[i].data are device pointers): all of them with
  * RED_RESULTS_DEVICE, the arrays (ndim > 0) with RED_RESULTS_DEVICE_ARRAYS.
  * Small results on their way to the host are written into the run's
- * workspace beside its fault record, so that one copy brings both back. */
+ * workspace beside its fault record, so that one copy brings both back.
+ * `hook` (or NULL) is called between the passes, as the CPU executor calls
+ * it, with the run's device memory (core_devmem). */
 int gpu_execute(gpu_dev *g, const plan *p, const core_buf *bufs, const int *on_device,
-                const plan_value *scalars, int strategy, gpu_run *run, core_results *out,
-                util_diag *diag);
+                const plan_value *scalars, int strategy, const core_pass_hook *hook, gpu_run *run,
+                core_results *out, util_diag *diag);
 /* Wait for a run, report a device fault, give its buffers back.  Safe to
  * call on a run that is not pending (it only releases). */
 int gpu_finish(gpu_dev *g, gpu_run *run, util_diag *diag);

@@ -198,6 +198,9 @@ typedef struct gpu_exec {
     int have_err, ws_dirty;
     unsigned long long err[4];
     int epi_pass;            /* > 0: this pass already ran inside the one before (rj_epilogue) */
+    /* between the passes (a run over split arrays, src/ranks): its temporaries are read and
+     * written there, so no kernel publishes early and no key count is guessed; NULL: none */
+    const core_pass_hook *hook;
 } gpu_exec;
 
 /* ---- what the rooms offer each other ---------------------------------------------------- */
@@ -263,7 +266,7 @@ int gpu_run_scan(run_ctx *r, pass_entry *e, long long nout, long long L);
 
 /* keys.c */
 int gpu_key_segments(run_ctx *r, pass_entry *e, const plan_pass *ps, long long N, int mode, long long *nkeys,
-                     int *sorted, CUdeviceptr *offs, int *flag_dirty);
+                     int *sorted, CUdeviceptr *offs, long long ends[2], int *flag_dirty);
 int gpu_key_fused(run_ctx *r, pass_entry *e, long long N, long long nkeys, int zero_flag, int *bad);
 
 /* run.c, pass.c */

@@ -50,7 +50,7 @@ static int key_offsets(run_ctx *r, pass_entry *e, long long N)
  * last key do not fit: rj_kscan finds the smallest and the largest key, for
  * the error messages and the private rows (unsorted keys have no offsets). */
 int gpu_key_segments(run_ctx *r, pass_entry *e, const plan_pass *ps, long long N, int mode, long long *nkeys,
-                        int *sorted, CUdeviceptr *offs, int *flag_dirty)
+                        int *sorted, CUdeviceptr *offs, long long ends[2], int *flag_dirty)
 {
     gpu_dev *g = r->g;
     util_diag *diag = r->diag;
@@ -68,6 +68,8 @@ int gpu_key_segments(run_ctx *r, pass_entry *e, const plan_pass *ps, long long N
         *flag_dirty = 0;   /* rj_kends cleared it */
     }
     int plausible = mode != KEYS_SCAN && st[0] >= 0 && st[1] >= st[0] && st[1] < ((long long)1 << 40);
+    ends[0] = st[0];   /* sorted keys' first and last */
+    ends[1] = st[1];
     if (plausible && mode == KEYS_FUSED) {
         *nkeys = st[1] + 1;
         *sorted = 1;
@@ -99,6 +101,8 @@ int gpu_key_segments(run_ctx *r, pass_entry *e, const plan_pass *ps, long long N
     if (!rc) rc = read_ws_stats(r, st, 0);
     if (rc) return rc;
     *sorted = (int)(st[2] & 0xffffffff) != 0;
+    ends[0] = st[0];   /* the smallest and the largest: sorted keys' first and last */
+    ends[1] = st[1];
     if (st[0] < 0)
         return util_diag_at(diag, p->src, ps->key_pos, RED_ERR_KEYS,
                             "keys must be non-negative, but this key is %lld for some element", st[0]);

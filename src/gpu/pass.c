@@ -86,6 +86,9 @@ static int pass_setup(gpu_exec *x, gpu_pass *q)
     q->key_mode = (x->strategy == RED_STRATEGY_AUTO || x->strategy == RED_STRATEGY_SEGMENTED) && e->k.acc_size <= 32
                       ? KEYS_FUSED
                       : KEYS_OFFSETS;
+    /* with a hook the keys are counted before anything else runs (KEYS_SCAN finds a sorted
+     * block's first and last key too), once */
+    if (x->hook && q->key_mode == KEYS_FUSED) q->key_mode = KEYS_SCAN;
     /* the second run after KEYS_RETRY: the last pass's keys are not
      * sorted, or their count was not the one taken from the run before */
     if (x->retry && pi == p->npasses - 1 && q->key_mode == KEYS_FUSED) q->key_mode = KEYS_SCAN;
@@ -113,6 +116,7 @@ static int pass_keys(gpu_exec *x, gpu_pass *q)
     q->sorted = 1;
     q->offs = 0;
     if (!ps->key) return 0;
+    long long ends[2] = {0, 0};
     long long N = q->N1;
     params[RJ_N] = N;
     params[RJ_KEYMODE] = 0;
@@ -129,8 +133,19 @@ static int pass_keys(gpu_exec *x, gpu_pass *q)
     if (q->guessed) {
         q->nkeys = e->nkeys;
     } else if (N > 0) {
-        rc = gpu_key_segments(&x->r, e, ps, N, q->key_mode, &q->nkeys, &q->sorted, &q->offs, &x->flag_dirty);
+        rc = gpu_key_segments(&x->r, e, ps, N, q->key_mode, &q->nkeys, &q->sorted, &q->offs, ends, &x->flag_dirty);
         if (!rc && q->kh) e->unsorted_key = q->sorted ? 0 : q->kh;
+    }
+    if (x->hook && x->hook->keys) {
+        /* the count every rank's rows are sized for; rows no element of this block reaches
+         * (past its last key, or all of them) get the identity from the private rows */
+        int64_t mine = q->nkeys, all = mine, span[2] = {ends[0], ends[1]};
+        rc = x->hook->keys(x->hook->arg, x->p, q->pi, rc, &all, !rc && N > 0 ? span : NULL, x->diag);
+        q->nkeys = all;
+        if (!rc && (all != mine || N == 0)) {
+            q->offs = 0;
+            q->sorted = 0;
+        }
     }
     if (rc) return rc;
     core_set_key_count(x->p, q->pi, &x->vars, q->nkeys);
@@ -189,10 +204,10 @@ static int pass_temps(gpu_exec *x, gpu_pass *q)
      * (a full reduction's epilogue, gpu_run_full) */
     if (q->pi + 1 == p->npasses - 1 && ps->nreds && ps->nfree == 0 && q->e->k.epi == 1 && gpu_tuning_get()->epi)
         last = 1;
-    q->key_defer = ps->key && ps->nreds && q->sorted && !q->offs && !x->retry && x->ends_synced && last;
+    q->key_defer = ps->key && ps->nreds && q->sorted && !q->offs && !x->retry && x->ends_synced && last && !x->hook;
     if (q->key_defer && x->ws_used < RJ_WS_KSTATS + RJ_WS_KSTATS_BYTES) x->ws_used = RJ_WS_KSTATS + RJ_WS_KSTATS_BYTES;
     x->r.pub_words = 0;
-    if (last && x->g->pub && !run->ev[3] &&
+    if (last && x->g->pub && !run->ev[3] && !x->hook &&
         (q->key_defer || !(run->stream && run->device_results != RED_RESULTS_HOST && !x->host_bound))) {
         int all_ws = 1;
         for (int i = 0; i < p->nresults; i++)
@@ -302,6 +317,11 @@ int gpu_exec_pass(gpu_exec *x, int pi)
     int outs[PLAN_MAX_COMP * 64];
     gpu_pass q = {.pi = pi, .ps = &x->p->passes[pi], .outs = outs};
     int rc = pass_setup(x, &q);
+    if (rc && q.ps->key && x->hook && x->hook->keys) {
+        /* the hook hears it where the others count their keys */
+        int64_t none = 0;
+        return x->hook->keys(x->hook->arg, x->p, pi, rc, &none, NULL, x->diag);
+    }
     /* keys, temporaries, kernels; again (with the pass's outputs given back) when the fused
      * pass found the keys not sorted, which then scans them */
     for (int again = 1; !rc && again;) {

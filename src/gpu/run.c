@@ -331,8 +331,60 @@ static int exec_end(gpu_exec *x, int rc)
     return rc ? rc : frc;
 }
 
+/* ---- the run's device memory, for a hook between passes (g->lock is held) ------------------ */
+
+static int mem_to_host(void *arg, void *dst, const void *src, size_t bytes, util_diag *diag)
+{
+    gpu_exec *x = arg;
+    CUresult r = bytes ? x->g->cu.MemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, bytes, x->s) : 0;
+    if (!r) r = x->g->cu.StreamSynchronize(x->s);
+    return r ? gpu_cu_fail(x->g, r, "cuMemcpyDtoHAsync", diag) : 0;
+}
+
+static int mem_to_device(void *arg, void *dst, const void *src, size_t bytes, util_diag *diag)
+{
+    gpu_exec *x = arg;
+    /* waits: the caller's host buffer may go once this returns */
+    CUresult r = bytes ? x->g->cu.MemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, bytes, x->s) : 0;
+    if (!r) r = x->g->cu.StreamSynchronize(x->s);
+    return r ? gpu_cu_fail(x->g, r, "cuMemcpyHtoDAsync", diag) : 0;
+}
+
+static int mem_scratch(void *arg, size_t bytes, void **dev, util_diag *diag)
+{
+    gpu_exec *x = arg;
+    CUdeviceptr d = 0;
+    util_diag *keep = x->r.diag;
+    x->r.diag = diag;
+    int rc = gpu_run_get(&x->r, bytes, &d, 1);
+    x->r.diag = keep;
+    *dev = (void *)(uintptr_t)d;
+    return rc;
+}
+
+/* The hook after pass pi (status rc): the temporaries as the device holds them. */
+static int exec_hook(gpu_exec *x, int pi, int rc)
+{
+    const plan *p = x->p;
+    core_buf view_stack[16];
+    core_buf *view = p->ntemps <= 16 ? view_stack : calloc((size_t)p->ntemps, sizeof *view);
+    if (!view) rc = util_diag_set(x->diag, RED_ERR_NOMEM, "out of memory");   /* (still heard) */
+    for (int i = 0; view && i < p->ntemps; i++) {
+        view[i] = x->tdesc ? x->tdesc[i] : (core_buf){0};
+        view[i].data = x->tptr ? (void *)(uintptr_t)x->tptr[i] : NULL;
+    }
+    core_results temps = {.t = view, .n = view ? p->ntemps : 0};
+    core_devmem mem = {x, x->s, mem_to_host, mem_to_device, mem_scratch};
+    const core_pass_hook *h = x->hook;
+    /* (`ended` follows checks of a pass's results, which the GPU makes at the run's end) */
+    rc = h->walked(h->arg, p, pi, rc, &x->vars, &temps, &mem, x->diag);
+    if (view != view_stack) free(view);
+    return rc;
+}
+
 static int execute(gpu_dev *g, const plan *p, const core_buf *bufs, const int *on_device, const plan_value *scalars,
-                   int strategy, gpu_run *run, core_results *out, util_diag *diag, int retry)
+                   int strategy, const core_pass_hook *hook, gpu_run *run, core_results *out, util_diag *diag,
+                   int retry)
 {
     pthread_mutex_lock(&g->lock);
     CUresult cr0 = g->cu.CtxSetCurrent(g->ctx);
@@ -355,14 +407,23 @@ static int execute(gpu_dev *g, const plan *p, const core_buf *bufs, const int *o
     long long params_stack[256];
     gpu_staged staged[64];
     gpu_exec x = {.g = g, .p = p, .bufs = bufs, .on_device = on_device, .scalars = scalars, .strategy = strategy,
-                  .run = run, .out = out, .diag = diag, .retry = retry, .s = s,
+                  .hook = hook, .run = run, .out = out, .diag = diag, .retry = retry, .s = s,
                   .r = {.g = g, .p = p, .diag = diag, .s = s, .run = run, .bufs = bufs},
                   .scratch_stack = scratch_stack.bytes, .params_stack = params_stack,
                   .nparams_stack = (int)(sizeof params_stack / sizeof params_stack[0]), .staged = staged};
     int rc = exec_setup(&x);
     if (!rc) rc = exec_uploads(&x);
     if (run->ev[1] && g->cu.EventRecord(run->ev[1], s)) run->timing_failed = 1;
-    for (int pi = 0; !rc && pi < p->npasses; pi++) rc = gpu_exec_pass(&x, pi);
+    if (rc && hook && p->npasses) {
+        /* failed before the first pass: the hook hears it where it would have */
+        int64_t none = 0;
+        if (p->passes[0].key && hook->keys) rc = hook->keys(hook->arg, p, 0, rc, &none, NULL, diag);
+        rc = exec_hook(&x, 0, rc);
+    }
+    for (int pi = 0; !rc && pi < p->npasses; pi++) {
+        rc = gpu_exec_pass(&x, pi);
+        if (hook) rc = exec_hook(&x, pi, rc);
+    }
 
     if (run->ev[2] && g->cu.EventRecord(run->ev[2], s)) run->timing_failed = 1;
     run->compile_ms = g->stats.compile_ms - x.nvrtc_before;
@@ -383,12 +444,12 @@ static int execute(gpu_dev *g, const plan *p, const core_buf *bufs, const int *o
 }
 
 int gpu_execute(gpu_dev *g, const plan *p, const core_buf *bufs, const int *on_device, const plan_value *scalars,
-                int strategy, gpu_run *run, core_results *out, util_diag *diag)
+                int strategy, const core_pass_hook *hook, gpu_run *run, core_results *out, util_diag *diag)
 {
-    int rc = execute(g, p, bufs, on_device, scalars, strategy, run, out, diag, 0);
-    if (rc == KEYS_RETRY) {
+    int rc = execute(g, p, bufs, on_device, scalars, strategy, hook, run, out, diag, 0);
+    if (rc == KEYS_RETRY) {   /* (never with a hook: no key check is left to the end) */
         core_results_free(out);
-        rc = execute(g, p, bufs, on_device, scalars, strategy, run, out, diag, 1);
+        rc = execute(g, p, bufs, on_device, scalars, strategy, hook, run, out, diag, 1);
     }
     core_results_trim(out);
     return rc;

@@ -155,7 +155,8 @@ static void mpi_free(ranks_comm *c)
     free(m);
 }
 
-static const ranks_ops mpi_ops = {"MPI", mpi_allgather, mpi_allgatherv, mpi_allreduce, mpi_free};
+static const ranks_ops mpi_ops = {.name = "MPI", .allgather = mpi_allgather, .allgatherv = mpi_allgatherv,
+                                  .allreduce = mpi_allreduce, .reducible = ranks_reducible, .free = mpi_free};
 
 int ranks_mpi_open(const void *mpi_comm_ptr, ranks_comm **out, util_diag *diag)
 {

@@ -19,6 +19,7 @@ typedef struct rw {
     const int *axis;
     plan_builder *b;
     ir **memo;                  /* per original node: rewritten where a value is used */
+    unsigned char *offs;        /* per original node: its rewrite reads a rank's offset */
     unsigned char *seen;        /* per original node: checked (check_loads)             */
     util_diag *diag;
 } rw;
@@ -64,8 +65,10 @@ static ir *rewrite_load(rw *w, ir *x)
 {
     ir *subs[RED_MAX_DIMS + 1];
     int d = split_dim(w, x);
-    for (int i = 0; i < x->nargs; i++)
+    for (int i = 0; i < x->nargs; i++) {
         subs[i] = i == d ? ir_index(w->b, x->args[i]->slot) : rewrite(w, x->args[i]);
+        if (i != d) w->offs[x->id] |= w->offs[x->args[i]->id];
+    }
     return ir_load(w->b, x->type, x->slot, x->nargs, subs, x->pos);
 }
 
@@ -86,13 +89,20 @@ static ir *rewrite(rw *w, ir *x)
         if (s >= 0) {
             ir *sum[2] = {r, ir_scalar(w->b, CT_I64, w->dp->off_scalar + s)};
             r = ir_op(w->b, OP_ADD, CT_I64, 2, sum);
+            w->offs[x->id] = 1;
         }
         break;
     }
     case IR_LOAD: r = rewrite_load(w, x); break;
-    case IR_CAST: r = ir_cast(w->b, x->type, rewrite(w, x->args[0])); break;
+    case IR_CAST:
+        r = ir_cast(w->b, x->type, rewrite(w, x->args[0]));
+        w->offs[x->id] = w->offs[x->args[0]->id];
+        break;
     case IR_OP:
-        for (int i = 0; i < x->nargs; i++) args[i] = rewrite(w, x->args[i]);
+        for (int i = 0; i < x->nargs; i++) {
+            args[i] = rewrite(w, x->args[i]);
+            w->offs[x->id] |= w->offs[x->args[i]->id];
+        }
         r = ir_op(w->b, x->op, x->type, x->nargs, args);
         break;
     }
@@ -281,9 +291,17 @@ static int build_passes(rw *w, plan *np)
         if (ps->key) ps->key = rewrite(w, ps->key);
         if (ps->reset) ps->reset = rewrite(w, ps->reset);
         if (ps->map) ps->map = rewrite(w, ps->map);
+        /* whether the pass reads an offset: its kernels then need every rank's extents */
+        const plan_pass *old = &p->passes[pi];
+        int offs = (old->key && w->offs[old->key->id]) || (old->reset && w->offs[old->reset->id]) ||
+                   (old->map && w->offs[old->map->id]);
+        for (int q = 0; q < n; q++)
+            for (int c = 0; c < old->reds[q].ncomp; c++) offs |= w->offs[old->reds[q].map[c]->id];
+        w->dp->pass_offsets[pi] = offs;
         if ((p->passes[pi].key && !ps->key) || (p->passes[pi].reset && !ps->reset) || (p->passes[pi].map && !ps->map))
             return RED_ERR_NOMEM;
         if (dp->pass_split[pi] < 0) continue;
+        for (int q = 0; q < n; q++) ps->reds[q].partial = 1;
         for (int q = 0; q < n; q++)
             if ((ps->reds[q].rop == ROP_ARGMIN || ps->reds[q].rop == ROP_ARGMAX) && add_extreme(w, np, ps, q))
                 return RED_ERR_NOMEM;
@@ -308,6 +326,9 @@ static int build_vars(rw *w, plan *np)
         plan_var *pv = &np->vars[v];
         if (pv->lo && !(pv->lo = rewrite(w, pv->lo))) return RED_ERR_NOMEM;
         if (pv->hi && !(pv->hi = rewrite(w, pv->hi))) return RED_ERR_NOMEM;
+        /* a range that reads an offset (j in 0..i+1, i split) may bound any pass's index */
+        if ((p->vars[v].lo && w->offs[p->vars[v].lo->id]) || (p->vars[v].hi && w->offs[p->vars[v].hi->id]))
+            for (int pi = 0; pi < p->npasses; pi++) w->dp->pass_offsets[pi] = 1;
         if (w->dp->split_of_var[v] < 0) continue;
         /* a split index runs over the split arrays' blocks: whole arrays it subscripts are
          * read at its global value, checked at run time */
@@ -329,17 +350,23 @@ int ranks_plan_build(const plan *p, const int *axis, ranks_plan **out, util_diag
     if (!dp) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
     util_arena_init(&dp->arena);
     util_arena *a = &dp->arena;
-    rw w = {p, dp, axis, plan_builder_new(a), NULL, NULL, diag};
+    rw w = {.p = p, .dp = dp, .axis = axis, .b = plan_builder_new(a), .diag = diag};
     dp->split_of_var = util_arena_alloc(a, (size_t)(p->nvars + 1) * sizeof(int));
     dp->pass_split = util_arena_alloc(a, (size_t)(p->npasses + 1) * sizeof(int));
     dp->temp_split = util_arena_alloc(a, (size_t)(2 * p->ntemps + p->npasses + 1) * sizeof(int));
     w.memo = util_arena_alloc(a, (size_t)(p->nir + 1) * sizeof *w.memo);
     w.seen = util_arena_alloc(a, (size_t)p->nir + 1);
+    w.offs = util_arena_alloc(a, (size_t)p->nir + 1);
+    dp->pass_offsets = util_arena_alloc(a, (size_t)(p->npasses + 1) * sizeof(int));
     plan *np = util_arena_alloc(a, sizeof *np);
-    int rc = w.b && dp->split_of_var && dp->pass_split && dp->temp_split && w.memo && w.seen && np ? 0 : RED_ERR_NOMEM;
+    int rc = w.b && dp->split_of_var && dp->pass_split && dp->temp_split && w.memo && w.seen && w.offs &&
+                     dp->pass_offsets && np
+                 ? 0
+                 : RED_ERR_NOMEM;
     if (!rc) {
         memset(w.memo, 0, (size_t)(p->nir + 1) * sizeof *w.memo);
         memset(w.seen, 0, (size_t)p->nir + 1);
+        memset(w.offs, 0, (size_t)p->nir + 1);
         for (int v = 0; v < p->nvars; v++) dp->split_of_var[v] = -1;
         rc = check_plan(&w);
     }

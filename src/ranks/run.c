@@ -1,7 +1,9 @@
 /*
  * run.c -- between the passes of a run over split arrays: every rank's status agreed
  * before any data moves, then the partials of each reduction over a split index combined
- * into the whole result on every rank, in rank order.
+ * into the whole result on every rank, in rank order.  The partials are host memory on the
+ * CPU and device memory on the GPU: exact ones are all-reduced where they are; the others
+ * are gathered where they are, then merged on the host.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,32 +19,77 @@ static int comm_failed(ranks_comm *c, int rc, util_diag *diag)
                          c->err[0] ? c->err : "a collective failed");
 }
 
-int ranks_agree(ranks_comm *c, int rc, util_diag *diag)
+/* A rank's status and what it says beside it, in one collective. */
+typedef struct said {
+    int32_t rc, pad;
+    unsigned char bytes[];
+} said;
+
+static size_t said_size(size_t bytes)
 {
-    int32_t mine = rc, *all = calloc((size_t)c->size, sizeof *all);
-    if (!all) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
-    int e = c->ops->allgather(c, &mine, all, sizeof mine);
+    return (sizeof(said) + bytes + 7) & ~(size_t)7;
+}
+
+int ranks_hello_start(ranks_hello *h, int rc, const void *mine, util_diag *diag)
+{
+    ranks_comm *c = h->comm;
+    size_t one = said_size(h->bytes);
+    h->started = 1;
+    h->done = 0;
+    h->sent = calloc(1, one);
+    h->got = calloc((size_t)c->size, one);
+    if (!h->sent || !h->got) {
+        free(h->sent);
+        free(h->got);
+        h->sent = h->got = NULL;
+        h->done = 1;
+        return h->rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");   /* (as every rank would) */
+    }
+    said *me = h->sent;
+    me->rc = rc;
+    if (h->bytes) memcpy(me->bytes, mine, h->bytes);
+    int e = c->ops->allgather_start ? c->ops->allgather_start(c, me, one) : c->ops->allgather(c, me, h->got, one);
     if (e) {
-        free(all);
-        return comm_failed(c, e, diag);
+        h->done = 1;
+        free(h->sent);
+        free(h->got);
+        h->sent = h->got = NULL;
+        return h->rc = comm_failed(c, e, diag);
+    }
+    return 0;
+}
+
+int ranks_hello_finish(ranks_hello *h, util_diag *diag)
+{
+    if (h->done) return h->rc;
+    h->done = 1;
+    ranks_comm *c = h->comm;
+    size_t one = said_size(h->bytes);
+    int rc = ((said *)h->sent)->rc;
+    int e = c->ops->allgather_start ? c->ops->allgather_wait(c, h->got) : 0;
+    free(h->sent);
+    h->sent = NULL;
+    if (e) {
+        free(h->got);
+        h->got = NULL;
+        return h->rc = comm_failed(c, e, diag);
     }
     int first = -1;
-    for (int r = 0; r < c->size && first < 0; r++)
-        if (all[r]) first = r;
-    if (first < 0) {
-        free(all);
-        return 0;
+    for (int r = 0; r < c->size; r++) {
+        const said *s = (const said *)((const char *)h->got + one * (size_t)r);
+        if (h->bytes) memcpy((char *)h->every + h->bytes * (size_t)r, s->bytes, h->bytes);
+        if (s->rc && first < 0) first = r;
     }
+    int code = first < 0 ? 0 : ((const said *)((const char *)h->got + one * (size_t)first))->rc;
+    free(h->got);
+    h->got = NULL;
+    if (first < 0) return h->rc = h->heard ? h->heard(h->arg, diag) : 0;
     /* the first failing rank's message, to every rank */
     char *msgs = malloc((size_t)c->size * UTIL_DIAG_MAX);
-    if (!msgs) {
-        free(all);
-        return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
-    }
+    if (!msgs) return h->rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
     char own[UTIL_DIAG_MAX];
     snprintf(own, sizeof own, "%s", rc ? diag->msg : "");
     e = c->ops->allgather(c, own, msgs, UTIL_DIAG_MAX);
-    int code = all[first];
     if (e) {
         code = comm_failed(c, e, diag);
     } else if (first != c->rank && !(rc == code && diag->msg[0])) {
@@ -50,8 +97,19 @@ int ranks_agree(ranks_comm *c, int rc, util_diag *diag)
         util_diag_set(diag, code, "rank %d: %.*s", first, UTIL_DIAG_MAX - 16, m[0] ? m : "(no message)");
     }
     free(msgs);
-    free(all);
-    return code;
+    return h->rc = code;
+}
+
+int ranks_agree_with(ranks_comm *c, int rc, const void *mine, void *every, size_t bytes, util_diag *diag)
+{
+    ranks_hello h = {.comm = c, .bytes = bytes, .every = every};
+    int e = ranks_hello_start(&h, rc, mine, diag);
+    return e ? e : ranks_hello_finish(&h, diag);
+}
+
+int ranks_agree(ranks_comm *c, int rc, util_diag *diag)
+{
+    return ranks_agree_with(c, rc, NULL, NULL, 0, diag);
 }
 
 /* The elements of temporary t. */
@@ -60,6 +118,40 @@ static int64_t temp_count(const core_buf *t)
     int64_t n = 1;
     for (int d = 0; d < t->ndim; d++) n *= t->shape[d];
     return n;
+}
+
+/* Where one pass's partials are gathered: on the host (mem NULL), or into device scratch
+ * memory taken before the ranks agree (so that no rank fails to take it after the others
+ * went into a collective), then copied to the host. */
+typedef struct gathering {
+    ranks_comm *c;
+    const core_devmem *mem;
+    unsigned char *next, *end;
+} gathering;
+
+#define GATHER_ALIGN 256
+
+static size_t gather_room(const gathering *g, size_t bytes)
+{
+    return (bytes * (size_t)g->c->size + GATHER_ALIGN - 1) / GATHER_ALIGN * GATHER_ALIGN;
+}
+
+/* `bytes` of every rank's `src` (a temporary) into host memory `dst`, in rank order. */
+static int gather_temp(gathering *g, const void *src, void *dst, size_t bytes, util_diag *diag)
+{
+    ranks_comm *c = g->c;
+    if (!g->mem) {
+        int e = c->ops->allgather(c, src, dst, bytes);
+        return e ? comm_failed(c, e, diag) : 0;
+    }
+    size_t room = gather_room(g, bytes);
+    if (room > (size_t)(g->end - g->next))
+        return util_diag_set(diag, RED_ERR_INTERNAL, "the partials' room was misjudged");
+    unsigned char *d = g->next;
+    g->next += room;
+    int e = c->ops->dev_allgather(c, src, d, bytes, g->mem->stream);
+    if (e) return comm_failed(c, e, diag);
+    return g->mem->to_host(g->mem->arg, dst, d, bytes * (size_t)c->size, diag);
 }
 
 /* Reduction q of pass pi (over split index s) combined across the ranks. */
@@ -93,35 +185,69 @@ static void globalize(const ranks_run *dr, const box *b, int s, int r, int64_t *
 
 /* Reduction q of pass pi (over a split index) combined across the ranks: in place in its
  * temporaries, on every rank. */
+/* An argmin/argmax of pass pi combined (idx: its n indices, shaped as t): one that found
+ * nothing is RED_ERR_EMPTY, as one process finds it, except where an output sits below its
+ * free indices' range (the temporaries start at 0; keyed ones have no such place). */
+static int check_found(const plan *p, int pi, const plan_red *rd, const core_vars *v, const core_buf *t,
+                       const int64_t *idx, int64_t n, util_diag *diag)
+{
+    const plan_pass *ps = &p->passes[pi];
+    for (int64_t i = 0; i < n; i++) {
+        if (idx[i] >= 0) continue;
+        int below = 0;
+        for (int64_t d = t->ndim - 1, at = i; t->ndim == ps->nfree && d >= 0 && !below; d--) {
+            int64_t ext = t->shape[d];
+            below = ext && at % ext < v->lo[ps->free[d]];
+            at = ext ? at / ext : 0;
+        }
+        if (!below)
+            return util_diag_at(diag, p->src, rd->pos, RED_ERR_EMPTY, "%s of an empty set%s: there is no index to return",
+                                plan_red_name(rd), rd->skipnan ? " (or of NaN only)" : "");
+    }
+    return 0;
+}
+
+/* Whether reduction rd's partials are all-reduced by the engine (else gathered). */
+static int exact_red(const ranks_comm *c, const plan_red *rd)
+{
+    int exact = rd->rop != ROP_ARGMIN && rd->rop != ROP_ARGMAX && rd->rop != ROP_USER;
+    for (int k = 0; k < rd->ncomp; k++) exact &= c->ops->reducible(rd->rop, rd->acc[k]);
+    return exact;
+}
+
 static int combine_red(const ranks_run *dr, const plan *p, int pi, int q, const box *bx, const int *has,
-                       const int64_t *const *counts, core_results *temps, util_diag *diag)
+                       const int64_t *const *counts, const core_vars *v, core_results *temps, gathering *gt,
+                       util_diag *diag)
 {
     ranks_comm *c = dr->comm;
     const plan_red *rd = &p->passes[pi].reds[q];
+    const core_devmem *mem = gt->mem;
     int arg = rd->rop == ROP_ARGMIN || rd->rop == ROP_ARGMAX, n = c->size, rc = 0;
     int64_t count = temp_count(&temps->t[rd->temp[0]]);
-    int exact = !arg && rd->rop != ROP_USER;
-    for (int k = 0; k < rd->ncomp; k++) exact &= ranks_reducible(rd->rop, rd->acc[k]);
-    if (exact) {
-        for (int k = 0; k < rd->ncomp && !rc; k++)
-            rc = c->ops->allreduce(c, (void *)temps->t[rd->temp[k]].data, count, rd->acc[k], rd->rop);
+    if (exact_red(c, rd)) {
+        for (int k = 0; k < rd->ncomp && !rc; k++) {
+            void *data = (void *)temps->t[rd->temp[k]].data;
+            rc = mem ? c->ops->dev_allreduce(c, data, count, rd->acc[k], rd->rop, mem->stream)
+                     : c->ops->allreduce(c, data, count, rd->acc[k], rd->rop);
+        }
         return rc ? comm_failed(c, rc, diag) : 0;
     }
     /* the others gathered and combined in rank order: floats, user operators, argmin/argmax
      * (its extreme value, then its index) */
     int ncomp = arg ? 2 : rd->ncomp, src[PLAN_MAX_COMP];
     for (int k = 0; k < ncomp; k++) src[k] = arg ? (k ? rd->temp[0] : dr->dp->argval[pi][q]) : rd->temp[k];
-    unsigned char *got[PLAN_MAX_COMP] = {0};
+    unsigned char *got[PLAN_MAX_COMP] = {0}, *merged[PLAN_MAX_COMP] = {0};
+    size_t bytes[PLAN_MAX_COMP];
     void **part = calloc((size_t)n * ncomp, sizeof *part);       /* source r's component k */
     void *const **rows = calloc((size_t)n, sizeof *rows);
     const int64_t **idx = calloc((size_t)n, sizeof *idx);
     if (!part || !rows || !idx) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
     for (int k = 0; !rc && k < ncomp; k++) {
         const core_buf *t = &temps->t[src[k]];
-        size_t bytes = (size_t)count * red_dtype_size(t->dtype);
-        if (!(got[k] = malloc(bytes * (size_t)n + 1))) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
-        else if ((rc = c->ops->allgather(c, t->data, got[k], bytes))) rc = comm_failed(c, rc, diag);
-        for (int r = 0; !rc && r < n; r++) part[(size_t)r * ncomp + k] = got[k] + bytes * (size_t)r;
+        bytes[k] = (size_t)count * red_dtype_size(t->dtype);
+        if (!(got[k] = malloc(bytes[k] * (size_t)n + 1))) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+        else rc = gather_temp(gt, t->data, got[k], bytes[k], diag);
+        for (int r = 0; !rc && r < n; r++) part[(size_t)r * ncomp + k] = got[k] + bytes[k] * (size_t)r;
     }
     for (int r = 0; !rc && r < n; r++) {
         rows[r] = part + (size_t)r * ncomp;
@@ -130,24 +256,77 @@ static int combine_red(const ranks_run *dr, const plan *p, int pi, int q, const 
         globalize(dr, bx, dr->dp->pass_split[pi], r, (int64_t *)idx[r], count);
     }
     if (!rc) {
+        /* merged in place on the host; on the GPU on the host, then copied over the partials */
         void *out[PLAN_MAX_COMP];
-        for (int k = 0; k < ncomp; k++) out[k] = (void *)temps->t[src[k]].data;
-        rc = cpu_merge_partials(p, rd, n, count, rows, arg ? idx : NULL, has, counts, out, arg ? out[1] : NULL, diag);
+        for (int k = 0; !rc && k < ncomp; k++) {
+            out[k] = mem ? (merged[k] = malloc(bytes[k] + 1)) : (void *)temps->t[src[k]].data;
+            if (!out[k]) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+        }
+        if (!rc)
+            rc = cpu_merge_partials(p, rd, n, count, rows, arg ? idx : NULL, has, counts, out, arg ? out[1] : NULL,
+                                    diag);
+        /* (the CPU executor checks its own after this hook) */
+        if (!rc && arg && mem) rc = check_found(p, pi, rd, v, &temps->t[src[1]], out[1], count, diag);
+        for (int k = 0; !rc && mem && k < ncomp; k++)
+            rc = mem->to_device(mem->arg, (void *)temps->t[src[k]].data, merged[k], bytes[k], diag);
     }
-    for (int k = 0; k < ncomp; k++) free(got[k]);
+    for (int k = 0; k < ncomp; k++) {
+        free(got[k]);
+        free(merged[k]);
+    }
     free(part);
     free(rows);
     free(idx);
     return rc;
 }
 
+/* The device memory pass pi's gathered partials take (0 where all are all-reduced). */
+static size_t gather_need(const ranks_run *dr, const plan *p, int pi, const core_results *temps, gathering *gt)
+{
+    size_t need = 0;
+    int ct = dr->dp->count[pi];
+    if (ct >= 0) need += gather_room(gt, (size_t)temp_count(&temps->t[ct]) * sizeof(int64_t));
+    for (int q = 0; q < dr->dp->reds0[pi]; q++) {
+        const plan_red *rd = &p->passes[pi].reds[q];
+        if (exact_red(dr->comm, rd)) continue;
+        size_t count = (size_t)temp_count(&temps->t[rd->temp[0]]);
+        int arg = rd->rop == ROP_ARGMIN || rd->rop == ROP_ARGMAX;
+        for (int k = 0; k < (arg ? 2 : rd->ncomp); k++) {
+            int t = arg ? (k ? rd->temp[0] : dr->dp->argval[pi][q]) : rd->temp[k];
+            need += gather_room(gt, count * red_dtype_size(temps->t[t].dtype));
+        }
+    }
+    return need;
+}
+
+/* The ranks' hello a GPU run started before its first pass (so that it overlaps the pass's
+ * kernels), finished by the first hook that is called: its failure ends the run on every rank
+ * there. */
+static int settle(const ranks_run *dr, util_diag *diag)
+{
+    return dr->hello ? ranks_hello_finish(dr->hello, diag) : 0;
+}
+
 static int hook_walked(void *arg, const plan *p, int pi, int rc, const core_vars *v, core_results *temps,
-                       util_diag *diag)
+                       const core_devmem *mem, util_diag *diag)
 {
     const ranks_run *dr = arg;
     ranks_comm *c = dr->comm;
-    rc = ranks_agree(c, rc, diag);
+    int hrc = settle(dr, diag);
+    if (hrc) return hrc;
     int s = dr->dp->pass_split[pi];
+    gathering gt = {c, mem, NULL, NULL};
+    if (!rc && s >= 0 && mem) {
+        if (!c->ops->dev_allgather)
+            rc = util_diag_set(diag, RED_ERR_UNSUPPORTED, "the %s engine has no collectives on device memory",
+                               c->ops->name);
+        size_t need = rc ? 0 : gather_need(dr, p, pi, temps, &gt);
+        void *room = NULL;
+        if (need) rc = mem->scratch(mem->arg, need, &room, diag);
+        gt.next = room;
+        gt.end = gt.next + (room ? need : 0);
+    }
+    rc = ranks_agree(c, rc, diag);
     if (rc || s < 0) return rc;
     const plan_pass *ps = &p->passes[pi];
     int n = c->size;
@@ -169,12 +348,12 @@ static int hook_walked(void *arg, const plan *p, int pi, int rc, const core_vars
         cgot = malloc((size_t)(m * n + 1) * sizeof *cgot);
         counts = calloc((size_t)n, sizeof *counts);
         if (!cgot || !counts) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
-        else if ((rc = c->ops->allgather(c, temps->t[ct].data, cgot, (size_t)m * sizeof *cgot)))
-            rc = comm_failed(c, rc, diag);
+        else rc = gather_temp(&gt, temps->t[ct].data, cgot, (size_t)m * sizeof *cgot, diag);
         for (int r = 0; !rc && r < n; r++) counts[r] = cgot + (size_t)m * r;
     }
     /* the text's own reductions; those after them (extreme values, counts) serve these */
-    for (int q = 0; !rc && q < dr->dp->reds0[pi]; q++) rc = combine_red(dr, p, pi, q, &bx, has, counts, temps, diag);
+    for (int q = 0; !rc && q < dr->dp->reds0[pi]; q++)
+        rc = combine_red(dr, p, pi, q, &bx, has, counts, v, temps, &gt, diag);
     free(cgot);
     free(counts);
     free(has);
@@ -194,21 +373,25 @@ static int hook_keys(void *arg, const plan *p, int pi, int rc, int64_t *nkeys, c
 {
     const ranks_run *dr = arg;
     ranks_comm *c = dr->comm;
-    rc = ranks_agree(c, rc, diag);
-    if (rc || dr->dp->pass_split[pi] < 0) return rc;
-    int e = c->ops->allreduce(c, nkeys, 1, CT_I64, ROP_MAX);
-    int64_t mine[3] = {ends != NULL, ends ? ends[0] : 0, ends ? ends[1] : 0};
+    int hrc = settle(dr, diag);
+    if (hrc) return hrc;
+    /* the status, the count, the first and the last key of every rank, together */
+    int64_t mine[4] = {*nkeys, ends != NULL, ends ? ends[0] : 0, ends ? ends[1] : 0};
     int64_t *all = malloc((size_t)c->size * sizeof mine);
     if (!all) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");   /* (as every rank would) */
-    if (!e) e = c->ops->allgather(c, mine, all, sizeof mine);
+    rc = ranks_agree_with(c, rc, mine, all, sizeof mine, diag);
+    if (rc || dr->dp->pass_split[pi] < 0) {
+        free(all);
+        return rc;
+    }
     int sorted = 1, last = -1;
-    for (int r = 0; !e && r < c->size; r++) {
-        if (!all[3 * r]) continue;
-        if (last >= 0 && all[3 * r + 1] < all[3 * last + 2]) sorted = 0;
+    for (int r = 0; r < c->size; r++) {
+        if (all[4 * r] > *nkeys) *nkeys = all[4 * r];
+        if (!all[4 * r + 1]) continue;
+        if (last >= 0 && all[4 * r + 2] < all[4 * last + 3]) sorted = 0;
         last = r;
     }
     free(all);
-    if (e) return comm_failed(c, e, diag);
     const plan_pass *ps = &p->passes[pi];
     for (int q = 0; !sorted && q < ps->nreds; q++)
         if (ps->reds[q].rop == ROP_USER && ps->reds[q].ordered)
