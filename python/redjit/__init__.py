@@ -36,6 +36,7 @@ from ._redjit import (
     eval,
     gpu_available,
     library_version,
+    nccl_unique_id,
     prepare,
 )
 
@@ -43,8 +44,9 @@ __version__ = "0.1.0"
 
 
 class Split:
-    """This rank's block of an array split across the ranks of an MPI communicator: bind it
-    as `e(A=redjit.Split(block, axis=0))` on a Context made with comm=.  The blocks of the
+    """This rank's block of an array split across ranks: bind it as
+    `e(A=redjit.Split(block, axis=0))` on a Context made with comm= (an mpi4py communicator:
+    host arrays, on the CPU) or nccl_id= (NCCL: device arrays, on this rank's GPU).  The blocks of the
     ranks, in rank order, make the whole array along `axis` (any sizes, empty ones too); the
     expression is written for the whole arrays.  Results still indexed by the split axis come
     back as this rank's block (Expr.splits says which), or whole on every rank with
@@ -76,5 +78,5 @@ _redjit._set_split_type(Split)
 __all__ = [
     "BindingError", "Context", "DeviceArray", "DeviceError", "Error", "Expr", "IndexError",
     "LimitError", "SyntaxError", "TypeError", "UnsupportedError", "default_context", "eval",
-    "gpu_available", "library_version", "prepare", "Split",
+    "gpu_available", "library_version", "nccl_unique_id", "prepare", "Split",
 ]

@@ -330,13 +330,50 @@ static int attach_comm(rjp_context *self, PyObject *comm)
     return 0;
 }
 
+/* NCCL attached (collective over its ranks): from a unique id (bytes, redjit.nccl_unique_id())
+ * with this process's rank of nranks, or the caller's ncclComm_t (its value as an int). */
+static int attach_nccl(rjp_context *self, PyObject *id, int rank, int nranks, PyObject *comm)
+{
+    int rc;
+    if (comm && comm != Py_None) {
+        void *c = PyLong_AsVoidPtr(comm);
+        if (!c && PyErr_Occurred()) return -1;
+        Py_BEGIN_ALLOW_THREADS
+        rc = red_attach_nccl(self->ctx, c);
+        Py_END_ALLOW_THREADS
+    } else {
+        char *bytes = NULL;
+        Py_ssize_t n = 0;
+        if (PyBytes_AsStringAndSize(id, &bytes, &n) < 0) return -1;
+        if (n != RED_NCCL_ID_BYTES) {
+            PyErr_Format(PyExc_ValueError, "nccl_id= takes the %d bytes of redjit.nccl_unique_id(), not %zd",
+                         RED_NCCL_ID_BYTES, n);
+            return -1;
+        }
+        if (rank < 0 || nranks < 1) {
+            PyErr_SetString(PyExc_ValueError, "nccl_id= needs rank= and nranks= (this process's rank, 0 .. nranks-1)");
+            return -1;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        rc = red_attach_nccl_id(self->ctx, bytes, nranks, rank);
+        Py_END_ALLOW_THREADS
+    }
+    if (rc) {
+        rjp_raise(rc, red_errmsg(self->ctx));
+        return -1;
+    }
+    red_comm_rank(self->ctx, NULL, &self->nranks);
+    return 0;
+}
+
 static int context_init(rjp_context *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kw[] = {"device", "strategy", "threads", "comm", "gather", NULL};
-    PyObject *device = NULL, *strategy = NULL, *comm = NULL;
-    int threads = 0, gather = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOiOp:Context", kw, &device, &strategy, &threads, &comm,
-                                     &gather))
+    static char *kw[] = {"device", "strategy", "threads", "comm", "gather", "nccl_id", "rank", "nranks", "nccl_comm",
+                         NULL};
+    PyObject *device = NULL, *strategy = NULL, *comm = NULL, *nccl_id = NULL, *nccl_comm = NULL;
+    int threads = 0, gather = 0, rank = -1, nranks = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOiOp$OiiO:Context", kw, &device, &strategy, &threads, &comm,
+                                     &gather, &nccl_id, &rank, &nranks, &nccl_comm))
         return -1;
     int d = device ? name_index(device_names, device, "device") : 0;
     int s = strategy ? name_index(strategy_names, strategy, "strategy") : 0;
@@ -349,7 +386,9 @@ static int context_init(rjp_context *self, PyObject *args, PyObject *kwargs)
         set_opt(self, RED_OPT_THREADS, threads) || set_opt(self, RED_OPT_GATHER, gather))
         return -1;
     self->nranks = 1;
-    if (comm && comm != Py_None) return attach_comm(self, comm);
+    if (comm && comm != Py_None && attach_comm(self, comm)) return -1;
+    if ((nccl_id && nccl_id != Py_None) || (nccl_comm && nccl_comm != Py_None))
+        return attach_nccl(self, nccl_id, rank, nranks, nccl_comm);
     return 0;
 }
 
@@ -859,7 +898,33 @@ static PyObject *mod_set_split_type(PyObject *mod, PyObject *cls)
     Py_RETURN_NONE;
 }
 
+static PyObject *mod_nccl_unique_id(PyObject *mod, PyObject *unused)
+{
+    (void)mod;
+    (void)unused;
+    red_ctx *ctx = NULL;
+    if (red_open(&ctx) != RED_OK) return PyErr_NoMemory();
+    char id[RED_NCCL_ID_BYTES];
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = red_nccl_unique_id(ctx, id);
+    Py_END_ALLOW_THREADS
+    if (rc) {
+        rjp_raise(rc, red_errmsg(ctx));
+        red_close(ctx);
+        return NULL;
+    }
+    red_close(ctx);
+    return PyBytes_FromStringAndSize(id, sizeof id);
+}
+
 static PyMethodDef module_methods[] = {
+    {"nccl_unique_id", (PyCFunction)mod_nccl_unique_id, METH_NOARGS,
+     "nccl_unique_id()\n--\n\n"
+     "A new NCCL unique id (bytes), made on one rank and handed to the others (e.g. with\n"
+     "torch.distributed.broadcast_object_list); each passes it to\n"
+     "Context(nccl_id=..., rank=..., nranks=...).  NCCL is loaded on first use\n"
+     "(libnccl.so.2, PyTorch's once torch is imported, or the file REDJIT_NCCL_LIB names)."},
     {"_set_split_type", (PyCFunction)mod_set_split_type, METH_O,
      "_set_split_type(cls, /)\n--\n\nThe class whose instances bind as split arrays (redjit.Split)."},
     {"_describe", (PyCFunction)mod_describe, METH_O,
