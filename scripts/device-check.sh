@@ -2,7 +2,11 @@
 # device-check.sh -- run on the GPU machine (the `device` tool) from the repository root:
 # builds redjit, runs the GPU test label, optionally compute-sanitizer and the benchmark,
 # and leaves logs under $OUT.  Start the call with `source .devtools/env.sh;` and carry .devtools
-# (see ../shared/device/README.md).  Usage: scripts/device-check.sh [tests] [sanitize] [python] [bench]
+# (see ../shared/device/README.md).
+# Usage: scripts/device-check.sh [tests] [sanitize] [python] [bench] [split]
+# `split` wants two GPUs: the data-driven cases split over 2 ranks on device arrays through NCCL
+# (PyTorch's libnccl unless REDJIT_NCCL_LIB names one; SPLIT_SHARD K/N runs part of them), then
+# bench/nccl_bench.py under torchrun; NVLink multicast stays off (NCCL_NVLS_ENABLE=0).
 # BUILD_DIR (default build-gpu) may be outside the carried tree, so that a warm machine keeps the
 # build between calls; GPU_TESTS (a ctest -R regex) runs part of the gpu label, to fit the suite
 # into calls of at most 10 minutes; GPU_JOBS (default 8) is ctest's -j (the case shards compile
@@ -48,6 +52,25 @@ if [[ " $what " == *" python "* ]]; then
   tail -3 "$OUT/pytest-gpu.log"
   (PYTHONPATH="$B/python/pkg" python3 python/bench_overhead.py > "$OUT/py-overhead.log" 2>&1) || rc=1
   tail -12 "$OUT/py-overhead.log"
+fi
+if [[ " $what " == *" split "* ]]; then
+  export NCCL_NVLS_ENABLE=0
+  if [ -z "${REDJIT_NCCL_LIB:-}" ]; then
+    REDJIT_NCCL_LIB=$(python3 -c 'import glob, os, torch; d = os.path.dirname(os.path.dirname(torch.__file__)); print((sorted(glob.glob(d + "/nvidia/**/libnccl.so*", recursive=True)) or [""])[0])')
+    export REDJIT_NCCL_LIB
+  fi
+  echo "NCCL: ${REDJIT_NCCL_LIB:-not found}"
+  (cd "$B" && ctest -R "^(cases|errors)_gen$" > "$OUT/split-gen.log" 2>&1) || rc=1
+  for m in cases errors; do
+    (cd "$B/tests" && timeout "${SPLIT_TIMEOUT:-300}" ./run_cases --split-nccl 2 --device gpu --threads 4 \
+       ${SPLIT_SHARD:+--shard $SPLIT_SHARD} ${SPLIT_FILTER:+--filter $SPLIT_FILTER} ${SPLIT_VERBOSE:+--verbose} \
+       data/$m.manifest \
+       > "$OUT/split-$m.log" 2>&1) || rc=1
+    grep -E "^FAIL|passed|rank|died" "$OUT/split-$m.log" | head -20; tail -2 "$OUT/split-$m.log"
+  done
+  (PYTHONPATH="$B/python/pkg" timeout 400 torchrun --nproc_per_node 2 bench/nccl_bench.py ${SPLIT_BENCH_ARGS:-} \
+     --out "$OUT/RESULTS-nccl.md" > "$OUT/nccl-bench.log" 2>&1) || rc=1
+  tail -25 "$OUT/nccl-bench.log"
 fi
 if [[ " $what " == *" bench "* ]] && [ -x bench/run.sh ]; then
   bench/run.sh > "$OUT/bench.log" 2>&1 || rc=1
