@@ -117,6 +117,7 @@ struct red_expr {
     ranks_plan *rplan;      /* the plan this rank runs, for last_pe's plan   */
     int64_t *split_res;     /* per result: split axis (-1), offset, extent   */
     ranks_comm *rcomm;      /* the engine of the split run in progress       */
+    ranks_comm *rctl;       /* and the one its ranks agree through           */
     /* last, so that expr_init zeroes the fields above and only the first byte of
      * each message (4 KiB that red_eval would clear on every call) */
     util_diag diag;         /* the current call's error, cleared as it starts */

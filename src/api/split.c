@@ -346,10 +346,12 @@ static int whole_to_device(red_expr *e, unsigned char **host, size_t bytes)
 }
 
 /* Result temporary t, split along dimension d, gathered from every rank's block (a result in
- * device memory through the host). */
-static int gather_result(red_expr *e, int t, int d, const windows *w, int s)
+ * device memory through the host).  `before`: this rank's status from the gathers before, which
+ * the ranks agree on here with what this one needs (so that a gather that failed on one rank
+ * alone stops every rank at the next agreement). */
+static int gather_result(red_expr *e, int t, int d, const windows *w, int s, int before)
 {
-    ranks_comm *c = e->rcomm;
+    ranks_comm *c = e->rctl;   /* host memory: MPI where it is attached */
     int n = c->size, on_device = expr_temp_on_device(e, t);
     core_buf *b = &e->temps.t[t];
     size_t es = red_dtype_size(b->dtype);
@@ -360,13 +362,17 @@ static int gather_result(red_expr *e, int t, int d, const windows *w, int s)
     size_t *counts = calloc((size_t)n * 2, sizeof *counts);
     unsigned char *flat = malloc(total + 1), *mine = NULL;
     unsigned char *whole = on_device ? malloc(total + 1) : core_results_alloc(&e->temps, total + 1, 0, NULL);
-    int rc = counts && flat && whole ? 0 : RED_ERR_NOMEM;
+    int rc = before ? before : counts && flat && whole ? 0 : util_diag_set(&e->diag, RED_ERR_NOMEM, "out of memory for a gathered result");
+    size_t most = 0;
     for (int r = 0; !rc && r < n; r++) {
         counts[r] = (size_t)outer * (size_t)w->ext[(size_t)s * n + r] * row;
         counts[n + r] = (size_t)outer * (size_t)w->off[(size_t)s * n + r] * row;
+        if (counts[r] > most) most = counts[r];
     }
-    if (rc) util_diag_set(&e->diag, rc, "out of memory for a gathered result");
     if (!rc && on_device) rc = block_to_host(e, b, counts[c->rank], &mine);
+    /* the engine's room for the gather, taken before the ranks agree to go into it */
+    if (!rc && c->ops->reserve && c->ops->reserve(c, most))
+        rc = util_diag_set(&e->diag, RED_ERR_NOMEM, "%s: %s", c->ops->name, c->err);
     rc = ranks_agree(c, rc, &e->diag);
     if (rc) {
         free(mine);
@@ -385,7 +391,7 @@ static int gather_result(red_expr *e, int t, int d, const windows *w, int s)
                 memcpy(whole + ((size_t)o * (size_t)w->total[s] + (size_t)w->off[(size_t)s * n + r]) * row,
                        flat + counts[n + r] + (size_t)o * len, len);
             }
-        /* (a failure here is agreed on by place_results's caller) */
+        /* (a failure here is agreed on at the next gather or after the last) */
         int dr = on_device ? whole_to_device(e, &whole, total) : 0;
         if (dr) {
             free(whole);
@@ -393,8 +399,12 @@ static int gather_result(red_expr *e, int t, int d, const windows *w, int s)
             free(counts);
             return dr;
         }
-        if (on_device) gpu_release(e->gpu, (void *)b->data);
-        else free((void *)b->data);
+        if (on_device) {
+            gpu_release(e->gpu, (void *)b->data);
+        } else {
+            core_results_leave(&e->temps, (void *)b->data, counts[c->rank]);   /* (a page-locked one unpinned) */
+            free((void *)b->data);
+        }
         b->data = whole;
         whole = NULL;
         b->shape[d] = w->total[s];
@@ -414,14 +424,15 @@ static int gather_result(red_expr *e, int t, int d, const windows *w, int s)
 static int place_results(red_expr *e, const plan *p, const ranks_plan *dp, const windows *w, int *gathered)
 {
     int n = e->rcomm->size, me = e->rcomm->rank, rc = 0;
-    for (int i = 0; !rc && i < p->nresults; i++) {
+    /* every rank makes every gather, a failed one's status going into the next's agreement */
+    for (int i = 0; i < p->nresults; i++) {
         int t = p->results[i].temp, d = dp->temp_split[t];
         int64_t *r = e->split_res + 3 * i;
         r[0] = -1;
         if (d < 0) continue;
         int s = dp->split_of_var[p->temps[t].dims[d]];
         if (expr_opt(e, RED_OPT_GATHER)) {
-            rc = gather_result(e, t, d, w, s);
+            rc = gather_result(e, t, d, w, s, rc);
             *gathered = 1;
         } else {
             r[0] = d;
@@ -490,7 +501,7 @@ static int execute_here(red_expr *e, gpu_dev *gpu, ranks_plan *dp, const windows
                         ranks_hello *pending)
 {
     ranks_comm *c = e->rcomm;
-    ranks_run dr = {c, dp, w->ext, w->off, pending};
+    ranks_run dr = {c, dp, w->ext, w->off, pending, e->rctl};
     core_pass_hook hook = ranks_hook_proto;
     hook.arg = &dr;
     double tc = expr_now_ms();
@@ -558,7 +569,7 @@ int expr_run_split(red_expr *e)
     /* the hello goes through MPI where it is attached (NCCL where it is not); a run on device
      * arrays, which every rank's hello then says, goes on through NCCL */
     ranks_comm *c = e->ctx->comm ? e->ctx->comm : e->ctx->nccl;
-    e->rcomm = c;
+    e->rcomm = e->rctl = c;
     int n = c->size;
     plan *p = NULL;
     ranks_plan *dp = NULL;
@@ -594,7 +605,7 @@ int expr_run_split(red_expr *e)
         if (hrc && !rc) rc = hrc;
         /* a fault the device found at the end of its run is every rank's (the CPU's hooks
          * agreed on everything); after a failed hello every rank has stopped already */
-        if (gpu && !hrc) rc = ranks_agree(e->rcomm, rc, &e->diag);
+        if (gpu && !hrc) rc = ranks_agree(e->rctl, rc, &e->diag);
         int gathered = 0;
         if (!rc) {
             e->run_pe = e->last_pe;
@@ -602,7 +613,7 @@ int expr_run_split(red_expr *e)
             rc = place_results(e, p, dp, &w, &gathered);
         }
         /* a gathered result not placed (its collective agreed on what came before) */
-        if (gathered) rc = ranks_agree(e->rcomm, rc, &e->diag);
+        if (gathered) rc = ranks_agree(e->rctl, rc, &e->diag);
     }
     free(all);
     free_inputs(&in);

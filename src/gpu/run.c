@@ -391,6 +391,13 @@ static int execute(gpu_dev *g, const plan *p, const core_buf *bufs, const int *o
     if (cr0) {
         int rc = gpu_cu_fail(g, cr0, "cuCtxSetCurrent", diag);
         pthread_mutex_unlock(&g->lock);
+        if (hook && p->npasses) {   /* the hook hears it where it would have */
+            int64_t none = 0;
+            core_results nothing = {0};
+            core_vars novars = {0};
+            if (p->passes[0].key && hook->keys) rc = hook->keys(hook->arg, p, 0, rc, &none, NULL, diag);
+            rc = hook->walked(hook->arg, p, 0, rc, &novars, &nothing, NULL, diag);
+        }
         return rc;
     }
     CUstream s = (CUstream)run->stream;

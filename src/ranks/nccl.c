@@ -204,6 +204,11 @@ static size_t round_up(size_t n)
     return (n + 255) & ~(size_t)255;
 }
 
+static int reserve(ranks_comm *c, size_t bytes)
+{
+    return stage_get((nccl_engine *)c, round_up(bytes) + bytes * (size_t)c->size + 1);
+}
+
 static int host_allgather(ranks_comm *c, const void *send, void *recv, size_t bytes)
 {
     nccl_engine *m = (nccl_engine *)c;
@@ -354,6 +359,7 @@ static const ranks_ops nccl_ops = {.name = "NCCL",
                                    .allgather_wait = host_allgather_wait,
                                    .allgatherv = host_allgatherv,
                                    .allreduce = host_allreduce,
+                                   .reserve = reserve,
                                    .reducible = nccl_reducible,
                                    .dev_allgather = dev_allgather,
                                    .dev_allreduce = dev_allreduce,
@@ -375,10 +381,13 @@ int ranks_nccl_open(const void *nccl_comm, const void *id, int nranks, int rank,
     const ranks_cuda *cu = dev;
     int r = cu->CtxSetCurrent(dev->ctx);
     if (!r) r = cu->StreamCreate(&m->s, 1 /* CU_STREAM_NON_BLOCKING */);
+    /* the ranks' small messages never allocate: a rank failing to would leave the others
+     * waiting in the collective it did not enter */
+    if (!r && stage_get(m, 1)) r = 2 /* CUDA_ERROR_OUT_OF_MEMORY */;
     if (r) {
         cu_fail(m, "setting up the NCCL engine", r);
         rc = util_diag_set(diag, RED_ERR_DEVICE, "%s", m->base.err);
-        free(m);
+        engine_free(&m->base);
         return rc;
     }
     nccl_result nr = NCCL_OK;
@@ -391,6 +400,8 @@ int ranks_nccl_open(const void *nccl_comm, const void *id, int nranks, int rank,
         memcpy(u.internal, id, sizeof u.internal);
         nr = nccl.CommInitRank(&m->comm, nranks, u, rank);
         m->owned = nr == NCCL_OK;
+        if (nr != NCCL_OK && m->comm) nccl.CommAbort(m->comm);   /* half made */
+        if (nr != NCCL_OK) m->comm = NULL;
     }
     int cudev = -1;
     if (nr == NCCL_OK && (nr = nccl.CommUserRank(m->comm, &m->base.rank)) != NCCL_OK) what = "ncclCommUserRank";

@@ -313,6 +313,10 @@ static int build_passes(rw *w, plan *np)
         /* the map after it reads the ranks' combined results: never its epilogue */
         if (pi + 1 < p->npasses) np->passes[pi + 1].epilogue = 0;
     }
+    /* a map that runs as the pass before's epilogue runs in that pass's kernels: what it reads,
+     * they read */
+    for (int pi = p->npasses - 2; pi >= 0; pi--)
+        if (np->passes[pi + 1].epilogue) w->dp->pass_offsets[pi] |= w->dp->pass_offsets[pi + 1];
     return 0;
 }
 

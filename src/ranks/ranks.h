@@ -31,6 +31,9 @@ typedef struct ranks_ops {
     /* n values of compute type ct, in place, with a plan_rop that is exact in any order (integer and
      * logical built-in operators the engine has: reducible) */
     int (*allreduce)(ranks_comm *c, void *buf, int64_t n, int ct, int rop);
+    /* room for host all-gathers of up to `bytes` from each rank, taken now so that the
+     * collective itself allocates nothing (NULL: the engine never needs any) */
+    int (*reserve)(ranks_comm *c, size_t bytes);
     /* whether allreduce combines partials of rop over ct exactly (in any order) */
     int (*reducible)(int rop, int ct);
     /* allgather and allreduce on device memory, queued on `stream` (a CUstream) behind the work
@@ -150,6 +153,9 @@ typedef struct ranks_run {
     const int64_t *ext;         /* [nsplit * size]: each rank's extent of each split index */
     const int64_t *off;         /* [nsplit * size]: where each rank's block starts          */
     ranks_hello *hello;         /* started, to be finished by the first hook; or NULL      */
+    ranks_comm *ctl;            /* the ranks' status goes through this one: MPI where it is
+                                   attached (quick for small messages, and unharmed by a GPU
+                                   that failed), else `comm`                                */
 } ranks_run;
 
 /* The hook that agrees on each pass's status across ranks and combines the partials of a

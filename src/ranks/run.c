@@ -120,20 +120,42 @@ static int64_t temp_count(const core_buf *t)
     return n;
 }
 
-/* Where one pass's partials are gathered: on the host (mem NULL), or into device scratch
- * memory taken before the ranks agree (so that no rank fails to take it after the others
- * went into a collective), then copied to the host. */
+/* Where one pass's partials are gathered and merged: host memory, and on the GPU device
+ * scratch memory, all taken before the ranks agree to combine (so that no rank fails to take
+ * it after the others went into a collective), then carved up. */
 typedef struct gathering {
     ranks_comm *c;
     const core_devmem *mem;
-    unsigned char *next, *end;
+    unsigned char *next, *end;      /* the device room */
+    unsigned char *hnext, *hend;    /* the host room */
 } gathering;
 
 #define GATHER_ALIGN 256
 
+static size_t rounded(size_t bytes)
+{
+    return (bytes + GATHER_ALIGN - 1) / GATHER_ALIGN * GATHER_ALIGN;
+}
+
 static size_t gather_room(const gathering *g, size_t bytes)
 {
-    return (bytes * (size_t)g->c->size + GATHER_ALIGN - 1) / GATHER_ALIGN * GATHER_ALIGN;
+    return rounded(bytes * (size_t)g->c->size);
+}
+
+/* What `bytes` of the host room take of it. */
+static size_t hsize(size_t bytes)
+{
+    return rounded(bytes ? bytes : 1);
+}
+
+/* `bytes` of the host room, or NULL where it was misjudged. */
+static void *take(gathering *g, size_t bytes)
+{
+    size_t r = hsize(bytes);
+    if (!g->hnext || r > (size_t)(g->hend - g->hnext)) return NULL;
+    void *p = g->hnext;
+    g->hnext += r;
+    return p;
 }
 
 /* `bytes` of every rank's `src` (a temporary) into host memory `dst`, in rank order. */
@@ -238,14 +260,15 @@ static int combine_red(const ranks_run *dr, const plan *p, int pi, int q, const 
     for (int k = 0; k < ncomp; k++) src[k] = arg ? (k ? rd->temp[0] : dr->dp->argval[pi][q]) : rd->temp[k];
     unsigned char *got[PLAN_MAX_COMP] = {0}, *merged[PLAN_MAX_COMP] = {0};
     size_t bytes[PLAN_MAX_COMP];
-    void **part = calloc((size_t)n * ncomp, sizeof *part);       /* source r's component k */
-    void *const **rows = calloc((size_t)n, sizeof *rows);
-    const int64_t **idx = calloc((size_t)n, sizeof *idx);
-    if (!part || !rows || !idx) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+    void **part = take(gt, (size_t)n * ncomp * sizeof *part);     /* source r's component k */
+    void *const **rows = take(gt, (size_t)n * sizeof *rows);
+    const int64_t **idx = take(gt, (size_t)n * sizeof *idx);
+    if (!part || !rows || !idx) rc = util_diag_set(diag, RED_ERR_INTERNAL, "the partials' room was misjudged");
     for (int k = 0; !rc && k < ncomp; k++) {
         const core_buf *t = &temps->t[src[k]];
         bytes[k] = (size_t)count * red_dtype_size(t->dtype);
-        if (!(got[k] = malloc(bytes[k] * (size_t)n + 1))) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+        if (!(got[k] = take(gt, bytes[k] * (size_t)n)) || (mem && !(merged[k] = take(gt, bytes[k]))))
+            rc = util_diag_set(diag, RED_ERR_INTERNAL, "the partials' room was misjudged");
         else rc = gather_temp(gt, t->data, got[k], bytes[k], diag);
         for (int r = 0; !rc && r < n; r++) part[(size_t)r * ncomp + k] = got[k] + bytes[k] * (size_t)r;
     }
@@ -258,10 +281,7 @@ static int combine_red(const ranks_run *dr, const plan *p, int pi, int q, const 
     if (!rc) {
         /* merged in place on the host; on the GPU on the host, then copied over the partials */
         void *out[PLAN_MAX_COMP];
-        for (int k = 0; !rc && k < ncomp; k++) {
-            out[k] = mem ? (merged[k] = malloc(bytes[k] + 1)) : (void *)temps->t[src[k]].data;
-            if (!out[k]) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
-        }
+        for (int k = 0; k < ncomp; k++) out[k] = mem ? merged[k] : (void *)temps->t[src[k]].data;
         if (!rc)
             rc = cpu_merge_partials(p, rd, n, count, rows, arg ? idx : NULL, has, counts, out, arg ? out[1] : NULL,
                                     diag);
@@ -270,33 +290,36 @@ static int combine_red(const ranks_run *dr, const plan *p, int pi, int q, const 
         for (int k = 0; !rc && mem && k < ncomp; k++)
             rc = mem->to_device(mem->arg, (void *)temps->t[src[k]].data, merged[k], bytes[k], diag);
     }
-    for (int k = 0; k < ncomp; k++) {
-        free(got[k]);
-        free(merged[k]);
-    }
-    free(part);
-    free(rows);
-    free(idx);
     return rc;
 }
 
-/* The device memory pass pi's gathered partials take (0 where all are all-reduced). */
-static size_t gather_need(const ranks_run *dr, const plan *p, int pi, const core_results *temps, gathering *gt)
+/* The room pass pi's partials take: on the device where they are gathered there (*dev, 0
+ * where all are all-reduced), on the host for the gathered ones and their merge (*host). */
+static void gather_need(const ranks_run *dr, const plan *p, int pi, const core_results *temps, gathering *gt,
+                        size_t *dev, size_t *host)
 {
-    size_t need = 0;
+    size_t n = (size_t)gt->c->size;
+    *dev = 0;
+    *host = hsize(n * sizeof(int));   /* has */
     int ct = dr->dp->count[pi];
-    if (ct >= 0) need += gather_room(gt, (size_t)temp_count(&temps->t[ct]) * sizeof(int64_t));
+    if (ct >= 0) {
+        size_t b = (size_t)temp_count(&temps->t[ct]) * sizeof(int64_t);
+        *dev += gather_room(gt, b);
+        *host += hsize(n * b) + hsize(n * sizeof(int64_t *));
+    }
     for (int q = 0; q < dr->dp->reds0[pi]; q++) {
         const plan_red *rd = &p->passes[pi].reds[q];
         if (exact_red(dr->comm, rd)) continue;
         size_t count = (size_t)temp_count(&temps->t[rd->temp[0]]);
-        int arg = rd->rop == ROP_ARGMIN || rd->rop == ROP_ARGMAX;
-        for (int k = 0; k < (arg ? 2 : rd->ncomp); k++) {
+        int arg = rd->rop == ROP_ARGMIN || rd->rop == ROP_ARGMAX, ncomp = arg ? 2 : rd->ncomp;
+        *host += hsize(n * (size_t)ncomp * sizeof(void *)) + 2 * hsize(n * sizeof(void *));
+        for (int k = 0; k < ncomp; k++) {
             int t = arg ? (k ? rd->temp[0] : dr->dp->argval[pi][q]) : rd->temp[k];
-            need += gather_room(gt, count * red_dtype_size(temps->t[t].dtype));
+            size_t b = count * red_dtype_size(temps->t[t].dtype);
+            *dev += gather_room(gt, b);
+            *host += hsize(n * b) + hsize(b);
         }
     }
-    return need;
 }
 
 /* The ranks' hello a GPU run started before its first pass (so that it overlaps the pass's
@@ -315,23 +338,31 @@ static int hook_walked(void *arg, const plan *p, int pi, int rc, const core_vars
     int hrc = settle(dr, diag);
     if (hrc) return hrc;
     int s = dr->dp->pass_split[pi];
-    gathering gt = {c, mem, NULL, NULL};
-    if (!rc && s >= 0 && mem) {
-        if (!c->ops->dev_allgather)
+    gathering gt = {c, mem, NULL, NULL, NULL, NULL};
+    unsigned char *hroom = NULL;
+    if (!rc && s >= 0) {
+        if (mem && !c->ops->dev_allgather)
             rc = util_diag_set(diag, RED_ERR_UNSUPPORTED, "the %s engine has no collectives on device memory",
                                c->ops->name);
-        size_t need = rc ? 0 : gather_need(dr, p, pi, temps, &gt);
+        size_t dev = 0, host = 0;
+        if (!rc) gather_need(dr, p, pi, temps, &gt, &dev, &host);
         void *room = NULL;
-        if (need) rc = mem->scratch(mem->arg, need, &room, diag);
+        if (!rc && mem && dev) rc = mem->scratch(mem->arg, dev, &room, diag);
         gt.next = room;
-        gt.end = gt.next + (room ? need : 0);
+        gt.end = gt.next + (room ? dev : 0);
+        if (!rc && !(hroom = malloc(host))) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+        gt.hnext = hroom;
+        gt.hend = hroom ? hroom + host : NULL;
     }
-    rc = ranks_agree(c, rc, diag);
-    if (rc || s < 0) return rc;
+    rc = ranks_agree(dr->ctl, rc, diag);
+    if (rc || s < 0) {
+        free(hroom);
+        return rc;
+    }
     const plan_pass *ps = &p->passes[pi];
     int n = c->size;
-    int *has = calloc((size_t)n, sizeof *has);
-    if (!has) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+    int *has = take(&gt, (size_t)n * sizeof *has);
+    if (!has) rc = util_diag_set(diag, RED_ERR_INTERNAL, "the partials' room was misjudged");
     for (int r = 0; !rc && r < n; r++) has[r] = dr->ext[(size_t)s * n + r] > 0;
     /* an argmin/argmax index is a position in the reduced box (globalize) */
     box bx = {ps->nred, 0, {0}};
@@ -345,25 +376,23 @@ static int hook_walked(void *arg, const plan *p, int pi, int rc, const core_vars
     const int64_t **counts = NULL;
     if (!rc && ct >= 0) {
         int64_t m = temp_count(&temps->t[ct]);
-        cgot = malloc((size_t)(m * n + 1) * sizeof *cgot);
-        counts = calloc((size_t)n, sizeof *counts);
-        if (!cgot || !counts) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
+        cgot = take(&gt, (size_t)(m * n) * sizeof *cgot);
+        counts = take(&gt, (size_t)n * sizeof *counts);
+        if (!cgot || !counts) rc = util_diag_set(diag, RED_ERR_INTERNAL, "the partials' room was misjudged");
         else rc = gather_temp(&gt, temps->t[ct].data, cgot, (size_t)m * sizeof *cgot, diag);
         for (int r = 0; !rc && r < n; r++) counts[r] = cgot + (size_t)m * r;
     }
     /* the text's own reductions; those after them (extreme values, counts) serve these */
     for (int q = 0; !rc && q < dr->dp->reds0[pi]; q++)
         rc = combine_red(dr, p, pi, q, &bx, has, counts, v, temps, &gt, diag);
-    free(cgot);
-    free(counts);
-    free(has);
+    free(hroom);
     return rc;
 }
 
 static int hook_ended(void *arg, const plan *p, int pi, int rc, util_diag *diag)
 {
     const ranks_run *dr = arg;
-    return ranks_agree(dr->comm, rc, diag);
+    return ranks_agree(dr->ctl, rc, diag);
 }
 
 /* Every rank sizes a keyed pass's partials for the largest key any rank holds; an ordered
@@ -379,7 +408,7 @@ static int hook_keys(void *arg, const plan *p, int pi, int rc, int64_t *nkeys, c
     int64_t mine[4] = {*nkeys, ends != NULL, ends ? ends[0] : 0, ends ? ends[1] : 0};
     int64_t *all = malloc((size_t)c->size * sizeof mine);
     if (!all) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");   /* (as every rank would) */
-    rc = ranks_agree_with(c, rc, mine, all, sizeof mine, diag);
+    rc = ranks_agree_with(dr->ctl, rc, mine, all, sizeof mine, diag);
     if (rc || dr->dp->pass_split[pi] < 0) {
         free(all);
         return rc;
