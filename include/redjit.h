@@ -668,10 +668,14 @@ RED_API int red_cache_clear(red_ctx *ctx);
  *     No rank is left waiting in a collective.
  *   - A subscript of a split axis is an index (A[i,j]), not x[i+1] or
  *     x[col[k]], which would need other ranks' elements; one reduction may
- *     walk one split index (not x[i]*y[j] with x and y both split); ranged
- *     (`in lo..hi`) reductions and scans along a split index are not
- *     supported yet (keyed ones are: segments that straddle ranks are
- *     combined).  These are refused with RED_ERR_UNSUPPORTED and a caret.
+ *     walk one split index (not x[i]*y[j] with x and y both split); scans
+ *     along a split index, and a ranged (`in lo..hi`) index that indexes
+ *     the results along a split axis, are not supported yet.  These are
+ *     refused with RED_ERR_UNSUPPORTED and a caret.  Keyed and ranged
+ *     reductions along a split index are: CSR rows
+ *     (`sum(v[k]*x[col[k]]) over k in ptr[r]..ptr[r+1]`, v and col split
+ *     along k, ptr and x whole) have their ranges cut to each rank's block,
+ *     and a segment or a row that straddles ranks is combined.
  *   - The MPI engine runs on the CPU executor, over arrays in host memory.
  *     NCCL runs a run whose arrays are in device memory (all of them, on
  *     every rank) on the GPU: exact partials (integer sums, products,

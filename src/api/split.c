@@ -276,6 +276,7 @@ static int make_windows(red_expr *e, const plan *p, const ranks_plan *dp, const 
     int rc = 0;
     for (int s = 0; !rc && s < dp->nsplit; s++) {
         int64_t x;
+        if (p->vars[dp->var[s]].lo) continue;   /* a range of its own, cut to each block */
         rc = core_infer_extent(p, dp->var[s], whole, &x, &e->diag);
         if (!rc && x != w->total[s])
             rc = util_diag_at(&e->diag, p->src, p->vars[dp->var[s]].pos, RED_ERR_UNSUPPORTED,
@@ -549,8 +550,13 @@ static int heard(void *arg, util_diag *diag)
     int rc = same_run(h->e, h->all, h->n);
     if (!rc) rc = make_windows(h->e, h->p, h->dp, h->all, h->n, h->in->bufs, h->w);
     ranks_comm *c = h->e->rcomm;
-    for (int s = 0; !rc && s < h->dp->nsplit; s++)
+    for (int s = 0; !rc && s < h->dp->nsplit; s++) {
         h->in->scalars[h->dp->off_scalar + s].i = h->w->off[(size_t)s * c->size + c->rank];
+        /* a range of the index's own is cut to the block where another rank's block is beyond */
+        int64_t off = h->w->off[(size_t)s * c->size + c->rank], ext = h->w->ext[(size_t)s * c->size + c->rank];
+        h->in->scalars[h->dp->cut_scalar + 2 * s].i = off > 0 ? 0 : INT64_MIN / 4;
+        h->in->scalars[h->dp->cut_scalar + 2 * s + 1].i = off + ext < h->w->total[s] ? ext : INT64_MAX / 4;
+    }
     return rc;
 }
 

@@ -137,10 +137,10 @@ static int find_split(rw *w)
                                     "'%s' is split along axis %d: a subscript there must be an index, as in "
                                     "%s[i]; an index plus %lld needs elements other ranks hold",
                                     p->bufs[c->buf].name, c->dim, p->bufs[c->buf].name, (long long)c->offset);
-            if (pv->lo || pv->key_pass >= 0)
+            if (pv->key_pass >= 0)
                 return util_diag_at(w->diag, p->src, pv->pos, RED_ERR_UNSUPPORTED,
-                                    "index '%s' has a range of its own and runs along the split axis %d of '%s': "
-                                    "not supported",
+                                    "index '%s' runs over the keys of another pass and along the split axis %d "
+                                    "of '%s': not supported",
                                     pv->name, c->dim, p->bufs[c->buf].name);
             if (dp->split_of_var[v] >= 0) continue;
             if (dp->nsplit == RANKS_MAX_SPLIT)
@@ -174,6 +174,13 @@ static int pass_split(rw *w, int pi, int *out)
                                 "of the arrays whole",
                                 p->vars[w->dp->var[seen]].name, p->vars[v].name);
         seen = s;
+        /* a range of its own (over k in ptr[r]..ptr[r+1]) is cut to each rank's block where the
+         * index is reduced over, not where it indexes the results */
+        if (k < ps->nfree && p->vars[v].lo)
+            return util_diag_at(w->diag, p->src, p->vars[v].pos, RED_ERR_UNSUPPORTED,
+                                "index '%s' has a range of its own and indexes the results along a split axis: "
+                                "not supported (bind the arrays whole, or split them along another axis)",
+                                p->vars[v].name);
         if (k >= ps->nfree && ps->scan)
             return util_diag_at(w->diag, p->src, pos, RED_ERR_UNSUPPORTED,
                                 "this scans along the split index '%s': a scan across ranks is not supported; "
@@ -307,9 +314,10 @@ static int build_passes(rw *w, plan *np)
                 return RED_ERR_NOMEM;
         /* by keys, a key a rank does not hold has the identity there, which a user operator
          * may not take as neutral: each rank also counts each key's elements */
-        int user = 0;
+        int user = 0, ranged = p->vars[dp->var[dp->pass_split[pi]]].lo != NULL;
         for (int q = 0; q < n; q++) user |= ps->reds[q].rop == ROP_USER && !ps->reds[q].neutral;
-        if (ps->key && user && add_count(w, np, ps)) return RED_ERR_NOMEM;
+        /* (so does an output whose range misses a rank's block) */
+        if ((ps->key || ranged) && user && add_count(w, np, ps)) return RED_ERR_NOMEM;
         /* the map after it reads the ranks' combined results: never its epilogue */
         if (pi + 1 < p->npasses) np->passes[pi + 1].epilogue = 0;
     }
@@ -318,6 +326,21 @@ static int build_passes(rw *w, plan *np)
     for (int pi = p->npasses - 2; pi >= 0; pi--)
         if (np->passes[pi + 1].epilogue) w->dp->pass_offsets[pi] |= w->dp->pass_offsets[pi + 1];
     return 0;
+}
+
+/* A global position x as a position in this rank's block of split index s, held to the
+ * block where another rank's block is beyond: max(min(x - offset, cut_hi), cut_lo), the cuts
+ * the block's ends, or none at the whole's (so that a range past the whole arrays still
+ * reads outside them, which is the error one process reports). */
+static ir *to_block(rw *w, ir *x, int s)
+{
+    if (x->type != CT_I64) x = ir_cast(w->b, CT_I64, x);
+    ir *a[2] = {x, ir_scalar(w->b, CT_I64, w->dp->off_scalar + s)};
+    ir *d = ir_op(w->b, OP_SUB, CT_I64, 2, a);
+    ir *m[2] = {d, ir_scalar(w->b, CT_I64, w->dp->cut_scalar + 2 * s + 1)};
+    ir *lo = ir_op(w->b, OP_MIN, CT_I64, 2, m);
+    ir *z[2] = {lo, ir_scalar(w->b, CT_I64, w->dp->cut_scalar + 2 * s)};
+    return ir_op(w->b, OP_MAX, CT_I64, 2, z);
 }
 
 static int build_vars(rw *w, plan *np)
@@ -330,6 +353,15 @@ static int build_vars(rw *w, plan *np)
         plan_var *pv = &np->vars[v];
         if (pv->lo && !(pv->lo = rewrite(w, pv->lo))) return RED_ERR_NOMEM;
         if (pv->hi && !(pv->hi = rewrite(w, pv->hi))) return RED_ERR_NOMEM;
+        int s = w->dp->split_of_var[v];
+        if (s >= 0 && pv->lo) {
+            /* a reduced split index with a range of its own: the range (global) cut to this
+             * rank's block, in the block's own positions; its kernels read the offset */
+            pv->lo = to_block(w, pv->lo, s);
+            pv->hi = pv->hi ? to_block(w, pv->hi, s) : NULL;
+            if (!pv->lo || (p->vars[v].hi && !pv->hi)) return RED_ERR_NOMEM;
+            for (int pi = 0; pi < p->npasses; pi++) w->dp->pass_offsets[pi] = 1;
+        }
         /* a range that reads an offset (j in 0..i+1, i split) may bound any pass's index */
         if ((p->vars[v].lo && w->offs[p->vars[v].lo->id]) || (p->vars[v].hi && w->offs[p->vars[v].hi->id]))
             for (int pi = 0; pi < p->npasses; pi++) w->dp->pass_offsets[pi] = 1;
@@ -380,13 +412,16 @@ int ranks_plan_build(const plan *p, const int *axis, ranks_plan **out, util_diag
         np->uid = plan_next_uid();
         dp->base_uid = p->uid;
         dp->off_scalar = p->nscalars;
+        dp->cut_scalar = p->nscalars + dp->nsplit;
         np->scalars = dup_arr(a, p->scalars, (size_t)p->nscalars * sizeof *p->scalars,
-                              (size_t)dp->nsplit * sizeof *p->scalars);
+                              (size_t)(3 * dp->nsplit) * sizeof *p->scalars);
         np->temps = dup_arr(a, p->temps, (size_t)p->ntemps * sizeof *p->temps,
                             (size_t)(p->ntemps + p->npasses) * sizeof *p->temps);
         if (!np->scalars || !np->temps) rc = RED_ERR_NOMEM;
         for (int s = 0; !rc && s < dp->nsplit; s++)
             np->scalars[np->nscalars++] = (plan_scalar){"(this rank's offset)", CT_I64, 0};
+        for (int s = 0; !rc && s < 2 * dp->nsplit; s++)
+            np->scalars[np->nscalars++] = (plan_scalar){"(this rank's block's cut)", CT_I64, 0};
     }
     if (!rc) rc = build_passes(&w, np);
     if (!rc) rc = build_vars(&w, np);

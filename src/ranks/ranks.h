@@ -102,6 +102,7 @@ typedef struct ranks_plan {
     int var[RANKS_MAX_SPLIT];    /* their variables                                          */
     int buf[RANKS_MAX_SPLIT];    /* a split array that gives each its blocks                 */
     int off_scalar;             /* scalar slot of the first one's offset, one slot each     */
+    int cut_scalar;             /* and of where a range of its own is cut, two slots each    */
     int *split_of_var;          /* per variable: index into var[], or -1                    */
     int *pass_split;            /* per pass: the split index it reduces over, or -1         */
     int *reds0;                 /* per pass: its reductions in the text's plan; those added
