@@ -184,6 +184,35 @@ int main(int argc, char **argv)
         red_finalize(e);
     }
 
+    /* both engines on one context (CTest gives the stand-ins: REDJIT_NCCL_LIB, tests/fakecuda):
+     * host arrays still go through MPI and give the same bits; an NCCL communicator that
+     * numbers the ranks otherwise is refused with RED_ERR_MISUSE and the one before stays */
+    if (getenv("REDJIT_NCCL_LIB")) {
+        unsigned char id[RED_NCCL_ID_BYTES] = {0}, id2[RED_NCCL_ID_BYTES] = {0};
+        int made = rank != 0 || (red_nccl_unique_id(ctx, id) == RED_OK && red_nccl_unique_id(ctx, id2) == RED_OK);
+        CHECK(made, "red_nccl_unique_id: %s", red_errmsg(ctx));
+        MPI_Bcast(id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+        MPI_Bcast(id2, sizeof id2, MPI_BYTE, 0, MPI_COMM_WORLD);
+        e = split_expr(ctx, "sum(A[i,j]) over i", 0);
+        double mpi_only[COLS] = {0}, both[COLS] = {0};
+        red_array res;
+        CHECK(red_run(e) == RED_OK && red_result(e, 0, &res, NULL) == RED_OK, "MPI alone: %s", red_expr_errmsg(e));
+        memcpy(mpi_only, res.data, sizeof mpi_only);
+        st = red_attach_nccl_id(ctx, id, size, rank);
+        CHECK(st == RED_OK, "red_attach_nccl_id: %d %s", st, red_errmsg(ctx));
+        CHECK(red_comm_rank(ctx, &r, &n) == RED_OK && r == rank && n == size, "both: red_comm_rank %d/%d", r, n);
+        CHECK(red_run(e) == RED_OK && red_result(e, 0, &res, NULL) == RED_OK, "both: %s", red_expr_errmsg(e));
+        memcpy(both, res.data, sizeof both);
+        CHECK(memcmp(mpi_only, both, sizeof both) == 0, "host arrays with both engines: other bits than MPI's");
+        st = red_attach_nccl_id(ctx, id2, size, (rank + 1) % size);
+        CHECK(size == 1 || (st == RED_ERR_MISUSE && strstr(red_errmsg(ctx), "number the ranks")),
+              "renumbered NCCL: %d %s", st, red_errmsg(ctx));
+        CHECK(red_run(e) == RED_OK, "after the refusal: %s", red_expr_errmsg(e));
+        red_finalize(e);
+        CHECK(red_attach_nccl(ctx, NULL) == RED_OK, "detach NCCL");
+        CHECK(red_attach_nccl_id(ctx, id, size, size) == RED_ERR_ARG, "rank %d of %d accepted", size, size);
+    }
+
     /* detached: runs are this rank's alone again */
     CHECK(red_attach_mpi(ctx, NULL) == RED_OK, "detach");
     CHECK(red_comm_rank(ctx, &r, &n) == RED_OK && r == 0 && n == 1, "after detach %d/%d", r, n);
