@@ -1588,6 +1588,18 @@ static void run_split_one(run_ctx *rc, red_ctx *ctx, unsigned split, int axis, l
         if (st == RED_OK) st = red_expr_set_option(e, RED_OPT_GATHER, gather);
         if (st == RED_OK) st = red_expr_set_option(e, RED_OPT_THREADS, opt.threads);
         if (st == RED_OK) st = bind_split_all(e, c, split, axis);
+        if (opt.compile_arch) {
+            /* --compile-only: NVRTC compiles the rank's plan; what the checker refuses is skipped */
+            if (st == RED_OK) st = red_precompile(e, opt.compile_arch);
+            if (st == RED_ERR_DEVICE && strstr(red_expr_errmsg(e), "NVRTC")) {
+                printf("run_cases: no NVRTC (%s): skipped\n", red_expr_errmsg(e));
+                exit(SKIP_CODE);
+            }
+            if (st == RED_ERR_COMPILE || st == RED_ERR_INTERNAL || st == RED_ERR_DEVICE)
+                fail(rc, "%s: red_precompile: %s: %s", tag, status_name(st), red_expr_errmsg(e));
+            red_finalize(e);
+            return;
+        }
         /* a binding refused here (an empty block is never refused) runs nowhere */
         if (all_max(st != RED_OK)) {
             if (c->is_error && st != RED_OK && code_expected(c, st)) {

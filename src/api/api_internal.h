@@ -177,5 +177,8 @@ double expr_now_ms(void);
 void ctx_detach_comm(red_ctx *ctx);
 /* red_run on a context with a communicator: collective over its ranks. */
 int expr_run_split(red_expr *e);
+/* The plan this rank runs for `p` when arrays are bound split and a communicator is attached
+ * (else p itself).  Nothing collective. */
+int expr_split_plan(red_expr *e, plan *p, plan **out);
 
 #endif

@@ -743,6 +743,8 @@ RED_API int red_precompile(red_expr *e, const char *arch)
     expr_start(e);
     plan *p;
     int rc = expr_plan(e, &p);
+    /* with split arrays and a communicator, the plan each rank runs */
+    if (!rc) rc = expr_split_plan(e, p, &p);
     if (rc) return rc;
     gpu_limits lim = expr_gpu_limits(e);
     rc = gpu_compile_only(p, arch && *arch ? arch : "sm_90", &lim, &e->diag);

@@ -322,7 +322,19 @@ static int plan_here(red_expr *e, const plan *p, ranks_plan **out)
     return rc;
 }
 
-/* Result temporary t, split along dimension d, gathered from every rank's block. */
+int expr_split_plan(red_expr *e, plan *p, plan **out)
+{
+    *out = p;
+    int split = 0;
+    for (int i = 0; i < e->nbinds; i++) split |= e->binds[i].split != 0;
+    if (!split || !(e->ctx->comm || e->ctx->nccl)) return 0;
+    ranks_plan *dp = NULL;
+    int rc = plan_here(e, p, &dp);
+    if (rc) return expr_fail(e, rc);
+    *out = dp->p;
+    return 0;
+}
+
 /* A result in device memory, gathered through the host (see gather_result): its block
  * brought to `mine`, or the whole (`bytes` at `host`) taken back to the device. */
 static int block_to_host(red_expr *e, const core_buf *b, size_t bytes, unsigned char **mine)
