@@ -5,6 +5,7 @@
  * outcome; the exit status is the worst of the ranks'.
  */
 #define _POSIX_C_SOURCE 200809L   /* nanosleep */
+#include <dlfcn.h>
 #include <mpi.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -188,11 +189,13 @@ int main(int argc, char **argv)
      * host arrays still go through MPI and give the same bits; an NCCL communicator that
      * numbers the ranks otherwise is refused with RED_ERR_MISUSE and the one before stays */
     if (getenv("REDJIT_NCCL_LIB")) {
-        unsigned char id[RED_NCCL_ID_BYTES] = {0}, id2[RED_NCCL_ID_BYTES] = {0};
-        int made = rank != 0 || (red_nccl_unique_id(ctx, id) == RED_OK && red_nccl_unique_id(ctx, id2) == RED_OK);
+        unsigned char id[RED_NCCL_ID_BYTES] = {0}, id2[RED_NCCL_ID_BYTES] = {0}, id3[RED_NCCL_ID_BYTES] = {0};
+        int made = rank != 0 || (red_nccl_unique_id(ctx, id) == RED_OK && red_nccl_unique_id(ctx, id2) == RED_OK &&
+                                 red_nccl_unique_id(ctx, id3) == RED_OK);
         CHECK(made, "red_nccl_unique_id: %s", red_errmsg(ctx));
         MPI_Bcast(id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
         MPI_Bcast(id2, sizeof id2, MPI_BYTE, 0, MPI_COMM_WORLD);
+        MPI_Bcast(id3, sizeof id3, MPI_BYTE, 0, MPI_COMM_WORLD);
         e = split_expr(ctx, "sum(A[i,j]) over i", 0);
         double mpi_only[COLS] = {0}, both[COLS] = {0};
         red_array res;
@@ -211,6 +214,34 @@ int main(int argc, char **argv)
         red_finalize(e);
         CHECK(red_attach_nccl(ctx, NULL) == RED_OK, "detach NCCL");
         CHECK(red_attach_nccl_id(ctx, id, size, size) == RED_ERR_ARG, "rank %d of %d accepted", size, size);
+
+        /* the caller's own communicator (made here through the library's ncclCommInitRank),
+         * which stays the caller's: destroyed after the context let go of it */
+        typedef struct { char internal[RED_NCCL_ID_BYTES]; } nccl_uid;
+        void *lib = dlopen(getenv("REDJIT_NCCL_LIB"), RTLD_NOW | RTLD_LOCAL);
+        int (*init)(void **, int, nccl_uid, int) = NULL;
+        int (*destroy)(void *) = NULL;
+        if (lib) {
+            *(void **)&init = dlsym(lib, "ncclCommInitRank");
+            *(void **)&destroy = dlsym(lib, "ncclCommDestroy");
+        }
+        CHECK(init && destroy, "the NCCL library's ncclCommInitRank: %s", dlerror());
+        nccl_uid u;
+        memcpy(u.internal, id3, sizeof u.internal);
+        void *comm = NULL;
+        if (init && destroy && init(&comm, size, u, rank) == 0) {
+            CHECK(red_attach_nccl(ctx, comm) == RED_OK, "red_attach_nccl: %s", red_errmsg(ctx));
+            e = split_expr(ctx, "sum(A[i,j]) over i", 0);
+            CHECK(red_run(e) == RED_OK && red_result(e, 0, &res, NULL) == RED_OK &&
+                      memcmp(res.data, mpi_only, sizeof mpi_only) == 0,
+                  "the caller's communicator: %s", red_expr_errmsg(e));
+            red_finalize(e);
+            CHECK(red_attach_nccl(ctx, NULL) == RED_OK, "detach the caller's communicator");
+            destroy(comm);
+        } else {
+            CHECK(0, "ncclCommInitRank failed");
+        }
+        if (lib) dlclose(lib);
     }
 
     /* detached: runs are this rank's alone again */
