@@ -744,7 +744,8 @@ RED_API int red_bind_split(red_expr *e, const char *name, const red_array *block
  * *axis is the result's split axis, or -1 when the rank holds all of it;
  * *offset is where its block starts along that axis and *extent the whole
  * result's extent there (0 and the extent for a whole result).  Any pointer
- * may be NULL.  Returns red_result's codes. */
+ * may be NULL.  It answers for a result handed over by red_result_take too.
+ * Returns red_result's codes. */
 RED_API int red_result_split(red_expr *e, int i, int *axis, int64_t *offset, int64_t *extent);
 
 /* ---- One call ------------------------------------------------------------ */

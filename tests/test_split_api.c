@@ -161,6 +161,19 @@ int main(int argc, char **argv)
             red_result_split(e, 1, &axis, NULL, NULL);
             CHECK(axis == -1, "column sums are whole: axis %d", axis);
         }
+        /* a result handed over still says which block it was */
+        red_array taken;
+        if (st == RED_OK && red_result_take(e, 0, &taken) == RED_OK) {
+            axis = -2;
+            off = ext = -1;
+            CHECK(red_result_split(e, 0, &axis, &off, &ext) == RED_OK && axis == (gather ? -1 : 0) &&
+                      off == (gather ? 0 : lo) && ext == (gather ? 0 : ROWS),
+                  "after red_result_take: axis %d off %lld ext %lld (%s)", axis, (long long)off, (long long)ext,
+                  red_expr_errmsg(e));
+            free(taken.data);
+        } else if (st == RED_OK) {
+            CHECK(0, "red_result_take: %s", red_expr_errmsg(e));
+        }
         red_finalize(e);
     }
 

@@ -177,6 +177,8 @@ double expr_now_ms(void);
 void ctx_detach_comm(red_ctx *ctx);
 /* red_run on a context with a communicator: collective over its ranks. */
 int expr_run_split(red_expr *e);
+/* Result i exists (the last run gave it; taken or not): 0, else the failure, set. */
+int expr_result_index(red_expr *e, int i);
 /* The plan this rank runs for `p` when arrays are bound split and a communicator is attached
  * (else p itself).  Nothing collective. */
 int expr_split_plan(red_expr *e, plan *p, plan **out);

@@ -16,18 +16,24 @@
 
 RED_API int red_result_count(red_expr *e) { return e ? e->nresults : 0; }
 
-RED_API int red_result(red_expr *e, int i, red_array *out, const char **name)
+int expr_result_index(red_expr *e, int i)
 {
-    if (!e) return RED_ERR_ARG;
-    int rc = red_sync(e);   /* starts the call */
-    if (rc) return rc;
-    if (!out) return expr_failf(e, RED_ERR_ARG, "red_result: `out` is NULL");
     if (e->nresults == 0)
         return expr_failf(e, RED_ERR_ARG, "no result %d: the expression has no results (it has not run, or its "
                           "last run failed)", i);
     if (i < 0 || i >= e->nresults)
         return expr_failf(e, RED_ERR_ARG, "no result %d: the last run gave %d result%s (0 to %d)", i, e->nresults,
                           e->nresults == 1 ? "" : "s", e->nresults - 1);
+    return 0;
+}
+
+RED_API int red_result(red_expr *e, int i, red_array *out, const char **name)
+{
+    if (!e) return RED_ERR_ARG;
+    int rc = red_sync(e);   /* starts the call */
+    if (rc) return rc;
+    if (!out) return expr_failf(e, RED_ERR_ARG, "red_result: `out` is NULL");
+    if ((rc = expr_result_index(e, i))) return rc;
     /* only red_eval takes a result's buffer, and it never reads the result again */
     if (e->detached[i]) return expr_failf(e, RED_ERR_MISUSE, "result %d was handed over to the caller", i);
     const plan_result *pr = &e->run_pe->plan->results[i];

@@ -124,8 +124,9 @@ RED_API int red_bind_split(red_expr *e, const char *name, const red_array *block
 
 RED_API int red_result_split(red_expr *e, int i, int *axis, int64_t *offset, int64_t *extent)
 {
-    red_array a;
-    int rc = red_result(e, i, &a, NULL);
+    if (!e) return RED_ERR_ARG;
+    int rc = red_sync(e);   /* starts the call */
+    if (!rc) rc = expr_result_index(e, i);   /* (a result handed over still says where it was) */
     if (rc) return rc;
     const int64_t *s = e->split_res ? e->split_res + 3 * i : NULL;
     if (axis) *axis = s ? (int)s[0] : -1;
