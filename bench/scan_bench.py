@@ -36,6 +36,17 @@ def timeit(fn, reps, batch=5):
     return statistics.median(ts)
 
 
+def time_compiled(t, fn, arg, reps, what):
+    """torch.compile of fn, timed into t["torch.compile"] on arg; a compile that fails is
+    reported and left out of the row."""
+    try:
+        f = torch.compile(fn)
+        f(arg)
+        t["torch.compile"] = timeit(lambda: f(arg), reps)
+    except Exception as ex:  # noqa: BLE001 -- a peer that cannot compile is left out, not fatal
+        print(f"torch.compile {what}:", ex, file=sys.stderr)
+
+
 def close(got, ref, mag, rtol):
     got = torch.as_tensor(got, device="cuda").double()
     ref = torch.as_tensor(ref, device="cuda").double()
@@ -77,12 +88,7 @@ def main():
     if cp is not None:
         xc = cp.from_dlpack(x)
         t["cupy.cumsum (accelerators=cub)"] = timeit(lambda: cp.cumsum(xc), reps)
-    try:
-        f = torch.compile(lambda v: torch.cumsum(v, 0))
-        f(x)
-        t["torch.compile"] = timeit(lambda: f(x), reps)
-    except Exception as ex:  # noqa: BLE001
-        print("torch.compile cumsum:", ex, file=sys.stderr)
+    time_compiled(t, lambda v: torch.cumsum(v, 0), x, reps, "cumsum")
     row(f"cumsum(x), f32, 2^{lg}", 8 * n, t, f"ok (max error {worst:.1e} of the running sum of |x|)" if ok else f"FAIL {worst:.1e}")
     del r, ref
 
@@ -134,12 +140,7 @@ def main():
     if cp is not None:
         Ac = cp.from_dlpack(A)
         t["cupy.cumsum"] = timeit(lambda: cp.cumsum(Ac, axis=1), reps)
-    try:
-        f2 = torch.compile(lambda v: torch.cumsum(v, 1))
-        f2(A)
-        t["torch.compile"] = timeit(lambda: f2(A), reps)
-    except Exception as ex:  # noqa: BLE001
-        print("torch.compile rows:", ex, file=sys.stderr)
+    time_compiled(t, lambda v: torch.cumsum(v, 1), A, reps, "rows")
     row(f"row-wise cumsum, {R}^2 f32", 8 * R * R, t, f"ok (max error {worst:.1e})" if ok else f"FAIL {worst:.1e}")
     del r
 
