@@ -134,6 +134,15 @@ typedef struct tstate {
 int cpu_tstate_init(tstate *ts, const pass_ctx *pc);
 void cpu_tstate_free(tstate *ts, const pass_ctx *pc);
 
+/* Chunks 0 .. nchunks-1 of a pass in parallel on up to pc->nthreads threads, one at a time
+ * (dynamic), each thread with its state and `scratch` bytes of its own: each(pc, ts, scratch,
+ * c, arg) returns 0 or the VM's status, its fault in ts->st.fault.  No chunk starts once the
+ * run is cancelled.  Returns 0, RED_ERR_NOMEM (a thread's state), or with *fault_chunk set
+ * (INT64_MAX: none) the first chunk's fault in *fault. */
+typedef int cpu_chunk_fn(const pass_ctx *pc, tstate *ts, void *scratch, int64_t c, void *arg);
+int cpu_each_chunk(const pass_ctx *pc, int64_t nchunks, size_t scratch, cpu_chunk_fn *each, void *arg,
+                   int64_t *fault_chunk, vm_fault *fault);
+
 /* Fill the block starting at linear position `pos` (< end).  Sets the
  * variables in `st`, the runs, and returns the number of elements. */
 int cpu_fill_block(const pass_ctx *pc, vm_state *st, walker *w, int64_t pos, int64_t end, run *runs, int *nruns);

@@ -194,6 +194,30 @@ static int carry_in(const pass_ctx *pc, const chunk *ch, int64_t nchunks, cacc *
     return rc;
 }
 
+/* One step over the chunks (cpu_each_chunk): 1, each chunk's fold since its last restart;
+ * 3, each chunk again from its carry, writing. */
+typedef struct stepping {
+    chunk *ch;
+    const cacc *carry;
+    int nr;
+    int64_t N;
+    int step;
+} stepping;
+
+static int scan_chunk(const pass_ctx *pc, tstate *ts, void *scratch, int64_t c, void *arg)
+{
+    const stepping *sp = arg;
+    chunk *ch = sp->ch;
+    int64_t cs = c * CHUNK, ce = cs + CHUNK < sp->N ? cs + CHUNK : sp->N;
+    if (sp->step == 1) {
+        restart(pc, ch[c].acc);
+        return walk_chunk(pc, ts, cs, ce, 0, ch[c].acc, 0, 0, &ch[c]);
+    }
+    cacc *acc = scratch;   /* the carry, folded on */
+    memcpy(acc, sp->carry + c * sp->nr, (size_t)sp->nr * sizeof *acc);
+    return walk_chunk(pc, ts, cs, ce, 1, acc, c > 0, c > 0 ? ch[c - 1].last_key : 0, NULL);
+}
+
 int cpu_run_scan(pass_ctx *pc, util_diag *diag)
 {
     const plan *p = pc->p;
@@ -214,41 +238,12 @@ int cpu_run_scan(pass_ctx *pc, util_diag *diag)
     int rc = 0;
     int64_t fault_chunk = INT64_MAX;
     vm_fault fault = {0};
-    int nt = pc->nthreads;
-    if (nchunks < nt) nt = (int)nchunks;
+    stepping sp = {ch, carry, nr, N, 0};
     for (int step = nchunks > 1 ? 1 : 3; !rc && step <= 3; step += 2) {
         if (step == 3) rc = carry_in(pc, ch, nchunks, carry);
         if (rc) break;
-#pragma omp parallel num_threads(nt)
-        {
-            tstate ts;
-            int lrc = cpu_tstate_init(&ts, pc);
-            if (lrc) {
-#pragma omp critical(redjit_fault)
-                if (!rc) rc = lrc;
-            }
-            cacc *acc = malloc((size_t)(nr + 1) * sizeof *acc);
-#pragma omp for schedule(dynamic, 1)
-            for (int64_t c = 0; c < nchunks; c++) {
-                if (lrc || !acc || core_cancelled(pc->cancel)) continue;
-                int64_t cs = c * CHUNK, ce = cs + CHUNK < N ? cs + CHUNK : N;
-                int r;
-                if (step == 1) {
-                    restart(pc, ch[c].acc);
-                    r = walk_chunk(pc, &ts, cs, ce, 0, ch[c].acc, 0, 0, &ch[c]);
-                } else {
-                    memcpy(acc, carry + c * nr, (size_t)nr * sizeof *acc);
-                    r = walk_chunk(pc, &ts, cs, ce, 1, acc, c > 0, c > 0 ? ch[c - 1].last_key : 0, NULL);
-                }
-                if (r) keep_first_fault(c, r, &ts.st.fault, &fault_chunk, &fault);
-            }
-            if (!acc) {
-#pragma omp critical(redjit_fault)
-                if (!rc) rc = RED_ERR_NOMEM;
-            }
-            free(acc);
-            cpu_tstate_free(&ts, pc);
-        }
+        sp.step = step;
+        rc = cpu_each_chunk(pc, nchunks, (size_t)(nr + 1) * sizeof(cacc), scan_chunk, &sp, &fault_chunk, &fault);
         if (!rc && fault_chunk != INT64_MAX) break;
     }
     free(ch);

@@ -305,6 +305,38 @@ void cpu_tstate_free(tstate *ts, const pass_ctx *pc)
     free(ts->cur);
 }
 
+/* ---- chunks in parallel ------------------------------------------------------------------ */
+
+int cpu_each_chunk(const pass_ctx *pc, int64_t nchunks, size_t scratch, cpu_chunk_fn *each, void *arg,
+                   int64_t *fault_chunk, vm_fault *fault)
+{
+    int rc = 0;
+    *fault_chunk = INT64_MAX;
+    int nt = pc->nthreads;
+    if (nchunks < nt) nt = (int)(nchunks > 0 ? nchunks : 1);
+    if (nchunks <= 0) return 0;
+#pragma omp parallel num_threads(nt)
+    {
+        tstate ts;
+        int lrc = cpu_tstate_init(&ts, pc);
+        void *mine = scratch ? malloc(scratch) : NULL;
+        if (!lrc && scratch && !mine) lrc = RED_ERR_NOMEM;
+        if (lrc) {
+#pragma omp critical(redjit_fault)
+            if (!rc) rc = lrc;
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t c = 0; c < nchunks; c++) {
+            if (lrc || core_cancelled(pc->cancel)) continue;
+            int r = each(pc, &ts, mine, c, arg);
+            if (r) keep_first_fault(c, r, &ts.st.fault, fault_chunk, fault);
+        }
+        free(mine);
+        cpu_tstate_free(&ts, pc);
+    }
+    return rc;
+}
+
 /* ---- map passes ------------------------------------------------------------------------ */
 
 /* A map pass's walk: the blocks of [0, pc->dom.N), CHUNK positions a task, in
@@ -312,42 +344,33 @@ void cpu_tstate_free(tstate *ts, const pass_ctx *pc)
  * it (its values in st's registers).  Returns 0, or an error reported in
  * diag: out of memory, or the fault of the first chunk that had one. */
 typedef void take_fn(const pass_ctx *pc, const vm_state *st, int64_t pos, int n, void *arg);
+
+typedef struct taking {
+    take_fn *take;
+    void *arg;
+} taking;
+
+static int map_chunk(const pass_ctx *pc, tstate *ts, void *scratch, int64_t c, void *arg)
+{
+    const taking *tk = arg;
+    int64_t cs = c * CHUNK, ce = cs + CHUNK < pc->dom.N ? cs + CHUNK : pc->dom.N;
+    for (int64_t pos = cs; pos < ce;) {
+        int nruns;
+        int n = cpu_fill_block(pc, &ts->st, &ts->w, pos, ce, ts->runs, &nruns);
+        int r = vm_run(&ts->st, n);
+        if (r) return r;
+        tk->take(pc, &ts->st, pos, n, tk->arg);
+        pos += n;
+    }
+    return 0;
+}
+
 static int map_blocks(const pass_ctx *pc, take_fn *take, void *arg, util_diag *diag)
 {
-    int64_t nchunks = (pc->dom.N / CHUNK + (pc->dom.N % CHUNK != 0));
-    int rc = 0;
-    int64_t fault_chunk = INT64_MAX;
+    int64_t nchunks = (pc->dom.N / CHUNK + (pc->dom.N % CHUNK != 0)), fault_chunk;
     vm_fault fault = {0};
-    int nt = pc->nthreads;
-    if (nchunks < nt) nt = (int)(nchunks > 0 ? nchunks : 1);
-    if (nchunks > 0) {
-#pragma omp parallel num_threads(nt)
-        {
-            tstate ts;
-            int lrc = cpu_tstate_init(&ts, pc);
-            if (lrc) {
-#pragma omp critical(redjit_fault)
-                if (!rc) rc = lrc;
-            }
-#pragma omp for schedule(dynamic, 1)
-            for (int64_t c = 0; c < nchunks; c++) {
-                if (lrc || core_cancelled(pc->cancel)) continue;
-                int64_t cs = c * CHUNK, ce = cs + CHUNK < pc->dom.N ? cs + CHUNK : pc->dom.N;
-                for (int64_t pos = cs; pos < ce;) {
-                    int nruns;
-                    int n = cpu_fill_block(pc, &ts.st, &ts.w, pos, ce, ts.runs, &nruns);
-                    int r = vm_run(&ts.st, n);
-                    if (r) {
-                        keep_first_fault(c, r, &ts.st.fault, &fault_chunk, &fault);
-                        break;
-                    }
-                    take(pc, &ts.st, pos, n, arg);
-                    pos += n;
-                }
-            }
-            cpu_tstate_free(&ts, pc);
-        }
-    }
+    taking tk = {take, arg};
+    int rc = cpu_each_chunk(pc, nchunks, 0, map_chunk, &tk, &fault_chunk, &fault);
     if (rc) return util_diag_set(diag, rc, "out of memory");
     if (fault_chunk != INT64_MAX) return cpu_report_fault(pc->p, pc->bufs, pc->temps, &fault, diag);
     return 0;
