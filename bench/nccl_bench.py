@@ -159,7 +159,21 @@ def main():
     good = bool(((torch.as_tensor(got, device="cuda") - want).abs() <= 1e-5 * colmag).all().item())
     row(f"column sums, {cols}x{cols} f32 split by rows", {"redjit": timeit(lambda: e_col(A=redjit.Split(A, 0)), reps),
                                                           "torch+all_reduce": timeit(torch_cols, reps)}, good, ("peer",))
+    # the breakdown: the same block's column sums on one GPU, without the ranks
+    o_col = one.prepare("sum(A[i,j]) over i")
+    row(f"  (breakdown) column sums of one rank's {r1 - r0}x{cols} block, one GPU",
+        {"redjit": timeit_alone(lambda: o_col(A=A), reps, rank), "torch A.sum(0)": timeit_alone(lambda: A.sum(0), reps, rank)},
+        True, ("info",))
     del A
+
+    # the breakdown: what a split run costs beyond its kernels (a tiny array), and NCCL's floor
+    tiny = x[:1024].contiguous()
+    one_float = torch.zeros(1, device="cuda")
+    row("  (breakdown) sum(x) of 1024 f32 per GPU: the split run's own cost",
+        {"redjit 2 GPUs": timeit(lambda: float(e_sum(x=redjit.Split(tiny, 0))), reps),
+         "redjit 1 GPU": timeit_alone(lambda: float(o_sum(x=tiny)), reps, rank),
+         "torch all_reduce of 1 float": timeit(lambda: dist.all_reduce(one_float), reps)},
+        True, ("info",))
 
     # --- an ordered user operator: affine maps modulo a prime, exact, against one GPU -----------
     na = 1 << (lg - 3)
@@ -187,7 +201,9 @@ def main():
         for case, times, ok, target in rows:
             ts = ", ".join(f"{k} {v:.0f}" for k, v in times.items() if v is not None)
             vals = list(times.values())
-            if target[0] == "weak":
+            if target[0] == "info":
+                ratio, goal = "", "(where the time goes)"
+            elif target[0] == "weak":
                 ratio, goal = f"{target[2] / target[1]:.3f}x one GPU", "at most 1.05x (1.1x ordered)"
             elif target[0] == "strong":
                 ratio, goal = f"{target[1] / target[2]:.2f}x faster", "at least 1.85x"
