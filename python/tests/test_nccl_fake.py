@@ -72,3 +72,44 @@ def test_two_forked_ranks_agree_with_numpy():
     finally:
         _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, "rank 1 failed"
+
+
+def caller_comm_rank(lib, uid, rank, n, x):
+    """A rank that makes its own communicator (through the library's ncclCommInitRank) and
+    hands it over with Context(nccl_comm=...); it stays the caller's, destroyed after."""
+    import ctypes
+
+    class UniqueId(ctypes.Structure):
+        _fields_ = [("internal", ctypes.c_char * 128)]
+
+    comm = ctypes.c_void_p()
+    u = UniqueId()
+    ctypes.memmove(ctypes.addressof(u), uid, 128)
+    assert lib.ncclCommInitRank(ctypes.byref(comm), n, u, rank) == 0
+    ctx = redjit.Context(threads=1, nccl_comm=comm.value)
+    assert ctx.ranks == (rank, n)
+    lo, hi = len(x) * rank // n, len(x) * (rank + 1) // n
+    assert ctx.eval("argmax(x)", x=redjit.Split(x[lo:hi], 0)) == int(np.argmax(x))
+    del ctx
+    assert lib.ncclCommDestroy(comm) == 0
+
+
+def test_the_callers_own_communicator():
+    import ctypes
+    lib = ctypes.CDLL(os.environ["REDJIT_NCCL_LIB"])
+    x = np.random.default_rng(31).standard_normal(777).astype(np.float32)
+    uid = redjit.nccl_unique_id()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            caller_comm_rank(lib, uid, 1, 2, x)
+            code = 0
+        except BaseException as exc:  # noqa: BLE001 -- the child reports through its status
+            print("rank 1:", repr(exc), flush=True)
+        os._exit(code)
+    try:
+        caller_comm_rank(lib, uid, 0, 2, x)
+    finally:
+        _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, "rank 1 failed"
