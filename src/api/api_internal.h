@@ -177,6 +177,10 @@ double expr_now_ms(void);
 void ctx_detach_comm(red_ctx *ctx);
 /* red_run on a context with a communicator: collective over its ranks. */
 int expr_run_split(red_expr *e);
+/* Plan p on the GPU for e (its run, results, timings), `hook` between the passes (or NULL);
+ * `chained`: queued behind the last run (expr_chains), which keeps its workspace. */
+int expr_gpu_run(red_expr *e, gpu_dev *gpu, const plan *p, const core_buf *bufs, const int *on_device,
+                 const plan_value *scalars, const core_cancel *cancel, const core_pass_hook *hook, int chained);
 /* Result i exists (the last run gave it; taken or not): 0, else the failure, set. */
 int expr_result_index(red_expr *e, int i);
 /* The plan this rank runs for `p` when arrays are bound split and a communicator is attached

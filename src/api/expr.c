@@ -635,6 +635,34 @@ int expr_take_results(red_expr *e, const plan *p)
     return RED_OK;
 }
 
+int expr_gpu_run(red_expr *e, gpu_dev *gpu, const plan *p, const core_buf *bufs, const int *on_device,
+                 const plan_value *scalars, const core_cancel *cancel, const core_pass_hook *hook, int chained)
+{
+    e->gpu = gpu;
+    if (!chained) {
+        memset(&e->run, 0, sizeof e->run);
+    } else {   /* keeps its workspace and the buffers it may reuse */
+        e->run.compile_ms = e->run.upload_ms = e->run.kernel_ms = e->run.download_ms = 0;
+        e->run.timing_failed = 0;
+    }
+    e->run.stream = e->stream;
+    e->run.device_results = expr_opt(e, RED_OPT_RESULTS);
+    e->run.timings = expr_opt(e, RED_OPT_TIMINGS);
+    e->run.limits = expr_gpu_limits(e);
+    e->run.cancel = cancel;
+    /* explicit ranges of free indices are evaluated on the host, from
+     * host arrays and scalars (the pending run keeps no pointer to it) */
+    cpu_bound_arg barg = {bufs, scalars, NULL, on_device};
+    e->run.bounds = (core_bounds){cpu_eval_bound, &barg};
+    int rc = gpu_execute(gpu, p, bufs, on_device, scalars, expr_opt(e, RED_OPT_STRATEGY), hook, &e->run, &e->temps,
+                         &e->diag);
+    e->run.bounds = (core_bounds){0};   /* both point into this frame */
+    e->run.cancel = NULL;
+    e->results_on_device = rc ? RED_RESULTS_HOST : e->run.device_results;
+    e->timings.compile_ms = e->run.compile_ms;
+    return rc;
+}
+
 RED_API int red_run(red_expr *e)
 {
     if (!e) return RED_ERR_ARG;
@@ -673,27 +701,7 @@ RED_API int red_run(red_expr *e)
     if (!rc) {
         e->gpu = gpu;
         if (gpu) {
-            if (!chained) {
-                memset(&e->run, 0, sizeof e->run);
-            } else {   /* keeps its workspace and the buffers it may reuse */
-                e->run.compile_ms = e->run.upload_ms = e->run.kernel_ms = e->run.download_ms = 0;
-                e->run.timing_failed = 0;
-            }
-            e->run.stream = e->stream;
-            e->run.device_results = expr_opt(e, RED_OPT_RESULTS);
-            e->run.timings = expr_opt(e, RED_OPT_TIMINGS);
-            e->run.limits = expr_gpu_limits(e);
-            e->run.cancel = &cancel;
-            /* explicit ranges of free indices are evaluated on the host, from
-             * host arrays and scalars (the pending run keeps no pointer to it) */
-            cpu_bound_arg barg = {bufs, scalars, NULL, on_device};
-            e->run.bounds = (core_bounds){cpu_eval_bound, &barg};
-            rc = gpu_execute(gpu, p, bufs, on_device, scalars, expr_opt(e, RED_OPT_STRATEGY), NULL, &e->run,
-                             &e->temps, &e->diag);
-            e->run.bounds = (core_bounds){0};   /* both point into this frame */
-            e->run.cancel = NULL;
-            e->results_on_device = rc ? RED_RESULTS_HOST : e->run.device_results;
-            e->timings.compile_ms = e->run.compile_ms;
+            rc = expr_gpu_run(e, gpu, p, bufs, on_device, scalars, &cancel, NULL, chained);
         } else {
             double tc = expr_now_ms();
             rc = cpu_execute(p, bufs, scalars, expr_opt(e, RED_OPT_THREADS), &cancel, &e->temps, &e->diag);

@@ -521,22 +521,9 @@ static int execute_here(red_expr *e, gpu_dev *gpu, ranks_plan *dp, const windows
     double tc = expr_now_ms();
     int rc;
     if (gpu) {
-        e->gpu = gpu;
-        memset(&e->run, 0, sizeof e->run);
-        e->run.stream = e->stream;
-        e->run.device_results = expr_opt(e, RED_OPT_RESULTS);
-        e->run.timings = expr_opt(e, RED_OPT_TIMINGS);
-        e->run.limits = expr_gpu_limits(e);
-        e->run.cancel = cancel;
-        cpu_bound_arg barg = {in->bufs, in->scalars, NULL, in->on_device};
-        e->run.bounds = (core_bounds){cpu_eval_bound, &barg};
-        rc = gpu_execute(gpu, dp->p, in->bufs, in->on_device, in->scalars, expr_opt(e, RED_OPT_STRATEGY), &hook,
-                         &e->run, &e->temps, &e->diag);
-        e->run.bounds = (core_bounds){0};
-        e->run.cancel = NULL;
+        rc = expr_gpu_run(e, gpu, dp->p, in->bufs, in->on_device, in->scalars, cancel, &hook, 0);
         if (!rc && e->run.pending) rc = gpu_finish(gpu, &e->run, &e->diag);
-        e->results_on_device = rc ? RED_RESULTS_HOST : e->run.device_results;
-        e->timings.compile_ms = e->run.compile_ms;
+        if (rc) e->results_on_device = RED_RESULTS_HOST;
     } else {
         rc = cpu_execute_hooked(dp->p, in->bufs, in->scalars, expr_opt(e, RED_OPT_THREADS), cancel, &hook, &e->temps,
                                 &e->diag);
@@ -610,7 +597,7 @@ int expr_run_split(red_expr *e)
                                                        : util_diag_set(&e->diag, RED_ERR_NOMEM, "out of memory");
     }
     memset(&mine, 0, sizeof mine);
-    if (!rc) rc = say_hello(e, device_array(e) != NULL, &mine);
+    if (!rc) rc = say_hello(e, gpu != NULL, &mine);   /* (a GPU run: device arrays) */
     if (!rc && gpu) e->rcomm = e->ctx->nccl;
     hearing hh = {e, p, dp, all, n, &in, &w};
     ranks_hello hi = {.comm = c, .bytes = sizeof mine, .every = all, .heard = heard, .arg = &hh};

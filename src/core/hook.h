@@ -38,4 +38,19 @@ typedef struct core_pass_hook {
     void *arg;
 } core_pass_hook;
 
+/* A run that failed (rc) before its first pass: the hook hears it where it would have heard
+ * that pass (its keys where it is keyed, then walked, and ended where the backend calls it),
+ * so that the other ranks, which are there, hear it too.  The status to return. */
+static inline int core_hook_failed_early(const core_pass_hook *h, const plan *p, int rc, int with_ended,
+                                         util_diag *diag)
+{
+    if (!h || !p->npasses) return rc;
+    int64_t nokeys = 0;
+    core_vars novars = {0};
+    core_results none = {0};
+    if (p->passes[0].key && h->keys) rc = h->keys(h->arg, p, 0, rc, &nokeys, NULL, diag);
+    rc = h->walked(h->arg, p, 0, rc, &novars, &none, NULL, diag);
+    return with_ended ? h->ended(h->arg, p, 0, rc, diag) : rc;
+}
+
 #endif

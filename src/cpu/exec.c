@@ -377,14 +377,7 @@ int cpu_execute_hooked(const plan *p, const core_buf *bufs, const plan_value *sc
     pass_ctx pc, qc;   /* (qc: an epilogue's map) */
     memset(&pc, 0, sizeof pc);
     memset(&qc, 0, sizeof qc);
-    if (rc && hook && p->npasses) {
-        /* failed before the first pass: the hook hears it where it would have */
-        core_results none = {0};
-        int64_t nokeys = 0;
-        if (p->passes[0].key && hook->keys) rc = hook->keys(hook->arg, p, 0, rc, &nokeys, NULL, diag);
-        rc = hook->walked(hook->arg, p, 0, rc, &vars, &none, NULL, diag);
-        rc = hook->ended(hook->arg, p, 0, rc, diag);
-    }
+    if (rc) rc = core_hook_failed_early(hook, p, rc, 1, diag);
     for (int pi = 0; !rc && pi < p->npasses; pi++) {
         pass_ctx base = {.p = p, .bufs = bufs, .scalars = scalars, .temps = out->t, .nthreads = nthreads,
                          .cancel = cancel};

@@ -391,14 +391,7 @@ static int execute(gpu_dev *g, const plan *p, const core_buf *bufs, const int *o
     if (cr0) {
         int rc = gpu_cu_fail(g, cr0, "cuCtxSetCurrent", diag);
         pthread_mutex_unlock(&g->lock);
-        if (hook && p->npasses) {   /* the hook hears it where it would have */
-            int64_t none = 0;
-            core_results nothing = {0};
-            core_vars novars = {0};
-            if (p->passes[0].key && hook->keys) rc = hook->keys(hook->arg, p, 0, rc, &none, NULL, diag);
-            rc = hook->walked(hook->arg, p, 0, rc, &novars, &nothing, NULL, diag);
-        }
-        return rc;
+        return core_hook_failed_early(hook, p, rc, 0, diag);
     }
     CUstream s = (CUstream)run->stream;
     run->p = p;
@@ -421,12 +414,7 @@ static int execute(gpu_dev *g, const plan *p, const core_buf *bufs, const int *o
     int rc = exec_setup(&x);
     if (!rc) rc = exec_uploads(&x);
     if (run->ev[1] && g->cu.EventRecord(run->ev[1], s)) run->timing_failed = 1;
-    if (rc && hook && p->npasses) {
-        /* failed before the first pass: the hook hears it where it would have */
-        int64_t none = 0;
-        if (p->passes[0].key && hook->keys) rc = hook->keys(hook->arg, p, 0, rc, &none, NULL, diag);
-        rc = exec_hook(&x, 0, rc);
-    }
+    if (rc) rc = core_hook_failed_early(hook, p, rc, 0, diag);   /* failed before the first pass */
     for (int pi = 0; !rc && pi < p->npasses; pi++) {
         rc = gpu_exec_pass(&x, pi);
         if (hook) rc = exec_hook(&x, pi, rc);

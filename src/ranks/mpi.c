@@ -9,6 +9,13 @@
 #include "ranks/ranks.h"
 #include "redjit.h"
 
+void ranks_wire(int ct, int rop, int *wct, int *wop)
+{
+    int wrap = rop == ROP_SUM || rop == ROP_PROD;
+    *wct = wrap && ct == CT_I32 ? CT_U32 : wrap && ct == CT_I64 ? CT_U64 : ct;
+    *wop = rop == ROP_LAND ? ROP_MIN : rop == ROP_LOR ? ROP_MAX : rop;
+}
+
 int ranks_reducible(int rop, int ct)
 {
     if (ct == CT_BOOL) return rop == ROP_LAND || rop == ROP_LOR || rop == ROP_MIN || rop == ROP_MAX;
@@ -101,27 +108,26 @@ static int mpi_allgather(ranks_comm *c, const void *send, void *recv, size_t byt
     return rc;
 }
 
-static MPI_Datatype mpi_type(int ct, int rop)
+/* MPI's type and operator for ranks_wire's (wct, wop). */
+static MPI_Datatype mpi_type(int wct)
 {
-    /* sums and products wrap: the unsigned type of the width gives the same bits */
-    int wrap = rop == ROP_SUM || rop == ROP_PROD;
-    switch (ct) {
+    switch (wct) {
     case CT_BOOL: return MPI_UINT8_T;
-    case CT_I32: return wrap ? MPI_UINT32_T : MPI_INT32_T;
+    case CT_I32: return MPI_INT32_T;
     case CT_U32: return MPI_UINT32_T;
-    case CT_I64: return wrap ? MPI_UINT64_T : MPI_INT64_T;
+    case CT_I64: return MPI_INT64_T;
     case CT_U64: return MPI_UINT64_T;
     }
     return MPI_DATATYPE_NULL;
 }
 
-static MPI_Op mpi_op(int rop)
+static MPI_Op mpi_op(int wop)
 {
-    switch (rop) {
+    switch (wop) {
     case ROP_SUM: return MPI_SUM;
     case ROP_PROD: return MPI_PROD;
-    case ROP_MIN: case ROP_LAND: return MPI_MIN;   /* booleans are 0 / 1 bytes */
-    case ROP_MAX: case ROP_LOR: return MPI_MAX;
+    case ROP_MIN: return MPI_MIN;
+    case ROP_MAX: return MPI_MAX;
     case ROP_BAND: return MPI_BAND;
     case ROP_BOR: return MPI_BOR;
     case ROP_BXOR: return MPI_BXOR;
@@ -131,8 +137,10 @@ static MPI_Op mpi_op(int rop)
 
 static int mpi_allreduce(ranks_comm *c, void *buf, int64_t n, int ct, int rop)
 {
-    MPI_Datatype t = mpi_type(ct, rop);
-    MPI_Op op = mpi_op(rop);
+    int wct, wop;
+    ranks_wire(ct, rop, &wct, &wop);
+    MPI_Datatype t = mpi_type(wct);
+    MPI_Op op = mpi_op(wop);
     if (t == MPI_DATATYPE_NULL || op == MPI_OP_NULL || !ranks_reducible(rop, ct)) {
         snprintf(c->err, sizeof c->err, "no MPI all-reduce for %s over %s", plan_rop_name(rop), plan_ct_name(ct));
         return RED_ERR_INTERNAL;

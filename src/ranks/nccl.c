@@ -209,20 +209,6 @@ static int reserve(ranks_comm *c, size_t bytes)
     return stage_get((nccl_engine *)c, round_up(bytes) + bytes * (size_t)c->size + 1);
 }
 
-static int host_allgather(ranks_comm *c, const void *send, void *recv, size_t bytes)
-{
-    nccl_engine *m = (nccl_engine *)c;
-    size_t at = round_up(bytes), total = bytes * (size_t)c->size;
-    int rc = stage_get(m, at + total + 1);
-    if (!rc) rc = stage_in(m, 0, send, bytes);
-    if (!rc)
-        rc = nccl_called(m, "ncclAllGather", nccl.AllGather((void *)(uintptr_t)m->stage,
-                                                             (void *)(uintptr_t)(m->stage + at), bytes, NCCL_U8,
-                                                             m->comm, m->s), m->s);
-    if (!rc) rc = stage_out(m, at, total);
-    if (!rc) memcpy(recv, m->pinned + at, total);
-    return rc;
-}
 
 /* The all-gather queued on the engine's stream, not waited for: it overlaps what the caller
  * queues on its own stream meanwhile (a pass's kernels). */
@@ -251,6 +237,12 @@ static int host_allgather_wait(ranks_comm *c, void *recv)
     return rc;
 }
 
+static int host_allgather(ranks_comm *c, const void *send, void *recv, size_t bytes)
+{
+    int rc = host_allgather_start(c, send, bytes);
+    return rc ? rc : host_allgather_wait(c, recv);
+}
+
 /* NCCL has no all-gather of unequal parts: each rank's part padded to the largest. */
 static int host_allgatherv(ranks_comm *c, const void *send, void *recv, const size_t *counts, const size_t *displs)
 {
@@ -273,14 +265,14 @@ static int host_allgatherv(ranks_comm *c, const void *send, void *recv, const si
 
 /* NCCL's data type and operator for rop over ct, or -1: its built-in integer and logical
  * operators (sums and products wrap: the unsigned type of the width gives the same bits). */
-static int nccl_type(int ct, int rop)
+/* NCCL's type and operator for ranks_wire's (wct, wop), or -1. */
+static int nccl_type(int wct)
 {
-    int wrap = rop == ROP_SUM || rop == ROP_PROD;
-    switch (ct) {
+    switch (wct) {
     case CT_BOOL: return NCCL_U8;
-    case CT_I32: return wrap ? NCCL_U32 : NCCL_I32;
+    case CT_I32: return NCCL_I32;
     case CT_U32: return NCCL_U32;
-    case CT_I64: return wrap ? NCCL_U64 : NCCL_I64;
+    case CT_I64: return NCCL_I64;
     case CT_U64: return NCCL_U64;
     case CT_F32: return NCCL_F32;
     case CT_F64: return NCCL_F64;
@@ -288,13 +280,13 @@ static int nccl_type(int ct, int rop)
     return -1;
 }
 
-static int nccl_op(int rop)
+static int nccl_op(int wop)
 {
-    switch (rop) {
+    switch (wop) {
     case ROP_SUM: return NCCL_SUM;
     case ROP_PROD: return NCCL_PROD;
-    case ROP_MIN: case ROP_LAND: return NCCL_MIN;   /* booleans are 0 / 1 bytes */
-    case ROP_MAX: case ROP_LOR: return NCCL_MAX;
+    case ROP_MIN: return NCCL_MIN;
+    case ROP_MAX: return NCCL_MAX;
     }
     return -1;
 }
@@ -314,7 +306,9 @@ static int nccl_reducible(int rop, int ct)
 static int dev_allreduce(ranks_comm *c, void *buf, int64_t n, int ct, int rop, void *stream)
 {
     nccl_engine *m = (nccl_engine *)c;
-    int t = nccl_type(ct, rop), op = nccl_op(rop);
+    int wct, wop;
+    ranks_wire(ct, rop, &wct, &wop);
+    int t = nccl_type(wct), op = nccl_op(wop);
     if (t < 0 || op < 0 || !nccl_reducible(rop, ct)) {
         snprintf(c->err, sizeof c->err, "no NCCL all-reduce for %s over %s", plan_rop_name(rop), plan_ct_name(ct));
         return RED_ERR_INTERNAL;

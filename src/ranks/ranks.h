@@ -77,6 +77,10 @@ typedef struct ranks_cuda {
 int ranks_mpi_open(const void *mpi_comm, ranks_comm **out, util_diag *diag);
 /* Whether MPI's all-reduce combines partials of rop over ct exactly (any order). */
 int ranks_reducible(int rop, int ct);
+/* How any engine's all-reduce moves partials of rop over ct: as compute type *wct (a sum or
+ * product of signed integers as the unsigned type of the width, whose wrapping gives the same
+ * bits) with operator *wop (logical and/or as min/max: booleans are 0 / 1 bytes). */
+void ranks_wire(int ct, int rop, int *wct, int *wop);
 
 /* NCCL (libnccl.so.2, or the file REDJIT_NCCL_LIB names, loaded with dlopen on first use).
  * The unique id (RANKS_NCCL_ID bytes) one rank makes and hands to the others. */
