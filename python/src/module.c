@@ -291,6 +291,17 @@ static int set_opt(rjp_context *self, red_option opt, int v)
     return 0;
 }
 
+/* The end of an attach call: its error raised, or the context's rank count taken. */
+static int attached(rjp_context *self, int rc)
+{
+    if (rc) {
+        rjp_raise(rc, red_errmsg(self->ctx));
+        return -1;
+    }
+    red_comm_rank(self->ctx, NULL, &self->nranks);
+    return 0;
+}
+
 /* An mpi4py communicator attached to the context (collective over its ranks): the library
  * duplicates it, so the Python object need not outlive the context.  mpi4py gives the
  * address of its MPI_Comm handle; the extension links no MPI of its own. */
@@ -322,12 +333,7 @@ static int attach_comm(rjp_context *self, PyObject *comm)
     Py_BEGIN_ALLOW_THREADS
     rc = red_attach_mpi(self->ctx, p);
     Py_END_ALLOW_THREADS
-    if (rc) {
-        rjp_raise(rc, red_errmsg(self->ctx));
-        return -1;
-    }
-    red_comm_rank(self->ctx, NULL, &self->nranks);
-    return 0;
+    return attached(self, rc);
 }
 
 /* NCCL attached (collective over its ranks): from a unique id (bytes, redjit.nccl_unique_id())
@@ -358,12 +364,7 @@ static int attach_nccl(rjp_context *self, PyObject *id, int rank, int nranks, Py
         rc = red_attach_nccl_id(self->ctx, bytes, nranks, rank);
         Py_END_ALLOW_THREADS
     }
-    if (rc) {
-        rjp_raise(rc, red_errmsg(self->ctx));
-        return -1;
-    }
-    red_comm_rank(self->ctx, NULL, &self->nranks);
-    return 0;
+    return attached(self, rc);
 }
 
 static int context_init(rjp_context *self, PyObject *args, PyObject *kwargs)
