@@ -510,12 +510,12 @@ static void free_inputs(inputs *in)
 
 /* This rank's part of the run: on the GPU with `gpu` (waited for: a fault found at its end
  * is agreed on after the results are placed), else on the CPU; `pending`: the hello, to be
- * finished by the first hook. */
+ * made by the first hook; *folded: ranks_run's. */
 static int execute_here(red_expr *e, gpu_dev *gpu, ranks_plan *dp, const windows *w, inputs *in, core_cancel *cancel,
-                        ranks_hello *pending)
+                        ranks_hello *pending, int *folded)
 {
     ranks_comm *c = e->rcomm;
-    ranks_run dr = {c, dp, w->ext, w->off, pending, e->rctl};
+    ranks_run dr = {c, dp, w->ext, w->off, pending, e->rctl, 0};
     core_pass_hook hook = ranks_hook_proto;
     hook.arg = &dr;
     double tc = expr_now_ms();
@@ -529,6 +529,7 @@ static int execute_here(red_expr *e, gpu_dev *gpu, ranks_plan *dp, const windows
                                 &e->diag);
     }
     e->timings.cpu_ms = expr_now_ms() - tc;
+    *folded = dr.folded;
     return rc;
 }
 
@@ -563,8 +564,10 @@ static int heard(void *arg, util_diag *diag)
 /* The ranks' phases, each entered by all or by none: a failure is agreed on (ranks_agree)
  * before the next collective, so that no rank is left waiting in one.  The first collective
  * is the ranks' hello (their status, what they run, their blocks' extents).  A GPU run whose
- * first pass reads no rank's offset starts the hello, queues that pass, and finishes the
- * hello in the pass's hook, so that the two overlap. */
+ * first pass reads no rank's offset queues that pass first and makes the hello in the pass's
+ * hook, with the status there: the two overlap, and the hello is the pass's agreement.  A GPU
+ * run whose last pass is split needs no agreement after it unless a rank's device faulted
+ * (ranks_run's folded). */
 int expr_run_split(red_expr *e)
 {
     double t0 = expr_now_ms();
@@ -600,18 +603,18 @@ int expr_run_split(red_expr *e)
     if (!rc) rc = say_hello(e, gpu != NULL, &mine);   /* (a GPU run: device arrays) */
     if (!rc && gpu) e->rcomm = e->ctx->nccl;
     hearing hh = {e, p, dp, all, n, &in, &w};
-    ranks_hello hi = {.comm = c, .bytes = sizeof mine, .every = all, .heard = heard, .arg = &hh};
+    ranks_hello hi = {.comm = c, .bytes = sizeof mine, .every = all, .heard = heard, .arg = &hh, .mine = &mine};
     int overlap = !rc && gpu && dp->p->npasses > 0 && !dp->pass_offsets[0];
-    rc = ranks_hello_start(&hi, rc, &mine, &e->diag);
-    if (!overlap) rc = ranks_hello_finish(&hi, &e->diag);
+    if (!overlap) rc = ranks_hello_settle(&hi, rc, &e->diag);
     if (!rc) {
         core_cancel cancel = {&e->ctx->interrupts, __atomic_load_n(&e->ctx->interrupts, __ATOMIC_RELAXED)};
-        rc = execute_here(e, gpu, dp, &w, &in, &cancel, overlap ? &hi : NULL);
-        int hrc = ranks_hello_finish(&hi, &e->diag);   /* (done by the run's first hook) */
+        int folded = 0;
+        rc = execute_here(e, gpu, dp, &w, &in, &cancel, overlap ? &hi : NULL, &folded);
+        int hrc = ranks_hello_settle(&hi, rc, &e->diag);   /* (made by the run's first hook) */
         if (hrc && !rc) rc = hrc;
         /* a fault the device found at the end of its run is every rank's (the CPU's hooks
          * agreed on everything); after a failed hello every rank has stopped already */
-        if (gpu && !hrc) rc = ranks_agree(e->rctl, rc, &e->diag);
+        if (gpu && !hrc && (!folded || e->run.ranks_fault)) rc = ranks_agree(e->rctl, rc, &e->diag);
         int gathered = 0;
         if (!rc) {
             e->run_pe = e->last_pe;

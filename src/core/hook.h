@@ -19,6 +19,10 @@ typedef struct core_devmem {
     int (*to_device)(void *arg, void *dst, const void *src, size_t bytes, util_diag *diag);
     /* device memory for the rest of the run */
     int (*scratch)(void *arg, size_t bytes, void **dev, util_diag *diag);
+    /* the device's fault record's first word (nonzero: a fault), and a word that comes back
+     * with the run's results (gpu_run's ranks_fault) for a collective to write; NULL where the
+     * backend has none */
+    void *fault, *ranks_fault;
 } core_devmem;
 
 typedef struct core_pass_hook {

@@ -66,6 +66,9 @@ typedef struct gpu_run {
     int bufs_owned;
     unsigned long long ws;  /* this run's fault record, counter, key stats  */
     int ws_keys_dirty;      /* its key flag word may be nonzero: not clean  */
+    int ranks_fault_used;   /* a split run's hook may write RJ_WS_RFAULT:    */
+    unsigned long long ranks_fault;   /* what it holds, read back with the
+                               fault record (nonzero: a rank faulted)       */
     unsigned long long *release;   /* buffers to give back at the end       */
     int nrelease, caprelease;
     unsigned long long release_inl[16];   /* release's first home: no allocation */

@@ -70,17 +70,20 @@ int gpu_finish(gpu_dev *g, gpu_run *run, util_diag *diag)
     int rc = 0;
     if (run->pending || run->ws) {
         run_ctx r = {.g = g, .p = run->p, .diag = diag, .s = (CUstream)run->stream, .ws = run->ws, .run = run};
-        unsigned long long err[4] = {0};
+        unsigned long long err[4] = {0}, rfault = 0;
         CUresult cr = g->cu.CtxSetCurrent(g->ctx);
         /* the fault record's copy queued behind the work, then one wait
          * for both (a failed kernel fails either call) */
         if (cr) rc = gpu_cu_fail(g, cr, "cuCtxSetCurrent", diag);
-        else if (run->ws && (cr = g->cu.MemcpyDtoHAsync(err, run->ws, RJ_WS_ERR_BYTES, r.s)))
+        else if (run->ws && ((cr = g->cu.MemcpyDtoHAsync(err, run->ws, RJ_WS_ERR_BYTES, r.s)) ||
+                             (run->ranks_fault_used &&
+                              (cr = g->cu.MemcpyDtoHAsync(&rfault, run->ws + RJ_WS_RFAULT, sizeof rfault, r.s)))))
             rc = gpu_cu_fail(g, cr, "kernel execution (cuMemcpyDtoHAsync)", diag);
         else if ((cr = g->cu.StreamSynchronize(r.s))) rc = gpu_cu_fail(g, cr, "kernel execution (cuStreamSynchronize)", diag);
+        if (!rc) run->ranks_fault = rfault;
         if (!rc && err[0]) rc = gpu_report_device_fault(&r, err, run->bufs);
         if (!rc && run->ws) {   /* read, and zero: reusable without a memset */
-            if (run->ws_keys_dirty) gpu_pool_put(g, run->ws);
+            if (run->ws_keys_dirty || rfault) gpu_pool_put(g, run->ws);
             else gpu_ws_put_clean(g, run->ws);
             run->ws = 0;
         }
@@ -119,6 +122,8 @@ static int exec_setup(gpu_exec *x)
     x->done = scratch ? SCRATCH(int, nv) : NULL;
 #undef SCRATCH
     x->ws_used = RJ_WS_ERR_BYTES;
+    run->ranks_fault_used = 0;
+    run->ranks_fault = 0;
     x->vars = (core_vars){x->vlo, x->vhi, x->done};
     if (!scratch) rc = util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
     for (int i = 0; !rc && i < p->nresults; i++) {
@@ -244,6 +249,10 @@ static int exec_read_back(gpu_exec *x)
     if (cr) return gpu_cu_fail(g, cr, "kernel execution (cuStreamSynchronize)", x->diag);
     memcpy(x->err, img + RJ_WS_ERR, RJ_WS_ERR_BYTES);
     x->have_err = 1;
+    if (run->ranks_fault_used) {
+        memcpy(&run->ranks_fault, img + RJ_WS_RFAULT, sizeof run->ranks_fault);
+        if (run->ranks_fault) x->ws_dirty = 1;
+    }
     for (int k = 0; k < x->nstaged; k++) memcpy(x->staged[k].dst, img + x->staged[k].off, x->staged[k].bytes);
     unsigned long long flag;
     memcpy(&flag, img + RJ_WS_KFLAG, sizeof flag);
@@ -374,7 +383,14 @@ static int exec_hook(gpu_exec *x, int pi, int rc)
         view[i].data = x->tptr ? (void *)(uintptr_t)x->tptr[i] : NULL;
     }
     core_results temps = {.t = view, .n = view ? p->ntemps : 0};
-    core_devmem mem = {x, x->s, mem_to_host, mem_to_device, mem_scratch};
+    core_devmem mem = {x, x->s, mem_to_host, mem_to_device, mem_scratch, NULL, NULL};
+    if (x->run->ws) {
+        /* comes back with the fault record (zero unless a rank faulted: then not clean) */
+        mem.fault = (void *)(uintptr_t)(x->run->ws + RJ_WS_ERR);
+        mem.ranks_fault = (void *)(uintptr_t)(x->run->ws + RJ_WS_RFAULT);
+        x->run->ranks_fault_used = 1;
+        if (x->ws_used < RJ_WS_RFAULT + 8) x->ws_used = RJ_WS_RFAULT + 8;
+    }
     const core_pass_hook *h = x->hook;
     /* (`ended` follows checks of a pass's results, which the GPU makes at the run's end) */
     rc = h->walked(h->arg, p, pi, rc, &x->vars, &temps, &mem, x->diag);

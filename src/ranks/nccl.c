@@ -44,6 +44,8 @@ typedef struct nccl_api {
     nccl_result (*CommGetAsyncError)(nccl_handle, nccl_result *);
     nccl_result (*AllReduce)(const void *, void *, size_t, int, int, nccl_handle, cu_stream);
     nccl_result (*AllGather)(const void *, void *, size_t, int, nccl_handle, cu_stream);
+    nccl_result (*GroupStart)(void);
+    nccl_result (*GroupEnd)(void);
     const char *(*GetErrorString)(nccl_result);
 } nccl_api;
 
@@ -72,6 +74,8 @@ static void nccl_load(void)
     NS(CommGetAsyncError);
     NS(AllReduce);
     NS(AllGather);
+    NS(GroupStart);
+    NS(GroupEnd);
     NS(GetErrorString);
 #undef NS
     void **fp = (void **)&nccl;
@@ -118,6 +122,7 @@ typedef struct nccl_engine {
     size_t stage_size;
     unsigned char *pinned;      /* and on the host, page-locked: the copies are then quick */
     size_t pending_at, pending_total;   /* an all-gather started (allgather_start) */
+    int grouped;                /* a group is open (dev_flag): the next collective ends it */
 } nccl_engine;
 
 static int engine_fail(ranks_comm *c, const char *what, const char *why)
@@ -155,8 +160,17 @@ static int nccl_wait(nccl_engine *m, cu_stream s)
     }
 }
 
+/* A collective just queued (status r) with those of an open group, waited for. */
 static int nccl_called(nccl_engine *m, const char *what, nccl_result r, cu_stream s)
 {
+    if (m->grouped) {
+        m->grouped = 0;
+        nccl_result g = nccl.GroupEnd();
+        if (r == NCCL_OK || r == NCCL_IN_PROGRESS) {
+            r = g;
+            what = "ncclGroupEnd";
+        }
+    }
     if (r != NCCL_OK && r != NCCL_IN_PROGRESS) return engine_fail(&m->base, what, nccl_words(r));
     return nccl_wait(m, s);
 }
@@ -322,6 +336,30 @@ static int dev_allgather(ranks_comm *c, const void *send, void *recv, size_t byt
     return nccl_called(m, "ncclAllGather", nccl.AllGather(send, recv, bytes, NCCL_U8, m->comm, stream), stream);
 }
 
+/* The flag's all-reduce opens a group that the next collective closes: NCCL then runs the two
+ * as one, so that the flag costs no launch and no wait of its own. */
+static int dev_flag(ranks_comm *c, const void *send, void *recv, void *stream)
+{
+    nccl_engine *m = (nccl_engine *)c;
+    if (m->grouped) return engine_fail(c, "dev_flag", "a group is open already");
+    nccl_result r = nccl.GroupStart();
+    if (r != NCCL_OK) return engine_fail(c, "ncclGroupStart", nccl_words(r));
+    m->grouped = 1;
+    r = nccl.AllReduce(send, recv, 1, NCCL_U64, NCCL_MAX, m->comm, stream);
+    if (r != NCCL_OK && r != NCCL_IN_PROGRESS) {
+        m->grouped = 0;
+        nccl.GroupEnd();
+        return engine_fail(c, "ncclAllReduce", nccl_words(r));
+    }
+    return 0;
+}
+
+static int dev_flush(ranks_comm *c, void *stream)
+{
+    nccl_engine *m = (nccl_engine *)c;
+    return m->grouped ? nccl_called(m, "ncclAllReduce", NCCL_OK, stream) : 0;
+}
+
 static int host_allreduce(ranks_comm *c, void *buf, int64_t n, int ct, int rop)
 {
     nccl_engine *m = (nccl_engine *)c;
@@ -357,6 +395,8 @@ static const ranks_ops nccl_ops = {.name = "NCCL",
                                    .reducible = nccl_reducible,
                                    .dev_allgather = dev_allgather,
                                    .dev_allreduce = dev_allreduce,
+                                   .dev_flag = dev_flag,
+                                   .dev_flush = dev_flush,
                                    .free = engine_free};
 
 int ranks_nccl_open(const void *nccl_comm, const void *id, int nranks, int rank, const ranks_cuda *dev,

@@ -40,6 +40,12 @@ typedef struct ranks_ops {
      * there, returning once they are done; NULL for an engine of host memory only */
     int (*dev_allgather)(ranks_comm *c, const void *send, void *recv, size_t bytes, void *stream);
     int (*dev_allreduce)(ranks_comm *c, void *buf, int64_t n, int ct, int rop, void *stream);
+    /* the largest of the ranks' 64-bit words at `send` into `recv` (device memory), queued
+     * on `stream` with the next device collective, as one (NULL where the engine cannot) */
+    int (*dev_flag)(ranks_comm *c, const void *send, void *recv, void *stream);
+    /* the device collectives queued with `stream` so far, waited for (after dev_flag with
+     * no collective after it) */
+    int (*dev_flush)(ranks_comm *c, void *stream);
     void (*free)(ranks_comm *c);
 } ranks_ops;
 
@@ -142,6 +148,7 @@ typedef struct ranks_hello {
     void *every;
     int (*heard)(void *arg, util_diag *diag);
     void *arg;
+    const void *mine;           /* for ranks_hello_settle of one not started */
     /* kept between the halves */
     int started, done, rc;
     void *sent, *got;
@@ -149,6 +156,8 @@ typedef struct ranks_hello {
 int ranks_hello_start(ranks_hello *h, int rc, const void *mine, util_diag *diag);
 /* The agreed status (every later call returns it again). */
 int ranks_hello_finish(ranks_hello *h, util_diag *diag);
+/* Finished, started first with status rc and h->mine where it was not: the agreed status. */
+int ranks_hello_settle(ranks_hello *h, int rc, util_diag *diag);
 
 /* ---- one run ------------------------------------------------------------------------------- */
 
@@ -157,10 +166,15 @@ typedef struct ranks_run {
     ranks_plan *dp;
     const int64_t *ext;         /* [nsplit * size]: each rank's extent of each split index */
     const int64_t *off;         /* [nsplit * size]: where each rank's block starts          */
-    ranks_hello *hello;         /* started, to be finished by the first hook; or NULL      */
+    ranks_hello *hello;         /* not yet made: the first hook makes it, with its status,
+                                   as the agreement on its pass (ranks_hello_settle); or NULL */
     ranks_comm *ctl;            /* the ranks' status goes through this one: MPI where it is
                                    attached (quick for small messages, and unharmed by a GPU
                                    that failed), else `comm`                                */
+    int folded;                 /* set by the hook: the run's last pass was split, and every
+                                   rank's device fault went with its partials (core_devmem's
+                                   ranks_fault), so that only a fault there wants the ranks'
+                                   agreement after the run                                 */
 } ranks_run;
 
 /* The hook that agrees on each pass's status across ranks and combines the partials of a

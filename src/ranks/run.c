@@ -100,6 +100,15 @@ int ranks_hello_finish(ranks_hello *h, util_diag *diag)
     return h->rc = code;
 }
 
+int ranks_hello_settle(ranks_hello *h, int rc, util_diag *diag)
+{
+    if (!h->started) {
+        int e = ranks_hello_start(h, rc, h->mine, diag);
+        if (e) return e;
+    }
+    return ranks_hello_finish(h, diag);
+}
+
 int ranks_agree_with(ranks_comm *c, int rc, const void *mine, void *every, size_t bytes, util_diag *diag)
 {
     ranks_hello h = {.comm = c, .bytes = bytes, .every = every};
@@ -322,21 +331,20 @@ static void gather_need(const ranks_run *dr, const plan *p, int pi, const core_r
     }
 }
 
-/* The ranks' hello a GPU run started before its first pass (so that it overlaps the pass's
- * kernels), finished by the first hook that is called: its failure ends the run on every rank
- * there. */
-static int settle(const ranks_run *dr, util_diag *diag)
+/* The ranks' hello of a GPU run whose first pass reads no rank's offset is made by the first
+ * hook, with the status there, once that pass's kernels are queued: it overlaps them, and it
+ * is that pass's agreement (its failure ends the run on every rank there).  Whether it is
+ * still to make. */
+static int hello_due(const ranks_run *dr)
 {
-    return dr->hello ? ranks_hello_finish(dr->hello, diag) : 0;
+    return dr->hello && !dr->hello->done;
 }
 
 static int hook_walked(void *arg, const plan *p, int pi, int rc, const core_vars *v, core_results *temps,
                        const core_devmem *mem, util_diag *diag)
 {
-    const ranks_run *dr = arg;
+    ranks_run *dr = arg;
     ranks_comm *c = dr->comm;
-    int hrc = settle(dr, diag);
-    if (hrc) return hrc;
     int s = dr->dp->pass_split[pi];
     gathering gt = {c, mem, NULL, NULL, NULL, NULL};
     unsigned char *hroom = NULL;
@@ -354,7 +362,7 @@ static int hook_walked(void *arg, const plan *p, int pi, int rc, const core_vars
         gt.hnext = hroom;
         gt.hend = hroom ? hroom + host : NULL;
     }
-    rc = ranks_agree(dr->ctl, rc, diag);
+    rc = hello_due(dr) ? ranks_hello_settle(dr->hello, rc, diag) : ranks_agree(dr->ctl, rc, diag);
     if (rc || s < 0) {
         free(hroom);
         return rc;
@@ -382,9 +390,16 @@ static int hook_walked(void *arg, const plan *p, int pi, int rc, const core_vars
         else rc = gather_temp(&gt, temps->t[ct].data, cgot, (size_t)m * sizeof *cgot, diag);
         for (int r = 0; !rc && r < n; r++) counts[r] = cgot + (size_t)m * r;
     }
+    /* the run's last pass: each rank's device fault goes with its first collective, so that
+     * the run needs no agreement after it unless some rank faulted */
+    if (!rc && pi == p->npasses - 1 && mem && mem->fault && c->ops->dev_flag) {
+        dr->folded = 1;
+        if (c->ops->dev_flag(c, mem->fault, mem->ranks_fault, mem->stream)) rc = comm_failed(c, 1, diag);
+    }
     /* the text's own reductions; those after them (extreme values, counts) serve these */
     for (int q = 0; !rc && q < dr->dp->reds0[pi]; q++)
         rc = combine_red(dr, p, pi, q, &bx, has, counts, v, temps, &gt, diag);
+    if (dr->folded && c->ops->dev_flush(c, mem->stream) && !rc) rc = comm_failed(c, 1, diag);
     free(hroom);
     return rc;
 }
@@ -402,8 +417,7 @@ static int hook_keys(void *arg, const plan *p, int pi, int rc, int64_t *nkeys, c
 {
     const ranks_run *dr = arg;
     ranks_comm *c = dr->comm;
-    int hrc = settle(dr, diag);
-    if (hrc) return hrc;
+    if (hello_due(dr) && (rc = ranks_hello_settle(dr->hello, rc, diag))) return rc;
     /* the status, the count, the first and the last key of every rank, together */
     int64_t mine[4] = {*nkeys, ends != NULL, ends ? ends[0] : 0, ends ? ends[1] : 0};
     int64_t *all = malloc((size_t)c->size * sizeof mine);

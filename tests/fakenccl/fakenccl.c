@@ -3,7 +3,8 @@
  * (REDJIT_NCCL_LIB names it).  The ranks are processes of one machine; they meet in POSIX
  * shared memory named by the unique id, and every collective is a copy into the rank's
  * slot, a barrier, the work in rank order, a barrier.  "Device" pointers are host pointers,
- * as tests/fakecuda makes them.  Streams are ignored: each call is done when it returns.
+ * as tests/fakecuda makes them.  Streams are ignored: each call is done when it returns,
+ * in a group too.
  *
  * FAKENCCL_FAIL_AT=N makes the N-th collective of every rank (counted from 1) fail with
  * ncclSystemError, so that the engine's error path can be seen.
@@ -147,6 +148,22 @@ EXPORT int ncclCommUserRank(const comm *c, int *r)
 EXPORT int ncclCommCuDevice(const comm *c, int *d)
 {
     *d = 0;   /* tests/fakecuda's one device */
+    return OK;
+}
+
+/* Groups: each collective is done when called, so that a group only has to be well formed. */
+static int group_depth;
+
+EXPORT int ncclGroupStart(void)
+{
+    group_depth++;
+    return OK;
+}
+
+EXPORT int ncclGroupEnd(void)
+{
+    if (group_depth == 0) return INVALID_ARGUMENT;
+    group_depth--;
     return OK;
 }
 

@@ -25,7 +25,8 @@
 #define RJ_NRESERVED 14
 
 // A run's workspace (one device buffer; RJ_ERR, RJ_COUNTER and RJ_KSTATS point into it),
-// byte offsets.  Its first 40 bytes and the key flag word must be zero when a run starts.
+// byte offsets.  Its first 40 bytes, the key flag word and RJ_WS_RFAULT must be zero when
+// a run starts.
 #define RJ_WS_ERR      0    // the fault record: code, node, dimension, value
 #define RJ_WS_ERR_BYTES 32
 #define RJ_WS_COUNTER  32   // the persistent grid's ticket (RJ_COUNTER)
@@ -33,6 +34,8 @@
 #define RJ_WS_KFLAG    80   // the key statistics' third word: sorted / flag raised
 #define RJ_WS_KSTATS_BYTES 24
 #define RJ_WS_MFLAG    96   // rj_segm's flag (offsets it cannot follow), zeroed before each
+#define RJ_WS_RFAULT   104  // a split run's: the largest fault code of its ranks, written
+                            // by a collective with its last pass's partials
 #define RJ_WS_HEAD     128  // the run's small host-bound results from here, 16-byte aligned
 #define RJ_WS_BYTES    4096 // the workspace's size
 
