@@ -202,13 +202,15 @@ int main(int argc, char **argv)
      * host arrays still go through MPI and give the same bits; an NCCL communicator that
      * numbers the ranks otherwise is refused with RED_ERR_MISUSE and the one before stays */
     if (getenv("REDJIT_NCCL_LIB")) {
-        unsigned char id[RED_NCCL_ID_BYTES] = {0}, id2[RED_NCCL_ID_BYTES] = {0}, id3[RED_NCCL_ID_BYTES] = {0};
+        unsigned char id[RED_NCCL_ID_BYTES] = {0}, id2[RED_NCCL_ID_BYTES] = {0}, id3[RED_NCCL_ID_BYTES] = {0},
+                      id4[RED_NCCL_ID_BYTES] = {0};
         int made = rank != 0 || (red_nccl_unique_id(ctx, id) == RED_OK && red_nccl_unique_id(ctx, id2) == RED_OK &&
-                                 red_nccl_unique_id(ctx, id3) == RED_OK);
+                                 red_nccl_unique_id(ctx, id3) == RED_OK && red_nccl_unique_id(ctx, id4) == RED_OK);
         CHECK(made, "red_nccl_unique_id: %s", red_errmsg(ctx));
         MPI_Bcast(id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
         MPI_Bcast(id2, sizeof id2, MPI_BYTE, 0, MPI_COMM_WORLD);
         MPI_Bcast(id3, sizeof id3, MPI_BYTE, 0, MPI_COMM_WORLD);
+        MPI_Bcast(id4, sizeof id4, MPI_BYTE, 0, MPI_COMM_WORLD);
         e = split_expr(ctx, "sum(A[i,j]) over i", 0);
         double mpi_only[COLS] = {0}, both[COLS] = {0};
         red_array res;
@@ -253,6 +255,37 @@ int main(int argc, char **argv)
             destroy(comm);
         } else {
             CHECK(0, "ncclCommInitRank failed");
+        }
+
+        /* red_interrupt while a collective never ends (the stand-in's FAKENCCL_HANG_AT: every
+         * rank's next collective, the hello, as when a rank never comes): RED_ERR_INTERRUPTED
+         * a second later with the communicator aborted, and the next run says so */
+        long (*calls)(void) = NULL;
+        if (lib) *(void **)&calls = dlsym(lib, "fakenccl_calls");
+        red_ctx *c2 = NULL;
+        CHECK(calls && red_open(&c2) == RED_OK, "the stand-in's fakenccl_calls, red_open");
+        if (calls && c2) {
+            red_set_option(c2, RED_OPT_DEVICE, RED_DEVICE_CPU);
+            st = red_attach_nccl_id(c2, id4, size, rank);
+            CHECK(st == RED_OK, "red_attach_nccl_id (NCCL alone): %d %s", st, red_errmsg(c2));
+            e = split_expr(c2, "sum(A)", 0);
+            char at[32];
+            snprintf(at, sizeof at, "%ld", calls() + 1);
+            setenv("FAKENCCL_HANG_AT", at, 1);
+            pthread_t th;
+            atomic_store(&run_over, 0);
+            int started = pthread_create(&th, NULL, interrupter, c2) == 0;
+            st = red_run(e);
+            atomic_store(&run_over, 1);
+            if (started) pthread_join(th, NULL);
+            unsetenv("FAKENCCL_HANG_AT");
+            CHECK(st == RED_ERR_INTERRUPTED && strstr(red_expr_errmsg(e), "aborted"), "a collective that hangs: %d %s",
+                  st, red_expr_errmsg(e));
+            st = red_run(e);
+            CHECK(st == RED_ERR_COMM && strstr(red_expr_errmsg(e), "aborted"), "after the abort: %d %s", st,
+                  red_expr_errmsg(e));
+            red_finalize(e);
+            red_close(c2);
         }
         if (lib) dlclose(lib);
     }

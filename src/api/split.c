@@ -588,6 +588,10 @@ int expr_run_split(red_expr *e)
     inputs in = {0};
     hello *all = calloc((size_t)n, sizeof *all);
     if (!all) return expr_failf(e, RED_ERR_NOMEM, "out of memory");   /* (as every rank would) */
+    /* (until the run returns: an engine that can abort a collective red_interrupt stops does) */
+    core_cancel cancel = {&e->ctx->interrupts, __atomic_load_n(&e->ctx->interrupts, __ATOMIC_RELAXED)};
+    if (e->ctx->comm) e->ctx->comm->cancel = &cancel;
+    if (e->ctx->nccl) e->ctx->nccl->cancel = &cancel;
     /* all that this rank may fail at alone comes before the hello; what follows it is
      * decided alike on every rank, from what they said */
     int rc = prepare_here(e, &gpu, &p, &dp);
@@ -607,7 +611,6 @@ int expr_run_split(red_expr *e)
     int overlap = !rc && gpu && dp->p->npasses > 0 && !dp->pass_offsets[0];
     if (!overlap) rc = ranks_hello_settle(&hi, rc, &e->diag);
     if (!rc) {
-        core_cancel cancel = {&e->ctx->interrupts, __atomic_load_n(&e->ctx->interrupts, __ATOMIC_RELAXED)};
         int folded = 0;
         rc = execute_here(e, gpu, dp, &w, &in, &cancel, overlap ? &hi : NULL, &folded);
         int hrc = ranks_hello_settle(&hi, rc, &e->diag);   /* (made by the run's first hook) */
@@ -624,6 +627,8 @@ int expr_run_split(red_expr *e)
         /* a gathered result not placed (its collective agreed on what came before) */
         if (gathered) rc = ranks_agree(e->rctl, rc, &e->diag);
     }
+    if (e->ctx->comm) e->ctx->comm->cancel = NULL;
+    if (e->ctx->nccl) e->ctx->nccl->cancel = NULL;
     free(all);
     free_inputs(&in);
     free(w.ext);

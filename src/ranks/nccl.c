@@ -123,6 +123,7 @@ typedef struct nccl_engine {
     unsigned char *pinned;      /* and on the host, page-locked: the copies are then quick */
     size_t pending_at, pending_total;   /* an all-gather started (allgather_start) */
     int grouped;                /* a group is open (dev_flag): the next collective ends it */
+    int aborted;                /* ncclCommAbort'ed after red_interrupt (nccl_wait) */
 } nccl_engine;
 
 static int engine_fail(ranks_comm *c, const char *what, const char *why)
@@ -138,15 +139,51 @@ static int cu_fail(nccl_engine *m, const char *what, int r)
     return engine_fail(&m->base, what, name);
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* After ncclCommAbort the communicator is gone: every call says so. */
+static int gone(nccl_engine *m)
+{
+    return m->aborted ? engine_fail(&m->base, "the NCCL communicator",
+                                    "it was aborted when red_interrupt stopped a collective that did not end; "
+                                    "attach another (red_attach_nccl_id, red_attach_nccl)")
+                      : 0;
+}
+
+/* Interrupted waits: a collective that has not ended RANKS_ABORT_S after red_interrupt (a rank
+ * that never comes) is aborted, and with it the communicator. */
+#define RANKS_ABORT_S 1.0
+
 /* Wait for `s` (the collectives queued there): polls, so that an error NCCL raises
- * asynchronously (a peer gone, a network failure) ends the wait. */
+ * asynchronously (a peer gone, a network failure) ends the wait, and so does red_interrupt
+ * (after RANKS_ABORT_S, by aborting the communicator). */
 static int nccl_wait(nccl_engine *m, cu_stream s)
 {
     const ranks_cuda *cu = &m->dev;
+    double asked = 0;
     for (long spin = 0;; spin++) {
         int q = cu->StreamQuery(s);
         if (q == 0) return 0;
         if (q != RANKS_CUDA_NOT_READY) return cu_fail(m, "waiting for a collective (cuStreamQuery)", q);
+        const core_cancel *cc = m->base.cancel;
+        if (cc && core_cancelled(cc)) {
+            double t = now_s();
+            if (!asked) asked = t;
+            if (t - asked >= RANKS_ABORT_S) {
+                nccl.CommAbort(m->comm);   /* its kernels end; the stream drains */
+                m->aborted = 1;
+                m->grouped = 0;
+                engine_fail(&m->base, "interrupted",
+                            "a collective had not ended a second after red_interrupt (another rank not "
+                            "taking part?): the NCCL communicator was aborted; attach another");
+                return RED_ERR_INTERRUPTED;
+            }
+        }
         nccl_result ae = NCCL_OK;
         nccl_result r = nccl.CommGetAsyncError(m->comm, &ae);
         if (r != NCCL_OK) return engine_fail(&m->base, "ncclCommGetAsyncError", nccl_words(r));
@@ -179,6 +216,7 @@ static int nccl_called(nccl_engine *m, const char *what, nccl_result r, cu_strea
 static int stage_get(nccl_engine *m, size_t bytes)
 {
     const ranks_cuda *cu = &m->dev;
+    if (gone(m)) return RED_ERR_COMM;
     int r = cu->CtxSetCurrent(m->dev.ctx);
     if (r) return cu_fail(m, "cuCtxSetCurrent", r);
     if (bytes <= m->stage_size) return 0;
@@ -244,6 +282,7 @@ static int host_allgather_start(ranks_comm *c, const void *send, size_t bytes)
 static int host_allgather_wait(ranks_comm *c, void *recv)
 {
     nccl_engine *m = (nccl_engine *)c;
+    if (gone(m)) return RED_ERR_COMM;
     int r = m->dev.CtxSetCurrent(m->dev.ctx);
     int rc = r ? cu_fail(m, "cuCtxSetCurrent", r) : nccl_wait(m, m->s);
     if (!rc) rc = stage_out(m, m->pending_at, m->pending_total);
@@ -320,6 +359,7 @@ static int nccl_reducible(int rop, int ct)
 static int dev_allreduce(ranks_comm *c, void *buf, int64_t n, int ct, int rop, void *stream)
 {
     nccl_engine *m = (nccl_engine *)c;
+    if (gone(m)) return RED_ERR_COMM;
     int wct, wop;
     ranks_wire(ct, rop, &wct, &wop);
     int t = nccl_type(wct), op = nccl_op(wop);
@@ -333,6 +373,7 @@ static int dev_allreduce(ranks_comm *c, void *buf, int64_t n, int ct, int rop, v
 static int dev_allgather(ranks_comm *c, const void *send, void *recv, size_t bytes, void *stream)
 {
     nccl_engine *m = (nccl_engine *)c;
+    if (gone(m)) return RED_ERR_COMM;
     return nccl_called(m, "ncclAllGather", nccl.AllGather(send, recv, bytes, NCCL_U8, m->comm, stream), stream);
 }
 
@@ -341,6 +382,7 @@ static int dev_allgather(ranks_comm *c, const void *send, void *recv, size_t byt
 static int dev_flag(ranks_comm *c, const void *send, void *recv, void *stream)
 {
     nccl_engine *m = (nccl_engine *)c;
+    if (gone(m)) return RED_ERR_COMM;
     if (m->grouped) return engine_fail(c, "dev_flag", "a group is open already");
     nccl_result r = nccl.GroupStart();
     if (r != NCCL_OK) return engine_fail(c, "ncclGroupStart", nccl_words(r));
@@ -378,7 +420,7 @@ static void engine_free(ranks_comm *c)
     const ranks_cuda *cu = &m->dev;
     cu->CtxSetCurrent(m->dev.ctx);
     if (m->s) cu->StreamSynchronize(m->s);
-    if (m->comm && m->owned) nccl.CommDestroy(m->comm);
+    if (m->comm && m->owned && !m->aborted) nccl.CommDestroy(m->comm);
     if (m->stage) cu->MemFree(m->stage);
     if (m->pinned) cu->MemFreeHost(m->pinned);
     if (m->s && cu->StreamDestroy) cu->StreamDestroy(m->s);

@@ -53,6 +53,10 @@ struct ranks_comm {
     const ranks_ops *ops;
     int rank, size;
     char err[256];          /* the engine's words for its last failure (RED_ERR_COMM) */
+    /* the run's red_interrupt counter, while a run uses the engine (else NULL): an engine
+     * that can abort a collective that does not end once it is interrupted does, and
+     * returns RED_ERR_INTERRUPTED */
+    const core_cancel *cancel;
 };
 
 /* The GPU an engine of device memory works on, redjit's own (its primary context), and the

@@ -15,7 +15,8 @@
 
 static int comm_failed(ranks_comm *c, int rc, util_diag *diag)
 {
-    return util_diag_set(diag, rc == RED_ERR_NOMEM ? rc : RED_ERR_COMM, "%s: %s", c->ops->name,
+    return util_diag_set(diag, rc == RED_ERR_NOMEM || rc == RED_ERR_INTERRUPTED ? rc : RED_ERR_COMM, "%s: %s",
+                         c->ops->name,
                          c->err[0] ? c->err : "a collective failed");
 }
 
@@ -394,12 +395,14 @@ static int hook_walked(void *arg, const plan *p, int pi, int rc, const core_vars
      * the run needs no agreement after it unless some rank faulted */
     if (!rc && pi == p->npasses - 1 && mem && mem->fault && c->ops->dev_flag) {
         dr->folded = 1;
-        if (c->ops->dev_flag(c, mem->fault, mem->ranks_fault, mem->stream)) rc = comm_failed(c, 1, diag);
+        int e = c->ops->dev_flag(c, mem->fault, mem->ranks_fault, mem->stream);
+        if (e) rc = comm_failed(c, e, diag);
     }
     /* the text's own reductions; those after them (extreme values, counts) serve these */
     for (int q = 0; !rc && q < dr->dp->reds0[pi]; q++)
         rc = combine_red(dr, p, pi, q, &bx, has, counts, v, temps, &gt, diag);
-    if (dr->folded && c->ops->dev_flush(c, mem->stream) && !rc) rc = comm_failed(c, 1, diag);
+    int fe = dr->folded ? c->ops->dev_flush(c, mem->stream) : 0;
+    if (fe && !rc) rc = comm_failed(c, fe, diag);
     free(hroom);
     return rc;
 }

@@ -7,10 +7,15 @@
  * in a group too.
  *
  * FAKENCCL_FAIL_AT=N makes the N-th collective of every rank (counted from 1) fail with
- * ncclSystemError, so that the engine's error path can be seen.
+ * ncclSystemError, so that the engine's error path can be seen.  FAKENCCL_HANG_AT=N makes the
+ * N-th one never end, as when another rank never comes: it does nothing, and the stand-in
+ * driver's streams look busy (fakecuda_busy) until one is synchronised, which ncclCommAbort's
+ * caller may then do.  fakenccl_calls() says how many were made.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -183,11 +188,28 @@ static size_t type_size(int t)
     return 8;
 }
 
-/* The injected failure, and the checks every collective makes. */
+EXPORT long fakenccl_calls(void)
+{
+    return ncalls;
+}
+
+enum { HANG = -1 };
+
+/* The injected failure or hang, and the checks every collective makes. */
 static int start(comm *c, size_t bytes)
 {
-    const char *at = getenv("FAKENCCL_FAIL_AT");
-    if (at && ++ncalls == atol(at)) return SYSTEM_ERROR;
+    (void)c;
+    const char *at = getenv("FAKENCCL_FAIL_AT"), *hang = getenv("FAKENCCL_HANG_AT");
+    ++ncalls;
+    if (at && ncalls == atol(at)) return SYSTEM_ERROR;
+    if (hang && ncalls == atol(hang)) {
+        void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+        void (*busy)(int) = NULL;
+        if (cuda) *(void **)&busy = dlsym(cuda, "fakecuda_busy");
+        if (!busy) return SYSTEM_ERROR;   /* (not under the stand-in driver: no hang to fake) */
+        busy(INT_MAX);
+        return HANG;
+    }
     return bytes > SLOT ? INVALID_ARGUMENT : OK;
 }
 
@@ -195,7 +217,7 @@ EXPORT int ncclAllGather(const void *send, void *recv, size_t count, int type, c
 {
     size_t bytes = count * type_size(type);
     int rc = start(c, bytes);
-    if (rc) return rc;
+    if (rc) return rc == HANG ? OK : rc;
     memcpy(c->slots + SLOT * (size_t)c->rank, send, bytes);
     pthread_barrier_wait(&c->a->bar);
     for (int r = 0; r < c->nranks; r++) memcpy((char *)recv + bytes * (size_t)r, c->slots + SLOT * (size_t)r, bytes);
@@ -232,7 +254,7 @@ EXPORT int ncclAllReduce(const void *send, void *recv, size_t count, int type, i
 {
     size_t bytes = count * type_size(type);
     int rc = start(c, bytes);
-    if (rc) return rc;
+    if (rc) return rc == HANG ? OK : rc;
     if (op < OP_SUM || op > OP_MIN) return INVALID_ARGUMENT;
     memcpy(c->slots + SLOT * (size_t)c->rank, send, bytes);
     pthread_barrier_wait(&c->a->bar);
