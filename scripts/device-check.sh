@@ -6,7 +6,8 @@
 # Usage: scripts/device-check.sh [tests] [sanitize] [python] [bench] [split]
 # `split` wants two GPUs: the data-driven cases split over 2 ranks on device arrays through NCCL
 # (PyTorch's libnccl unless REDJIT_NCCL_LIB names one; SPLIT_SHARD K/N runs part of them), then
-# bench/nccl_bench.py under torchrun; NVLink multicast stays off (NCCL_NVLS_ENABLE=0).
+# python/tests/nccl_interrupt.py and bench/nccl_bench.py under torchrun; NVLink multicast stays off
+# (NCCL_NVLS_ENABLE=0).
 # BUILD_DIR (default build-gpu) may be outside the carried tree, so that a warm machine keeps the
 # build between calls; GPU_TESTS (a ctest -R regex) runs part of the gpu label, to fit the suite
 # into calls of at most 10 minutes; GPU_JOBS (default 8) is ctest's -j (the case shards compile
@@ -68,6 +69,10 @@ if [[ " $what " == *" split "* ]]; then
        > "$OUT/split-$m.log" 2>&1) || rc=1
     grep -E "^FAIL|passed|rank|died" "$OUT/split-$m.log" | head -20; tail -2 "$OUT/split-$m.log"
   done
+  # Ctrl-C while a rank waits for one that never comes: the communicator aborted, not a hang
+  (PYTHONPATH="$B/python/pkg" timeout 60 torchrun --nproc_per_node 2 python/tests/nccl_interrupt.py \
+     > "$OUT/nccl-interrupt.log" 2>&1) || rc=1
+  grep "^nccl_interrupt" "$OUT/nccl-interrupt.log"
   (PYTHONPATH="$B/python/pkg" timeout 400 torchrun --nproc_per_node 2 bench/nccl_bench.py ${SPLIT_BENCH_ARGS:-} \
      --out "$OUT/RESULTS-nccl.md" > "$OUT/nccl-bench.log" 2>&1) || rc=1
   tail -25 "$OUT/nccl-bench.log"
