@@ -97,6 +97,22 @@ enum { RJ_SCAN_TILE = RJ_BLOCK * RJ_SCAN_ITEMS, RJ_SCAN_WARPS = RJ_BLOCK / 32 };
 // element i of a tile's shared copy: one slot of padding after every 32
 __device__ __forceinline__ int rj_sx(int i) { return i + (i >> 5); }
 
+// The warp's inclusive scan of one value a lane, in lane order (an ordered
+// operator's too: a lane's fold takes the lanes below it on its left).
+__device__ __forceinline__ RjSA rj_warp_inclusive(RjSA v)
+{
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        RjSA y = rj_sa_shfl_idx(v, lane >= d ? lane - d : 0);
+        if (lane >= d) {
+            rj_sa_combine(y, v);
+            v = y;
+        }
+    }
+    return v;
+}
+
 // The scratch (RJ_PARTIALS; its ticket and status words zeroed before the
 // launch): the ticket, a status word a tile (1: its aggregate is published)
 // and a group (1: its aggregate; 2: its inclusive fold in the row too), then
@@ -184,14 +200,7 @@ __device__ __forceinline__ RjSA rj_scan_lookback(const RjScanScratch &S, long lo
     if (lane < p) v = rj_slot_get(S.agg + first + lane);
     else if (lane == p) v = total;
     else rj_sa_init(v);
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-        RjSA y = rj_sa_shfl_idx(v, lane >= d ? lane - d : 0);
-        if (lane >= d) {
-            rj_sa_combine(y, v);
-            v = y;
-        }
-    }
+    v = rj_warp_inclusive(v);
     RjSA within = rj_sa_shfl_idx(v, p > 0 ? p - 1 : 0);
     if (p == 0) rj_sa_init(within);
     const RjSA group_total = rj_sa_shfl_idx(v, p);   // the group's aggregate, where `last`
@@ -268,15 +277,7 @@ __device__ __forceinline__ void rj_scan_run(const Params &P)
             rj_sa_combine(loc[k], s_x[rj_sx(tid * RJ_SCAN_ITEMS + k)]);
         }
         // the runs' totals scanned across the warp, then the warps'
-        RjSA inc = loc[RJ_SCAN_ITEMS - 1];
-#pragma unroll
-        for (int d = 1; d < 32; d <<= 1) {
-            RjSA y = rj_sa_shfl_idx(inc, lane >= d ? lane - d : 0);
-            if (lane >= d) {
-                rj_sa_combine(y, inc);
-                inc = y;
-            }
-        }
+        RjSA inc = rj_warp_inclusive(loc[RJ_SCAN_ITEMS - 1]);
         RjSA exc = rj_sa_shfl_idx(inc, lane > 0 ? lane - 1 : 0);
         if (lane == 31) s_warp[warp] = inc;
         __syncthreads();
