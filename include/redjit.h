@@ -546,8 +546,10 @@ RED_API int red_gpu_available(red_ctx *ctx);
 /* Generate and compile with NVRTC the GPU kernels of `e` for its current
  * bindings, for architecture `arch` ("sm_90"; NULL or "" means it), without
  * running anything and without needing a GPU or a driver: for build checks
- * and tests.  With arrays bound split and a communicator attached, the
- * kernels of the plan each rank runs (nothing collective).  Returns RED_OK, or
+ * and tests; also those of the plan the bound sizes run where a small inner
+ * reduction is written out (red_explain shows it).  With arrays bound split
+ * and a communicator attached, the kernels of the plan each rank runs
+ * (nothing collective).  Returns RED_OK, or
  *   RED_ERR_NAME, RED_ERR_TYPE, RED_ERR_SHAPE, RED_ERR_SYNTAX, RED_ERR_LIMIT
  *                    as red_run's checks (LIMIT also: too many kernel
  *                    parameters, RED_OPT_MAX_PASSES, RED_OPT_MAX_SOURCE,

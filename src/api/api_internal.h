@@ -14,6 +14,7 @@
 #include "check/check.h"
 #include "ranks/ranks.h"
 #include "core/results.h"
+#include "core/unroll.h"
 #include "gpu/gpu.h"
 #include "parser/ast.h"
 #include "redjit.h"
@@ -29,12 +30,22 @@
  * program's list holds one, and so does each expression that last ran it or
  * whose results came from it, so a plan dropped from the list (beyond
  * PLAN_CACHE_MAX, or with its program) lives until they are done. */
+/* A plan with its small inner reductions written out for some binding sizes (core_unroll). */
+typedef struct plan_unrolled {
+    core_unroll_key key;
+    util_arena arena;
+    plan *plan;
+    struct plan_unrolled *next;
+} plan_unrolled;
+#define PLAN_UNROLLED_MAX 4     /* kept per plan; sizes past them run the plan as it is */
+
 typedef struct plan_entry {
     char *sig;              /* canonical signature text */
     util_arena arena;
     plan *plan;
     size_t bytes;
     int refs;
+    plan_unrolled *unrolled;   /* newest first (the program's lock) */
     struct plan_entry *next;
 } plan_entry;
 
@@ -169,6 +180,9 @@ binding *expr_find_binding(red_expr *e, const char *name);
 int expr_inputs(red_expr *e, const plan *p, core_buf *bufs, plan_value *scalars, int *on_device);
 /* A successful run's results become the expression's (plan p's). */
 int expr_take_results(red_expr *e, const plan *p);
+/* The plan a run of p (the expression's last_pe's) with the bound arrays runs: p, or p with
+ * its small inner reductions written out for their sizes (core/unroll.h). */
+const plan *expr_run_plan(red_expr *e, const plan *p);
 double expr_now_ms(void);
 
 /* ---- split.c ----------------------------------------------------------------------------- */

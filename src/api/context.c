@@ -147,6 +147,12 @@ RED_API void red_free(void *p) { free(p); }
 void plan_entry_unref(plan_entry *pe)
 {
     if (!pe || __atomic_sub_fetch(&pe->refs, 1, __ATOMIC_ACQ_REL) > 0) return;
+    for (plan_unrolled *u = pe->unrolled; u;) {
+        plan_unrolled *n = u->next;
+        util_arena_free(&u->arena);
+        free(u);
+        u = n;
+    }
     util_arena_free(&pe->arena);
     free(pe->sig);
     free(pe);

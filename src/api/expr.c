@@ -635,6 +635,52 @@ int expr_take_results(red_expr *e, const plan *p)
     return RED_OK;
 }
 
+/* The plan to run p with on these inputs: p with its small inner reductions written out where
+ * it has some (core/unroll.h), made once for each binding's sizes and kept with p's entry;
+ * else p. */
+static const plan *expr_unrolled(red_expr *e, plan_entry *pe, const plan *p, const core_buf *bufs,
+                                 const plan_value *scalars, const int *on_device)
+{
+    cpu_bound_arg barg = {bufs, scalars, NULL, on_device};
+    core_bounds bounds = {cpu_eval_bound, &barg};
+    core_unroll_key key;
+    if (!pe || !core_unroll_find(p, bufs, &bounds, &key)) return p;
+    const plan *out = p;
+    int n = 0;
+    pthread_mutex_lock(&e->pg->lock);
+    for (plan_unrolled *u = pe->unrolled; u && out == p; u = u->next, n++)
+        if (memcmp(&u->key, &key, sizeof key) == 0) out = u->plan;
+    plan_unrolled *u = out == p && n < PLAN_UNROLLED_MAX ? calloc(1, sizeof *u) : NULL;
+    if (u) {
+        util_arena_init(&u->arena);
+        if (core_unroll_make(p, &key, &u->arena, &u->plan) == 0) {
+            u->key = key;
+            u->next = pe->unrolled;
+            pe->unrolled = u;
+            out = u->plan;
+        } else {   /* (out of memory: the plan as it is) */
+            util_arena_free(&u->arena);
+            free(u);
+        }
+    }
+    pthread_mutex_unlock(&e->pg->lock);
+    return out;
+}
+
+const plan *expr_run_plan(red_expr *e, const plan *p)
+{
+    core_buf *bufs = calloc((size_t)p->nbufs + 1, sizeof *bufs);
+    plan_value *scalars = calloc((size_t)p->nscalars + 1, sizeof *scalars);
+    int *on_device = calloc((size_t)p->nbufs + 1, sizeof *on_device);
+    const plan *rp = p;
+    if (bufs && scalars && on_device && !expr_inputs(e, p, bufs, scalars, on_device))
+        rp = expr_unrolled(e, e->last_pe, p, bufs, scalars, on_device);
+    free(bufs);
+    free(scalars);
+    free(on_device);
+    return rp;
+}
+
 int expr_gpu_run(red_expr *e, gpu_dev *gpu, const plan *p, const core_buf *bufs, const int *on_device,
                  const plan_value *scalars, const core_cancel *cancel, const core_pass_hook *hook, int chained)
 {
@@ -700,11 +746,13 @@ RED_API int red_run(red_expr *e)
     rc = bufs && scalars && on_device ? expr_inputs(e, p, bufs, scalars, on_device) : expr_fail(e, RED_ERR_NOMEM);
     if (!rc) {
         e->gpu = gpu;
+        /* (a run queued behind the last one keeps its plan) */
+        const plan *rp = chained ? p : expr_unrolled(e, e->run_pe, p, bufs, scalars, on_device);
         if (gpu) {
-            rc = expr_gpu_run(e, gpu, p, bufs, on_device, scalars, &cancel, NULL, chained);
+            rc = expr_gpu_run(e, gpu, rp, bufs, on_device, scalars, &cancel, NULL, chained);
         } else {
             double tc = expr_now_ms();
-            rc = cpu_execute(p, bufs, scalars, expr_opt(e, RED_OPT_THREADS), &cancel, &e->temps, &e->diag);
+            rc = cpu_execute(rp, bufs, scalars, expr_opt(e, RED_OPT_THREADS), &cancel, &e->temps, &e->diag);
             e->timings.cpu_ms = expr_now_ms() - tc;
         }
         if (rc) expr_fail(e, rc);
@@ -756,5 +804,8 @@ RED_API int red_precompile(red_expr *e, const char *arch)
     if (rc) return rc;
     gpu_limits lim = expr_gpu_limits(e);
     rc = gpu_compile_only(p, arch && *arch ? arch : "sm_90", &lim, &e->diag);
+    /* and the plan the bound sizes run, where it is another (core/unroll.h) */
+    const plan *rp = e->ctx->comm || e->ctx->nccl ? p : expr_run_plan(e, p);
+    if (!rc && rp != p) rc = gpu_compile_only(rp, arch && *arch ? arch : "sm_90", &lim, &e->diag);
     return rc ? expr_fail(e, rc) : RED_OK;
 }

@@ -354,9 +354,17 @@ RED_API int red_explain_ex(red_expr *e, int what, const char **text)
                         threads, threads == 1 ? "" : "s", VM_B);
     }
     plan_explain(&e->explain, p);
+    /* the plan the bound arrays' sizes run, where it is another */
+    const plan *rp = expr_run_plan(e, p);
+    if (rp != p) {
+        util_buf_printf(&e->explain, "as run with these sizes: a sum or product over a few elements is written "
+                                     "out where the next pass reads it (%d pass%s):\n",
+                        rp->npasses, rp->npasses == 1 ? "" : "es");
+        plan_explain(&e->explain, rp);
+    }
     if (what == RED_EXPLAIN_CUDA || (what == RED_EXPLAIN_CUDA_ON_GPU && gpu)) {
         util_buf_puts(&e->explain, "generated CUDA (helpers from src/codegen/device elided):\n");
-        rc = cg_explain(p, cg_tuning_get(), &e->explain, &e->diag);
+        rc = cg_explain(rp, cg_tuning_get(), &e->explain, &e->diag);
         if (rc) return expr_fail(e, rc);
     }
     if (e->explain.failed) return expr_fail(e, RED_ERR_NOMEM);
