@@ -77,7 +77,6 @@ def pair_inputs(xp, opt, bd_hash):
     add("pair_gauss_16", "i,j", (n16, n16), lambda: [x[:n16], y[:n16]])
     add("pair_nn_14", "i,j", (n14, n14), lambda: [x[:n14], y[:n14]])
     add("pair_nn_16", "i,j", (n16, n16), lambda: [x[:n16], y[:n16]])
-    # no pair_gauss3d_16: redjit keeps the n x n sums over d in device memory, 16 GiB at 2^16 points
     add("pair_gauss3d_14", "i,j,d", (n14, n14, 3),
         lambda: [x[:3 * n14].reshape(n14, 3), y[:3 * n14].reshape(n14, 3)])
     add("pair_bilinear", "i,j", (nk, nk), lambda: [x[:nk], a[:nk * nk].reshape(nk, nk), y[:nk]])

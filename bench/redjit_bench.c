@@ -1227,8 +1227,7 @@ static void add_pairwise(void)
             add_bind(c, "x", RED_F32, x, m, 0);
             add_bind(c, "y", RED_F32, y, m, 0);
         }
-    /* no pair_gauss3d_16: redjit runs the sum over d as a pass of its own, whose n x n result it
-     * keeps in device memory, 16 GiB at 2^16 points (1 GiB here) */
+    /* (the sum over d is written out into the pass over j, core/unroll.h: no n x n temporary) */
     if (named("pair_gauss3d_14")) {
         c = add_pair("pair_gauss3d_14", "sum(exp(-sum((x[i,d]-y[j,d])*(x[i,d]-y[j,d])) over d)) over j", K_ARRAY,
                      "i,j,d", n14, n14, 3, 0);
