@@ -805,7 +805,7 @@ RED_API int red_precompile(red_expr *e, const char *arch)
     gpu_limits lim = expr_gpu_limits(e);
     rc = gpu_compile_only(p, arch && *arch ? arch : "sm_90", &lim, &e->diag);
     /* and the plan the bound sizes run, where it is another (core/unroll.h) */
-    const plan *rp = e->ctx->comm || e->ctx->nccl ? p : expr_run_plan(e, p);
+    const plan *rp = rc || e->ctx->comm || e->ctx->nccl ? p : expr_run_plan(e, p);
     if (!rc && rp != p) rc = gpu_compile_only(rp, arch && *arch ? arch : "sm_90", &lim, &e->diag);
     return rc ? expr_fail(e, rc) : RED_OK;
 }

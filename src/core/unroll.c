@@ -7,45 +7,52 @@
  * box's row-major order starting from the identity: the order a thread folds them in, so a
  * sequential fold's bits are kept.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/unroll.h"
 
-#define MAX_DROP 4   /* passes dropped from one plan (the key's room) */
 
-/* Whether IR x reads temporary t anywhere; where `at` is given, every read must be at
- * exactly those index variables (n of them) and of type `type`, else *bad. */
-static int reads_temp(const ir *x, int t, const int *at, int n, int type, int *bad)
+/* A search for the reads of temporary t: where `at` is given, every read must be at exactly those
+ * index variables (n of them) and of type `type`, else `bad`.  Each node once (`seen`, by id:
+ * the IR is a graph that a short text can make reach a node by 2^26 paths). */
+typedef struct tscan {
+    unsigned char *seen;
+    int nir, t, n, type, bad;
+    const int *at;
+} tscan;
+
+static int reads_temp(tscan *s, const ir *x)
 {
-    if (!x) return 0;
+    if (!x || s->seen[x->id]) return 0;
+    s->seen[x->id] = 1;
     int r = 0;
-    if (x->kind == IR_LOAD && x->slot == PLAN_TEMP_SLOT(t)) {
+    if (x->kind == IR_LOAD && x->slot == PLAN_TEMP_SLOT(s->t)) {
         r = 1;
-        if (!at || x->nargs != n || x->type != type) *bad = 1;
-        for (int d = 0; at && d < x->nargs && d < n; d++)
-            if (x->args[d]->kind != IR_INDEX || x->args[d]->slot != at[d]) *bad = 1;
+        if (!s->at || x->nargs != s->n || x->type != s->type) s->bad = 1;
+        for (int d = 0; s->at && d < x->nargs && d < s->n; d++)
+            if (x->args[d]->kind != IR_INDEX || x->args[d]->slot != s->at[d]) s->bad = 1;
     }
-    for (int i = 0; i < x->nargs; i++) r |= reads_temp(x->args[i], t, at, n, type, bad);
+    for (int i = 0; i < x->nargs; i++) r |= reads_temp(s, x->args[i]);
     return r;
 }
 
-/* Every IR of pass ps (its key, reset, map, elements and combines), in turn. */
-static int pass_reads(const plan_pass *ps, int t, const int *at, int n, int type, int *bad)
+/* Whether any IR of pass ps (its key, reset, map, elements and combines) reads t. */
+static int pass_reads(tscan *s, const plan_pass *ps)
 {
-    int r = reads_temp(ps->key, t, at, n, type, bad) | reads_temp(ps->reset, t, at, n, type, bad) |
-            reads_temp(ps->map, t, at, n, type, bad);
+    memset(s->seen, 0, (size_t)s->nir + 1);
+    int r = reads_temp(s, ps->key) | reads_temp(s, ps->reset) | reads_temp(s, ps->map);
     for (int q = 0; q < ps->nreds; q++)
         for (int c = 0; c < ps->reds[q].ncomp; c++)
-            r |= reads_temp(ps->reds[q].map[c], t, at, n, type, bad) |
-                 reads_temp(ps->reds[q].combine[c], t, at, n, type, bad);
+            r |= reads_temp(s, ps->reds[q].map[c]) | reads_temp(s, ps->reds[q].combine[c]);
     return r;
 }
 
-/* Whether pass pi may be dropped into pass pi + 1, by the plan alone. */
-static int droppable(const plan *p, int pi)
+/* Whether pass pi may be dropped into pass pi + 1, by the plan alone (seen: nir + 1 bytes). */
+static int droppable(const plan *p, int pi, unsigned char *seen)
 {
-    const plan_pass *ps = &p->passes[pi];
-    if (pi + 1 >= p->npasses || ps->nreds != 1 || ps->key || ps->scan || ps->nfree < 1 || ps->nred < 1) return 0;
+    const plan_pass *ps = &p->passes[pi], *next = pi + 1 < p->npasses ? &p->passes[pi + 1] : NULL;
+    if (!next || ps->nreds != 1 || ps->key || ps->scan || ps->nfree < 1 || ps->nred < 1) return 0;
     const plan_red *rd = &ps->reds[0];
     int t = rd->temp[0];
     if ((rd->rop != ROP_SUM && rd->rop != ROP_PROD) || rd->ncomp != 1 || rd->partial || rd->online ||
@@ -57,40 +64,59 @@ static int droppable(const plan *p, int pi)
         const plan_var *v = &p->vars[ps->red[d]];
         if (v->lo || v->hi || v->key_pass >= 0) return 0;
     }
+    /* the reader walks its whole box (no key, no ranges), so that it reads every element
+     * that the dropped pass would have checked, wherever its box is not empty (found) */
+    if (next->key || next->scan) return 0;
+    for (int d = 0; d < next->nfree + next->nred; d++) {
+        const plan_var *v = &p->vars[d < next->nfree ? next->free[d] : next->red[d - next->nfree]];
+        if (v->lo || v->hi || v->key_pass >= 0) return 0;
+    }
     for (int r = 0; r < p->nresults; r++)
         if (p->results[r].temp == t) return 0;
     /* read by the next pass only, at the outputs' own indices; by no range */
-    int bad = 0, ty = p->temps[t].type;
+    tscan s = {seen, p->nir, t, 0, p->temps[t].type, 0, NULL};
     for (int q = 0; q < p->npasses; q++)
-        if (q != pi + 1 && pass_reads(&p->passes[q], t, NULL, 0, ty, &bad)) return 0;
+        if (q != pi + 1 && pass_reads(&s, &p->passes[q])) return 0;
+    memset(seen, 0, (size_t)p->nir + 1);
     for (int v = 0; v < p->nvars; v++)
-        if (reads_temp(p->vars[v].lo, t, NULL, 0, ty, &bad) || reads_temp(p->vars[v].hi, t, NULL, 0, ty, &bad))
-            return 0;
-    if (!pass_reads(&p->passes[pi + 1], t, ps->free, ps->nfree, ty, &bad) || bad) return 0;
+        if (reads_temp(&s, p->vars[v].lo) || reads_temp(&s, p->vars[v].hi)) return 0;
+    s.at = ps->free;
+    s.n = ps->nfree;
+    if (!pass_reads(&s, next) || s.bad) return 0;
     for (int v = 0; v < p->nvars; v++)
         if (p->vars[v].key_pass == pi) return 0;
     return 1;
+}
+
+/* Pass pi's domain for these bindings, with a scratch diag (a failure: the run reports it). */
+static int resolve(const plan *p, int pi, const core_buf *bufs, const core_bounds *bounds, core_domain *dom)
+{
+    int64_t lo[64], hi[64];
+    int done[64];
+    memset(lo, 0, sizeof lo);
+    memset(hi, 0, sizeof hi);
+    memset(done, 0, sizeof done);
+    core_vars v = {lo, hi, done};
+    util_diag scratch = {0};
+    return core_resolve_pass(p, pi, bufs, bounds, CORE_EVAL_UNIFORM_RANGES, &v, dom, &scratch);
 }
 
 int core_unroll_find(const plan *p, const core_buf *bufs, const core_bounds *bounds, core_unroll_key *key)
 {
     memset(key, 0, sizeof *key);
     key->base_uid = p->uid;
-    int64_t lo[64], hi[64];
-    int done[64];
-    if (p->nvars > 64) return 0;
-    for (int pi = 0; pi + 1 < p->npasses && key->n < CORE_UNROLL_PASSES; pi++) {
+    if (p->nvars > 64 || p->npasses < 2) return 0;
+    unsigned char seen_stack[1024], *seen = p->nir < 1024 ? seen_stack : malloc((size_t)p->nir + 1);
+    for (int pi = 0; seen && pi + 1 < p->npasses && key->n < CORE_UNROLL_PASSES; pi++) {
         /* (a pass that reads a dropped one's temporary is not dropped itself) */
-        if ((key->n && key->pass[key->n - 1] == pi - 1) || !droppable(p, pi)) continue;
-        memset(lo, 0, sizeof lo);
-        memset(hi, 0, sizeof hi);
-        memset(done, 0, sizeof done);
-        core_vars v = {lo, hi, done};
-        core_domain dom;
-        util_diag scratch = {0};
-        if (core_resolve_pass(p, pi, bufs, bounds, CORE_EVAL_UNIFORM_RANGES, &v, &dom, &scratch) || dom.ranged ||
-            dom.L > CORE_UNROLL_MAX || dom.nr != p->passes[pi].nred)
+        if ((key->n && key->pass[key->n - 1] == pi - 1) || !droppable(p, pi, seen)) continue;
+        core_domain dom, next;
+        if (resolve(p, pi, bufs, bounds, &dom) || dom.ranged || dom.L > CORE_UNROLL_MAX ||
+            dom.nr != p->passes[pi].nred)
             continue;
+        /* every element the pass would check is read where it has any (an empty index of the
+         * reader's own would leave a bad subscript unread) */
+        if (dom.nout > 0 && (resolve(p, pi + 1, bufs, bounds, &next) || next.nout == 0 || next.L == 0)) continue;
         int ok = 1;
         for (int d = 0; d < dom.nr; d++) {
             ok &= dom.rvar[d] == p->passes[pi].red[d];
@@ -99,6 +125,7 @@ int core_unroll_find(const plan *p, const core_buf *bufs, const core_bounds *bou
         }
         if (ok) key->pass[key->n++] = pi;
     }
+    if (seen != seen_stack) free(seen);
     return key->n > 0;
 }
 

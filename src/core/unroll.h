@@ -23,6 +23,7 @@ typedef struct core_unroll_key {
     uint64_t base_uid;
     int n;
     int pass[CORE_UNROLL_PASSES];
+    int pad;                    /* (zero: keys are compared with memcmp) */
     int64_t lo[CORE_UNROLL_PASSES][RED_MAX_DIMS], hi[CORE_UNROLL_PASSES][RED_MAX_DIMS];
 } core_unroll_key;
 
