@@ -692,11 +692,14 @@ RED_API int red_cache_clear(red_ctx *ctx);
  *     and NCCL's collectives waiting on the others unless the engine
  *     notices: NCCL's errors it reports are errors here (RED_ERR_COMM).
  *     red_interrupt ends such a wait in NCCL: a collective that has not
- *     ended a second after it is aborted with the communicator
- *     (ncclCommAbort, the caller's too), the run returns
- *     RED_ERR_INTERRUPTED, and later runs RED_ERR_COMM until another
- *     communicator is attached.  (An interrupt otherwise stops every rank
- *     at the next pass, as in one process.)
+ *     ended at a second red_interrupt (Ctrl-C twice), or ten seconds after
+ *     the first, is aborted with the communicator (ncclCommAbort, the
+ *     caller's too, which frees it: do not destroy it afterwards), the run
+ *     returns RED_ERR_INTERRUPTED without another collective, and later
+ *     runs RED_ERR_COMM until another communicator is attached.  One
+ *     interrupt waits because the other ranks may only be slower: an
+ *     interrupt otherwise stops every rank at the next pass, as in one
+ *     process.
  */
 
 /* Attach an MPI communicator (pass a pointer to an MPI_Comm) to `ctx`: its

@@ -1,9 +1,10 @@
 """nccl_interrupt.py -- Ctrl-C while a rank waits in a collective another rank never joins, on
 two GPUs (scripts/device-check.sh split runs it under torchrun --nproc_per_node 2):
 
-rank 0 runs a split sum whose hello rank 1 never enters and signals itself 0.5 s in; the run
-must end with KeyboardInterrupt a second or so later (the communicator aborted), and the next
-run must raise an error that says so.  Rank 1 sleeps, then leaves without running.  Exit 0 when
+rank 0 runs a split sum whose hello rank 1 never enters and signals itself 0.5 s and 1 s in
+(Ctrl-C twice: one alone waits 10 s for a slower rank); the run must end with KeyboardInterrupt
+right after the second (the communicator aborted), and the next run must raise an error that
+says so.  Rank 1 sleeps, then leaves without running.  Exit 0 when
 rank 0 saw both."""
 import os
 import signal
@@ -32,6 +33,7 @@ if rank != 0:
     time.sleep(6)
     os._exit(0)                   # (no collective at exit: rank 0's communicator is gone)
 threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
 t0 = time.time()
 ok = False
 try:
@@ -39,7 +41,7 @@ try:
     print("nccl_interrupt: FAILED: the run ended", flush=True)
 except KeyboardInterrupt:
     took = time.time() - t0
-    ok = took < 5
+    ok = took < 4
     print(f"nccl_interrupt: KeyboardInterrupt after {took:.2f} s", flush=True)
 try:
     e(x=redjit.Split(x, 0))

@@ -515,7 +515,8 @@ static int execute_here(red_expr *e, gpu_dev *gpu, ranks_plan *dp, const windows
                         ranks_hello *pending, int *folded)
 {
     ranks_comm *c = e->rcomm;
-    ranks_run dr = {c, dp, w->ext, w->off, pending, e->rctl, 0};
+    /* (a run whose results are gathered makes its end agreement: the gathers' collectives follow) */
+    ranks_run dr = {c, dp, w->ext, w->off, pending, e->rctl, !expr_opt(e, RED_OPT_GATHER), 0};
     core_pass_hook hook = ranks_hook_proto;
     hook.arg = &dr;
     double tc = expr_now_ms();
@@ -590,8 +591,9 @@ int expr_run_split(red_expr *e)
     if (!all) return expr_failf(e, RED_ERR_NOMEM, "out of memory");   /* (as every rank would) */
     /* (until the run returns: an engine that can abort a collective red_interrupt stops does) */
     core_cancel cancel = {&e->ctx->interrupts, __atomic_load_n(&e->ctx->interrupts, __ATOMIC_RELAXED)};
-    if (e->ctx->comm) e->ctx->comm->cancel = &cancel;
-    if (e->ctx->nccl) e->ctx->nccl->cancel = &cancel;
+    ranks_watch watch = {&cancel, 0};
+    if (e->ctx->comm) e->ctx->comm->watch = &watch;
+    if (e->ctx->nccl) e->ctx->nccl->watch = &watch;
     /* all that this rank may fail at alone comes before the hello; what follows it is
      * decided alike on every rank, from what they said */
     int rc = prepare_here(e, &gpu, &p, &dp);
@@ -627,8 +629,8 @@ int expr_run_split(red_expr *e)
         /* a gathered result not placed (its collective agreed on what came before) */
         if (gathered) rc = ranks_agree(e->rctl, rc, &e->diag);
     }
-    if (e->ctx->comm) e->ctx->comm->cancel = NULL;
-    if (e->ctx->nccl) e->ctx->nccl->cancel = NULL;
+    if (e->ctx->comm) e->ctx->comm->watch = NULL;
+    if (e->ctx->nccl) e->ctx->nccl->watch = NULL;
     free(all);
     free_inputs(&in);
     free(w.ext);

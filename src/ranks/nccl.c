@@ -155,13 +155,15 @@ static int gone(nccl_engine *m)
                       : 0;
 }
 
-/* Interrupted waits: a collective that has not ended RANKS_ABORT_S after red_interrupt (a rank
- * that never comes) is aborted, and with it the communicator. */
-#define RANKS_ABORT_S 1.0
+/* Interrupted waits: a collective that has not ended when a second red_interrupt comes (Ctrl-C
+ * twice), or RANKS_ABORT_S after the first, is aborted, and with it the communicator.  One
+ * interrupt alone waits that long because the other ranks may only be slower (a longer pass on
+ * a larger block): aborting would leave them waiting in this collective for good. */
+#define RANKS_ABORT_S 10.0
 
 /* Wait for `s` (the collectives queued there): polls, so that an error NCCL raises
  * asynchronously (a peer gone, a network failure) ends the wait, and so does red_interrupt
- * (after RANKS_ABORT_S, by aborting the communicator). */
+ * (as RANKS_ABORT_S says, by aborting the communicator). */
 static int nccl_wait(nccl_engine *m, cu_stream s)
 {
     const ranks_cuda *cu = &m->dev;
@@ -170,17 +172,22 @@ static int nccl_wait(nccl_engine *m, cu_stream s)
         int q = cu->StreamQuery(s);
         if (q == 0) return 0;
         if (q != RANKS_CUDA_NOT_READY) return cu_fail(m, "waiting for a collective (cuStreamQuery)", q);
-        const core_cancel *cc = m->base.cancel;
+        ranks_watch *w = m->base.watch;
+        const core_cancel *cc = w ? w->cancel : NULL;
         if (cc && core_cancelled(cc)) {
             double t = now_s();
             if (!asked) asked = t;
-            if (t - asked >= RANKS_ABORT_S) {
+            int again = __atomic_load_n(cc->counter, __ATOMIC_RELAXED) - cc->seen >= 2;
+            if (again || t - asked >= RANKS_ABORT_S) {
                 nccl.CommAbort(m->comm);   /* its kernels end; the stream drains */
                 m->aborted = 1;
                 m->grouped = 0;
+                w->abandoned = 1;
                 engine_fail(&m->base, "interrupted",
-                            "a collective had not ended a second after red_interrupt (another rank not "
-                            "taking part?): the NCCL communicator was aborted; attach another");
+                            again ? "a collective had not ended at a second red_interrupt (another rank not "
+                                    "taking part?): the NCCL communicator was aborted; attach another"
+                                  : "a collective had not ended 10 s after red_interrupt (another rank not "
+                                    "taking part?): the NCCL communicator was aborted; attach another");
                 return RED_ERR_INTERRUPTED;
             }
         }

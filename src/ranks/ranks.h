@@ -18,6 +18,14 @@
 
 typedef struct ranks_comm ranks_comm;
 
+/* What a run's collectives watch: its red_interrupt counter; `abandoned`, set by an engine that
+ * aborted a collective that never ended, after which the run's agreements are made by no
+ * collective (every engine attached to the context watches the same one). */
+typedef struct ranks_watch {
+    const core_cancel *cancel;
+    int abandoned;
+} ranks_watch;
+
 typedef struct ranks_ops {
     const char *name;
     /* `bytes` from every rank, in rank order, into recv (size * bytes) */
@@ -53,10 +61,10 @@ struct ranks_comm {
     const ranks_ops *ops;
     int rank, size;
     char err[256];          /* the engine's words for its last failure (RED_ERR_COMM) */
-    /* the run's red_interrupt counter, while a run uses the engine (else NULL): an engine
-     * that can abort a collective that does not end once it is interrupted does, and
-     * returns RED_ERR_INTERRUPTED */
-    const core_cancel *cancel;
+    /* the run's, while a run uses the engine (else NULL): an engine that can abort a
+     * collective that does not end once the run is interrupted does (nccl.c says when), sets
+     * `abandoned` and returns RED_ERR_INTERRUPTED */
+    ranks_watch *watch;
 };
 
 /* The GPU an engine of device memory works on, redjit's own (its primary context), and the
@@ -175,6 +183,7 @@ typedef struct ranks_run {
     ranks_comm *ctl;            /* the ranks' status goes through this one: MPI where it is
                                    attached (quick for small messages, and unharmed by a GPU
                                    that failed), else `comm`                                */
+    int fold_ok;                /* no collective follows the run (no result is gathered) */
     int folded;                 /* set by the hook: the run's last pass was split, and every
                                    rank's device fault went with its partials (core_devmem's
                                    ranks_fault), so that only a fault there wants the ranks'

@@ -31,12 +31,24 @@ static size_t said_size(size_t bytes)
     return (sizeof(said) + bytes + 7) & ~(size_t)7;
 }
 
+/* After an engine abandoned the run (ranks_watch), its agreements are this rank's status alone. */
+static int abandoned(ranks_comm *c, int rc, util_diag *diag)
+{
+    if (rc) return rc;
+    return util_diag_set(diag, RED_ERR_INTERRUPTED, "interrupted: %s",
+                         c->err[0] ? c->err : "a collective was aborted");
+}
+
 int ranks_hello_start(ranks_hello *h, int rc, const void *mine, util_diag *diag)
 {
     ranks_comm *c = h->comm;
     size_t one = said_size(h->bytes);
     h->started = 1;
     h->done = 0;
+    if (c->watch && c->watch->abandoned) {
+        h->done = 1;
+        return h->rc = abandoned(c, rc, diag);
+    }
     h->sent = calloc(1, one);
     h->got = calloc((size_t)c->size, one);
     if (!h->sent || !h->got) {
@@ -347,6 +359,8 @@ static int hook_walked(void *arg, const plan *p, int pi, int rc, const core_vars
     ranks_run *dr = arg;
     ranks_comm *c = dr->comm;
     int s = dr->dp->pass_split[pi];
+    /* a hello this pass's keys' hook made and that failed: every rank stopped there */
+    if (dr->hello && dr->hello->done && dr->hello->rc) return dr->hello->rc;
     gathering gt = {c, mem, NULL, NULL, NULL, NULL};
     unsigned char *hroom = NULL;
     if (!rc && s >= 0) {
@@ -393,7 +407,7 @@ static int hook_walked(void *arg, const plan *p, int pi, int rc, const core_vars
     }
     /* the run's last pass: each rank's device fault goes with its first collective, so that
      * the run needs no agreement after it unless some rank faulted */
-    if (!rc && pi == p->npasses - 1 && mem && mem->fault && c->ops->dev_flag) {
+    if (!rc && dr->fold_ok && pi == p->npasses - 1 && mem && mem->fault && c->ops->dev_flag) {
         dr->folded = 1;
         int e = c->ops->dev_flag(c, mem->fault, mem->ranks_fault, mem->stream);
         if (e) rc = comm_failed(c, e, diag);
