@@ -657,6 +657,7 @@ static const plan *expr_unrolled(red_expr *e, plan_entry *pe, const plan *p, con
             u->key = key;
             u->next = pe->unrolled;
             pe->unrolled = u;
+            pe->bytes += sizeof *u + util_arena_bytes(&u->arena);   /* (the context's cache counts it) */
             out = u->plan;
         } else {   /* (out of memory: the plan as it is) */
             util_arena_free(&u->arena);
