@@ -45,6 +45,7 @@ typedef struct plan_entry {
     plan *plan;
     size_t bytes;
     int refs;
+    uint32_t unroll_passes;    /* core_unroll_candidates(plan)            */
     plan_unrolled *unrolled;   /* newest first (the program's lock) */
     struct plan_entry *next;
 } plan_entry;

@@ -489,6 +489,7 @@ int expr_plan(red_expr *e, plan **out)
         return expr_fail(e, RED_ERR_NOMEM);
     }
     pe->bytes = sizeof *pe + strlen(pe->sig) + 1 + util_arena_bytes(&pe->arena);
+    pe->unroll_passes = core_unroll_candidates(p);
     pe->refs = 2;   /* the list's and this expression's */
     /* newest first; entries beyond PLAN_CACHE_MAX leave the list (an
      * expression still using one keeps it alive) */
@@ -641,10 +642,11 @@ int expr_take_results(red_expr *e, const plan *p)
 static const plan *expr_unrolled(red_expr *e, plan_entry *pe, const plan *p, const core_buf *bufs,
                                  const plan_value *scalars, const int *on_device)
 {
+    if (!pe || !pe->unroll_passes) return p;   /* (most plans: nothing more a run) */
     cpu_bound_arg barg = {bufs, scalars, NULL, on_device};
     core_bounds bounds = {cpu_eval_bound, &barg};
     core_unroll_key key;
-    if (!pe || !core_unroll_find(p, bufs, &bounds, &key)) return p;
+    if (!core_unroll_find(p, pe->unroll_passes, bufs, &bounds, &key)) return p;
     const plan *out = p;
     int n = 0;
     pthread_mutex_lock(&e->pg->lock);

@@ -101,15 +101,26 @@ static int resolve(const plan *p, int pi, const core_buf *bufs, const core_bound
     return core_resolve_pass(p, pi, bufs, bounds, CORE_EVAL_UNIFORM_RANGES, &v, dom, &scratch);
 }
 
-int core_unroll_find(const plan *p, const core_buf *bufs, const core_bounds *bounds, core_unroll_key *key)
+uint32_t core_unroll_candidates(const plan *p)
 {
-    memset(key, 0, sizeof *key);
-    key->base_uid = p->uid;
     if (p->nvars > 64 || p->npasses < 2) return 0;
     unsigned char seen_stack[1024], *seen = p->nir < 1024 ? seen_stack : malloc((size_t)p->nir + 1);
-    for (int pi = 0; seen && pi + 1 < p->npasses && key->n < CORE_UNROLL_PASSES; pi++) {
+    uint32_t mask = 0;
+    for (int pi = 0; seen && pi + 1 < p->npasses && pi < 32; pi++)
+        if (droppable(p, pi, seen)) mask |= 1u << pi;
+    if (seen != seen_stack) free(seen);
+    return mask;
+}
+
+int core_unroll_find(const plan *p, uint32_t candidates, const core_buf *bufs, const core_bounds *bounds,
+                     core_unroll_key *key)
+{
+    if (!candidates) return 0;
+    memset(key, 0, sizeof *key);
+    key->base_uid = p->uid;
+    for (int pi = 0; pi < 32 && pi + 1 < p->npasses && key->n < CORE_UNROLL_PASSES; pi++) {
         /* (a pass that reads a dropped one's temporary is not dropped itself) */
-        if ((key->n && key->pass[key->n - 1] == pi - 1) || !droppable(p, pi, seen)) continue;
+        if (!(candidates >> pi & 1) || (key->n && key->pass[key->n - 1] == pi - 1)) continue;
         core_domain dom, next;
         if (resolve(p, pi, bufs, bounds, &dom) || dom.ranged || dom.L > CORE_UNROLL_MAX ||
             dom.nr != p->passes[pi].nred)
@@ -125,7 +136,6 @@ int core_unroll_find(const plan *p, const core_buf *bufs, const core_bounds *bou
         }
         if (ok) key->pass[key->n++] = pi;
     }
-    if (seen != seen_stack) free(seen);
     return key->n > 0;
 }
 

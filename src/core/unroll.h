@@ -27,10 +27,15 @@ typedef struct core_unroll_key {
     int64_t lo[CORE_UNROLL_PASSES][RED_MAX_DIMS], hi[CORE_UNROLL_PASSES][RED_MAX_DIMS];
 } core_unroll_key;
 
-/* Whether `p` has a pass to drop for these bindings (bounds: for the free indices' explicit
- * ranges): 1 with *key filled, else 0 (nothing to do, or the bindings fail in a way the
- * run itself will report). */
-int core_unroll_find(const plan *p, const core_buf *bufs, const core_bounds *bounds, core_unroll_key *key);
+/* The passes of `p` that may be dropped whatever the sizes, as bits (pass < 32): made once per
+ * plan, so that a run of a plan with none costs nothing more. */
+uint32_t core_unroll_candidates(const plan *p);
+
+/* Whether `p` has a pass to drop for these bindings, among `candidates` (bounds: for the free
+ * indices' explicit ranges): 1 with *key filled, else 0 (nothing to do, or the bindings fail
+ * in a way the run itself will report). */
+int core_unroll_find(const plan *p, uint32_t candidates, const core_buf *bufs, const core_bounds *bounds,
+                     core_unroll_key *key);
 
 /* The plan for `key` (core_unroll_find's), made in `a`: the dropped passes gone, their
  * readers reading the terms.  0 or RED_ERR_NOMEM. */
