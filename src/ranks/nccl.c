@@ -268,7 +268,6 @@ static int reserve(ranks_comm *c, size_t bytes)
     return stage_get((nccl_engine *)c, round_up(bytes) + bytes * (size_t)c->size + 1);
 }
 
-
 /* The all-gather queued on the engine's stream, not waited for: it overlaps what the caller
  * queues on its own stream meanwhile (a pass's kernels). */
 static int host_allgather_start(ranks_comm *c, const void *send, size_t bytes)
@@ -323,8 +322,6 @@ static int host_allgatherv(ranks_comm *c, const void *send, void *recv, const si
     return rc;
 }
 
-/* NCCL's data type and operator for rop over ct, or -1: its built-in integer and logical
- * operators (sums and products wrap: the unsigned type of the width gives the same bits). */
 /* NCCL's type and operator for ranks_wire's (wct, wop), or -1. */
 static int nccl_type(int wct)
 {
