@@ -351,6 +351,39 @@ static void test_vec_choice(red_ctx *ctx)
     }
 }
 
+/* A full reduction over i, j whose arrays broadcast along one of them
+ * (x[i]*A[i,j]*y[j]) takes the 16-byte-load kernel where the last index's
+ * extent is a multiple of a vector and A and y run along it with stride 1
+ * from 16 bytes (gpu_vec_ok, cg_kernel.vec_bc); x may be laid out any way. */
+static void test_vec_rows(red_ctx *ctx)
+{
+    const char *text = "sum(x[i]*A[i,j]*y[j]) over i, j";
+    const int64_t sq[2] = {ROWS, COLS}, rm[2] = {COLS, 1}, tr[2] = {1, COLS};
+    const int64_t n62[2] = {ROWS, COLS - 2};
+    const struct {
+        const int64_t *ashape, *astrides;
+        int64_t xstride, ystride, yoff;
+        const char *want;
+    } t[] = {
+        {sq, rm, 1, 1, 0, "rj_persistv"},
+        {sq, rm, 3, 1, 0, "rj_persistv"},   /* x read one element a vector: any stride */
+        {sq, rm, 1, 1, 1, "rj_persist"},    /* y off 16 bytes */
+        {sq, rm, 1, 2, 0, "rj_persist"},    /* y not stride 1 */
+        {n62, rm, 1, 1, 0, "rj_persist"},   /* rows of 62: vectors would straddle two */
+        {sq, tr, 1, 1, 0, "rj_persist"},    /* A transposed */
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        red_binding b[3] = {{"A", {0}}, {"x", {0}}, {"y", {0}}};
+        const int64_t xs[1] = {t[i].ashape[0]}, ys[1] = {t[i].ashape[1]};
+        const int64_t xst[1] = {t[i].xstride}, yst[1] = {t[i].ystride};
+        red_array_init(&b[0].array, dA, RED_F32, 2, t[i].ashape, t[i].astrides);
+        red_array_init(&b[1].array, dA, RED_F32, 1, xs, xst);
+        red_array_init(&b[2].array, (float *)dA + t[i].yoff, RED_F32, 1, ys, yst);
+        const char *k = last_kernel(ctx, text, b, 3);
+        CHECK(strcmp(k, t[i].want) == 0, "%s (case %zu): launched %s, expected %s", text, i, run_kernels, t[i].want);
+    }
+}
+
 /* A 2-d run under a strategy and the launches it makes, in order. */
 typedef struct launch_case {
     const char *text;
@@ -1233,6 +1266,7 @@ int main(int argc, char **argv)
     test_calls(ctx);
     test_count_key(ctx);
     test_vec_choice(ctx);
+    test_vec_rows(ctx);
     test_epilogue_launches(ctx);
     test_tile_launches(ctx);
     test_key_vec_choice(ctx);

@@ -62,6 +62,18 @@ typedef struct cg_kernel {
     int vec_lo[RED_MAX_DIMS], vec_sz[RED_MAX_DIMS];
     int vec_unroll;     /* RJ_VUNROLL: vectors of each array a batch loads  */
     int vec_base[8], vec_ndim[8], vec_rdim[8];
+    /* vec_bc: a pass over several reduced indices whose loads need not all
+     * run over every one of them (rows broadcast, as x[i] and y[j] in
+     * sum(x[i]*K[i,j]*y[j]) over i, j): a vector's elements differ in the
+     * last reduced index alone (the runtime takes it where that index's
+     * extent is a multiple of vec), and vec_kind[] says how each array is
+     * read: CG_V_FULL a 16-byte load at the flat position (as without
+     * vec_bc), CG_V_LAST subscripted by the last reduced index (in
+     * dimension vec_rdim[], stride 1) and free indices, a 16-byte load at
+     * that index; CG_V_ONE by free and other reduced indices, one element
+     * a vector */
+    int vec_bc;
+    signed char vec_kind[8];
     /* rj_seg1a (CG_G_SEG1A): a partial pass over one ranged index whose
      * arrays (vec_base[], one dimension each) are loaded at that index
      * alone; vec is set, but not for rj_seg1v and the like.  The runtime
@@ -94,6 +106,7 @@ typedef struct cg_kernel {
 } cg_kernel;
 
 enum { CG_MAP, CG_FULL, CG_PARTIAL, CG_KEYED, CG_SCAN };
+enum { CG_V_FULL, CG_V_LAST, CG_V_ONE };   /* cg_kernel.vec_kind */
 
 /* Elements a thread of a scan pass's kernel takes a tile (RJ_SCAN_ITEMS): its
  * tile is RJ_BLOCK of them, from the bytes of the pass's Acc. */

@@ -27,6 +27,8 @@ typedef struct gen {
     unsigned char *vmemo;   /* by IR id: vec.c's vec_loads, 1 yes, 2 no    */
     int ro_loads;           /* bound arrays loaded with __ldg (epilogue.c) */
     const ir *vloads[8];    /* the pass's 16-byte loads (cg_kernel.vec), for epilogue.c */
+    signed char vkind[8];   /* how vec_loads reads each (CG_V_FULL ...)         */
+    int vbc;                /* vec_loads takes cg_kernel.vec_bc's loads too   */
 } gen;
 
 /* layout.c: the parameter block and the index variables read from it */

@@ -3,6 +3,7 @@
  * 16-byte vectors (cg_kernel.vec), and the functions that load and fold
  * them (acc_load_v, acc_elem_v, acc_elem_1, acc_one_v, key_v, acc_one_s).
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "gen.h"
@@ -29,9 +30,12 @@ static int red_pos(const plan_pass *ps, int v)
  * free indices, all plain and in range by construction (so no check), of a
  * 4- or 8-byte type.  With more than one reduced index, none may be used
  * but as such a subscript (acc_elem_v defines only the flat position).
- * Collects the distinct loads into list; 0 where any load is not so. */
+ * With g->vbc (cg_kernel.vec_bc) a load may also be subscripted by the last
+ * reduced index alone among the reduced ones (CG_V_LAST), or not by it at
+ * all (CG_V_ONE), each reduced index there any number of times.  Collects
+ * the distinct loads into list, and how each is read into g->vkind; 0 where
+ * any load is not so. */
 static int vec_loads_node(gen *g, const ir *x, const ir **list, int *n, int max);
-
 /* Do x's loads qualify?  Each node once (the IR is a graph: a short text can
  * reach a node by 2^26 paths): g->vmemo[id] is 1 when it does, 2 when not. */
 static int vec_loads(gen *g, const ir *x, const ir **list, int *n, int max)
@@ -47,7 +51,7 @@ static int vec_loads_node(gen *g, const ir *x, const ir **list, int *n, int max)
     const plan_pass *ps = g->ps;
     if (x->kind == IR_INDEX) return ps->nred == 1 || red_pos(ps, x->slot) < 0;
     if (x->kind == IR_LOAD) {
-        int first = -1, seen = 0;
+        int first = -1, seen = 0, contiguous = 1, last = 0;
         if (x->slot < 0 || x->nargs > RED_MAX_DIMS) return 0;
         for (int d = 0; d < x->nargs; d++) {
             const ir *sub = x->args[d];
@@ -57,11 +61,18 @@ static int vec_loads_node(gen *g, const ir *x, const ir **list, int *n, int max)
                 if (!is_free(ps, sub->slot)) return 0;
                 continue;
             }
+            if (k == ps->nred - 1) last++;
             if (k == 0 && first < 0) first = d;
-            if (first < 0 || d - first != k) return 0;   /* out of order, or twice */
+            if (first < 0 || d - first != k) contiguous = 0;   /* out of order, or twice */
             seen++;
         }
-        if (seen != ps->nred) return 0;   /* one missing */
+        signed char kind = CG_V_FULL;
+        if (!contiguous || seen != ps->nred) {
+            if (!g->vbc) return 0;
+            if (last == 1 && seen == 1) kind = CG_V_LAST;
+            else if (last == 0) kind = CG_V_ONE;
+            else return 0;
+        }
         switch (cg_buf_dtype(g, x->slot)) {
         case RED_I32: case RED_U32: case RED_F32: case RED_I64: case RED_U64: case RED_F64: break;
         default: return 0;
@@ -69,6 +80,7 @@ static int vec_loads_node(gen *g, const ir *x, const ir **list, int *n, int max)
         for (int i = 0; i < *n; i++)
             if (list[i] == x) return 1;
         if (*n == max) return 0;
+        g->vkind[*n] = kind;
         list[(*n)++] = x;
         return 1;
     }
@@ -95,16 +107,47 @@ static void emit_vec_bases(gen *g, const ir *const *loads, int n)
         const char *t = cg_tname[x->type];
         k->vec_base[i] = base;
         k->vec_ndim[i] = nd;
+        k->vec_rdim[i] = 0;
+        if (g->vkind[i] == CG_V_ONE) continue;   /* (bc_load) */
         util_buf_printf(o, "    const %s *b%d = (const %s *)P.v[%d]", t, x->id, t, base);
         for (int d = 0; d < nd; d++) {
             int r = red_pos(ps, x->args[d]->slot);
-            if (r == 0) k->vec_rdim[i] = d;
+            if (r == (g->vkind[i] == CG_V_LAST ? ps->nred - 1 : 0)) k->vec_rdim[i] = d;
             if (r == ps->nred - 1) util_buf_printf(o, " + lo[%d]", r);
             else if (r >= 0) util_buf_printf(o, " + lo[%d] * P.v[%d]", r, base + 1 + nd + d);
             else util_buf_printf(o, " + i%d * P.v[%d]", x->args[d]->slot, base + 1 + nd + d);
         }
         util_buf_puts(o, ";\n");
     }
+}
+
+/* For cg_kernel.vec_bc: rb<d>, the offset of reduced index d from its
+ * start lo[d] at the domain's flat position pos (the last index fastest). */
+static void emit_bc_decode(gen *g, const char *pos)
+{
+    const plan_pass *ps = g->ps;
+    util_buf *o = g->o;
+    util_buf_printf(o, "    long long rbt = %s;\n", pos);
+    for (int d = ps->nred - 1; d > 0; d--)
+        util_buf_printf(o, "    const long long rb%d = rj_divmod(rbt, P.v[%d]);\n    (void)rb%d;\n", d, g->k->vec_sz[d], d);
+    util_buf_puts(o, "    const long long rb0 = rbt;\n    (void)rb0;\n");
+}
+
+/* The element of load x (CG_V_ONE) at the indices emit_bc_decode and
+ * cg_emit_free_vars declared. */
+static void emit_bc_load(gen *g, const ir *x, const char *dst)
+{
+    const plan_pass *ps = g->ps;
+    util_buf *o = g->o;
+    int base = cg_buf_base(g, x->slot), nd = x->nargs;
+    const char *t = cg_tname[x->type];
+    util_buf_printf(o, "    %s = ((const %s *)P.v[%d])[0", dst, t, base);
+    for (int d = 0; d < nd; d++) {
+        int r = red_pos(ps, x->args[d]->slot);
+        if (r >= 0) util_buf_printf(o, " + (lo[%d] + rb%d) * P.v[%d]", r, r, base + 1 + nd + d);
+        else util_buf_printf(o, " + i%d * P.v[%d]", x->args[d]->slot, base + 1 + nd + d);
+    }
+    util_buf_puts(o, "];\n");
 }
 
 /* For a keyed pass's rj_kfusedv (rj_reduce.cuh): element c of vector u of
@@ -199,6 +242,45 @@ static int ranged_vec_pass(gen *g)
            !cg_fold_reads_free(ps);
 }
 
+/* The pass's loads for cg_emit_acc_elem_v into loads[] (*n), as contiguous
+ * runs (0) or, over several reduced indices and neither keys nor ranges,
+ * with rows broadcast (1, cg_kernel.vec_bc); -1 where they do not qualify. */
+static int find_loads(gen *g, int rv, const ir **loads, int *n)
+{
+    const plan_pass *ps = g->ps;
+    for (int bc = 0; bc < 2; bc++) {
+        if (bc && (ps->nred < 2 || ps->key || rv)) break;
+        memset(g->vmemo, 0, (size_t)g->nir + 1);
+        *n = 0;
+        int ok = 1;
+        g->vbc = bc;
+        g->in_elem = rv;   /* (out_range checks a ranged subscript, as for acc_elem) */
+        for (int q = 0; q < ps->nreds && ok; q++)
+            for (int c = 0; c < ps->reds[q].ncomp && ok; c++) ok = vec_loads(g, ps->reds[q].map[c], loads, n, 8);
+        g->in_elem = 0;
+        g->vbc = 0;
+        if (ok && ps->key && !vec_loads(g, ps->key, loads, n, 8)) return -1;
+        if (ok) return *n ? bc : -1;
+    }
+    return -1;
+}
+
+/* The size of the elements of the 16-byte loads, all one (CG_V_ONE's any);
+ * 0 where they differ or there are none, or a ranged pass reads an array
+ * of more than one dimension (v[k]: the ranged index alone). */
+static size_t vec_size(gen *g, const ir *const *loads, int n, int rv)
+{
+    size_t esz = 0;
+    for (int i = 0; i < n; i++) {
+        if (rv && loads[i]->nargs != 1) return 0;
+        if (g->vkind[i] == CG_V_ONE) continue;
+        size_t z = red_dtype_size(cg_buf_dtype(g, loads[i]->slot));
+        if (esz && z != esz) return 0;
+        esz = z;
+    }
+    return esz;
+}
+
 /* acc_load_v and acc_elem_v: the elements u*RJ_VEC .. u*RJ_VEC + RJ_VEC-1
  * of output o's domain (flat positions, the last reduced index fastest),
  * from one 16-byte load of each array (acc_load_v), folded into `a` in
@@ -223,22 +305,14 @@ void cg_emit_acc_elem_v(gen *g)
         if (g->p->vars[ps->red[d]].lo) rv = 1;
     if (rv && !ranged_vec_pass(g)) return;
     const ir *loads[8];
-    int n = 0, ok = 1;
-    memset(g->vmemo, 0, (size_t)g->nir + 1);
-    g->in_elem = rv;   /* (out_range checks a ranged subscript, as for acc_elem) */
-    for (int q = 0; q < ps->nreds && ok; q++)
-        for (int c = 0; c < ps->reds[q].ncomp && ok; c++) ok = vec_loads(g, ps->reds[q].map[c], loads, &n, 8);
-    g->in_elem = 0;
-    if (!ok) return;
-    if (ps->key && !vec_loads(g, ps->key, loads, &n, 8)) return;
-    if (n == 0) return;
-    for (int i = 0; rv && i < n; i++)
-        if (loads[i]->nargs != 1) return;   /* v[k]: one dimension, the ranged index */
-    size_t esz = red_dtype_size(cg_buf_dtype(g, loads[0]->slot));
-    for (int i = 1; i < n; i++)
-        if (red_dtype_size(cg_buf_dtype(g, loads[i]->slot)) != esz) return;
+    int n = 0, bc = find_loads(g, rv, loads, &n);
+    if (bc < 0) return;
+    size_t esz = vec_size(g, loads, n, rv);
+    if (!esz) return;
     int vec = (int)(16 / esz);
     k->vec = vec;
+    k->vec_bc = bc;
+    for (int i = 0; i < n; i++) k->vec_kind[i] = g->vkind[i];
     k->vec_esz = (int)esz;
     k->vec_nred = ps->nred;
     for (int d = 0; d < ps->nred; d++) {
@@ -252,7 +326,10 @@ void cg_emit_acc_elem_v(gen *g)
      * ptxas interleaved them, one load of each array in flight per thread */
     util_buf_puts(o, "struct Vld {\n");
     for (int i = 0; i < n; i++)
-        util_buf_printf(o, "    rj_vec<%s, %d> q%d;\n", cg_tname[loads[i]->type], vec, loads[i]->id);
+        if (g->vkind[i] == CG_V_ONE)
+            util_buf_printf(o, "    %s s%d;\n", cg_tname[loads[i]->type], loads[i]->id);
+        else
+            util_buf_printf(o, "    rj_vec<%s, %d> q%d;\n", cg_tname[loads[i]->type], vec, loads[i]->id);
     /* acc_load_v: vector u of each array; acc_elem_v: its elements folded;
      * acc_elem_1: element t alone, loaded and folded (the domain's last
      * elements past whole batches of vectors).  A plain ld.global: no cache
@@ -261,9 +338,27 @@ void cg_emit_acc_elem_v(gen *g)
                      "const long long *lo, long long u)\n{\n");
     cg_begin_function(g);
     emit_vec_bases(g, loads, n);
-    for (int i = 0; i < n; i++)
-        util_buf_printf(o, "    L.q%d = ((const rj_vec<%s, %d> *)b%d)[u];\n", loads[i]->id, cg_tname[loads[i]->type], vec,
-                        loads[i]->id);
+    if (bc) {
+        /* the vector's first element; its others differ in the last index */
+        util_buf_printf(o, "    const long long pos = u * %d;\n", vec);
+        emit_bc_decode(g, "pos");
+    }
+    for (int i = 0; i < n; i++) {
+        char dst[32];
+        switch (g->vkind[i]) {
+        case CG_V_ONE:
+            snprintf(dst, sizeof dst, "L.s%d", loads[i]->id);
+            emit_bc_load(g, loads[i], dst);
+            break;
+        case CG_V_LAST:
+            util_buf_printf(o, "    L.q%d = *(const rj_vec<%s, %d> *)(b%d + rb%d);\n", loads[i]->id,
+                            cg_tname[loads[i]->type], vec, loads[i]->id, ps->nred - 1);
+            break;
+        default:
+            util_buf_printf(o, "    L.q%d = ((const rj_vec<%s, %d> *)b%d)[u];\n", loads[i]->id, cg_tname[loads[i]->type],
+                            vec, loads[i]->id);
+        }
+    }
     util_buf_puts(o, "}\n");
     if (!ps->key && !rv && k->kind == CG_PARTIAL && ps->nred == 1) {
         /* acc_stage_v: vector u of each array copied into shared memory
@@ -312,7 +407,11 @@ void cg_emit_acc_elem_v(gen *g)
             util_buf_printf(o, "    const long long t = u * %d + %d;\n    (void)t;\n", vec, c);
         for (int i = 0; i < n; i++) {
             g->done[loads[i]->id] = 1;
-            util_buf_printf(o, "    const %s v%d = L.q%d.c[%d];\n", cg_tname[loads[i]->type], loads[i]->id, loads[i]->id, c);
+            if (g->vkind[i] == CG_V_ONE)
+                util_buf_printf(o, "    const %s v%d = L.s%d;\n", cg_tname[loads[i]->type], loads[i]->id, loads[i]->id);
+            else
+                util_buf_printf(o, "    const %s v%d = L.q%d.c[%d];\n", cg_tname[loads[i]->type], loads[i]->id,
+                                loads[i]->id, c);
         }
         cg_emit_fold(g);
         util_buf_puts(o, "    }\n");
@@ -322,9 +421,17 @@ void cg_emit_acc_elem_v(gen *g)
     cg_begin_function(g);
     emit_vec_bases(g, loads, n);
     if (ps->nred == 1) util_buf_printf(o, "    const long long i%d = lo[0] + t;\n    (void)i%d;\n", ps->red[0], ps->red[0]);
+    if (bc) emit_bc_decode(g, "t");
     for (int i = 0; i < n; i++) {
+        char dst[64];
         g->done[loads[i]->id] = 1;
-        util_buf_printf(o, "    const %s v%d = b%d[t];\n", cg_tname[loads[i]->type], loads[i]->id, loads[i]->id);
+        snprintf(dst, sizeof dst, "const %s v%d", cg_tname[loads[i]->type], loads[i]->id);
+        if (g->vkind[i] == CG_V_ONE)
+            emit_bc_load(g, loads[i], dst);
+        else if (g->vkind[i] == CG_V_LAST)
+            util_buf_printf(o, "    %s = b%d[rb%d];\n", dst, loads[i]->id, ps->nred - 1);
+        else
+            util_buf_printf(o, "    %s = b%d[t];\n", dst, loads[i]->id);
     }
     cg_emit_fold(g);
     util_buf_puts(o, "}\n");

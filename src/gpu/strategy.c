@@ -21,13 +21,19 @@ int gpu_vec_ok(const run_ctx *r, const pass_entry *e)
     const cg_kernel *k = &e->k;
     const long long *P = r->params;
     if (!k->vec || k->rvec) return 0;   /* rvec: no fixed domain (gpu_ranged_vec_ok) */
+    /* vec_bc: a vector's elements all in one run of the last index */
+    if (k->vec_bc && P[k->vec_sz[k->vec_nred - 1]] % k->vec) return 0;
     for (int l = 0; l < k->nvec; l++) {
         const long long *a = P + k->vec_base[l];   /* pointer, extents, strides */
         int nd = k->vec_ndim[l], rd = k->vec_rdim[l];
         unsigned long long first = 0;   /* element offset of the domain's first element */
         long long run = 1;              /* the stride the next dimension out must have */
-        for (int q = k->vec_nred - 1; q >= 0; q--) {
-            long long sz = P[k->vec_sz[q]], stride = a[1 + nd + rd + q];
+        /* CG_V_LAST: the last reduced index alone, in dimension rd;
+         * CG_V_ONE: element by element, any layout */
+        int q0 = k->vec_kind[l] == CG_V_LAST ? k->vec_nred - 1 : 0;
+        if (k->vec_kind[l] == CG_V_ONE) continue;
+        for (int q = k->vec_nred - 1; q >= q0; q--) {
+            long long sz = P[k->vec_sz[q]], stride = a[1 + nd + rd + q - q0];
             /* (the kernel adds the last one's start unscaled) */
             if ((sz != 1 || (q == k->vec_nred - 1 && P[k->vec_lo[q]])) && stride != run) return 0;
             first += (unsigned long long)P[k->vec_lo[q]] * (unsigned long long)stride;
@@ -35,7 +41,7 @@ int gpu_vec_ok(const run_ctx *r, const pass_entry *e)
         }
         if (((unsigned long long)a[0] + first * (unsigned long long)k->vec_esz) % 16) return 0;
         for (int d = 0; d < nd; d++)
-            if ((d < rd || d >= rd + k->vec_nred) && a[1 + d] > 1 &&
+            if ((d < rd || d >= rd + k->vec_nred - q0) && a[1 + d] > 1 &&
                 ((unsigned long long)a[1 + nd + d] * (unsigned long long)k->vec_esz) % 16)   /* no signed overflow */
                 return 0;
     }
