@@ -286,10 +286,17 @@ typedef enum red_option {
                                expression); kernels found in the memory or
                                disk cache do not count.  0 = no limit,
                                0..2147483647                 default 0    */
-    RED_OPT_GATHER     = 13 /* with split arrays (see SEVERAL PROCESSES): 1
+    RED_OPT_GATHER     = 13, /* with split arrays (see SEVERAL PROCESSES): 1
                                gathers a result still indexed by a split
                                axis onto every rank; 0 leaves each rank its
                                own block                     default 0    */
+    RED_OPT_BLAS       = 14 /* 1: on the GPU under the automatic strategy, a
+                               pass that is exactly a matrix product or a
+                               batch of them (f32 or f64, a stride of one
+                               element in each matrix) runs through
+                               cuBLASLt where it is installed; 0: always the
+                               generated kernels.  red_explain says which
+                               passes may               default 1    */
 } red_option;
 
 /* RED_RESULTS_DEVICE: results of a GPU run stay in device memory;

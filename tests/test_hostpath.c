@@ -384,6 +384,121 @@ static void test_vec_rows(red_ctx *ctx)
     }
 }
 
+/* Matrix products through cuBLASLt (src/gpu/blas.c), here the stand-in
+ * beside the stand-in driver (tests/fakecuda/fakeblas.c), which computes
+ * the product on the host from the operands, transpositions, leading
+ * dimensions and batch strides it is handed: each layout's result is checked
+ * against the sum written out here.  Layouts cuBLASLt cannot take, and
+ * RED_OPT_BLAS 0, run the generated kernels (which the stand-in driver does
+ * not run: those cases check only that no product was handed over). */
+typedef struct blas_case {
+    const char *text;   /* over A and B, the result C */
+    int nb, M, N, K;    /* the batch (0: none) and the product's extents */
+    int a_km, b_nk;     /* A stored [k,i] (text reads A[k,i]); B stored [j,k] */
+    int a_tr, b_tr;     /* a transposed view of A's storage, of B's */
+    int f64, blas_off, step;   /* f64 operands; RED_OPT_BLAS 0; A read every other element */
+    int want;           /* products handed to cuBLASLt */
+} blas_case;
+
+static void run_blas_case(red_ctx *ctx, const blas_case *c, int (*calls)(void))
+{
+    int nb = c->nb ? c->nb : 1, M = c->M, NN = c->N, K = c->K, st = c->step ? 2 : 1;
+    size_t es = c->f64 ? 8 : 4, na = (size_t)nb * M * K * st * st, nbb = (size_t)nb * K * NN;
+    double *ha = malloc(na * sizeof *ha), *hb = malloc(nbb * sizeof *hb);
+    unsigned char *ra = malloc(na * es), *rb = malloc(nbb * es);
+    if (!ha || !hb || !ra || !rb) abort();
+    for (size_t i = 0; i < na; i++) ha[i] = (double)((i * 7 + 3) % 13) - 6.0;
+    for (size_t i = 0; i < nbb; i++) hb[i] = (double)((i * 5 + 1) % 11) * 0.25 - 1.0;
+    for (size_t i = 0; i < na; i++) {
+        if (c->f64) memcpy(ra + i * es, &ha[i], es);
+        else { float f = (float)ha[i]; memcpy(ra + i * es, &f, es); }
+    }
+    for (size_t i = 0; i < nbb; i++) {
+        if (c->f64) memcpy(rb + i * es, &hb[i], es);
+        else { float f = (float)hb[i]; memcpy(rb + i * es, &f, es); }
+    }
+    void *da = to_device(ctx, ra, na * es), *db = to_device(ctx, rb, nbb * es);
+    /* the arrays as the text reads them: A[b?, r0, r1] over storage [b][s0][s1] */
+    int a0 = c->a_km ? K : M, a1 = c->a_km ? M : K, b0 = c->b_nk ? NN : K, b1 = c->b_nk ? K : NN;
+    int64_t ash[3], ast[3], bsh[3], bst[3];
+    int nd = c->nb ? 3 : 2, o = c->nb ? 1 : 0;
+    /* storage: [b][x][y] with x, y the text's order, or swapped (a transposed view) */
+    int64_t sx = c->a_tr ? 1 : a1, sy = c->a_tr ? a0 : 1;
+    ash[o] = a0, ash[o + 1] = a1, ast[o] = sx * st * st, ast[o + 1] = sy * st;   /* step: every other row and element */
+    bsh[o] = b0, bsh[o + 1] = b1, bst[o] = c->b_tr ? 1 : b1, bst[o + 1] = c->b_tr ? b0 : 1;
+    if (c->nb) ash[0] = bsh[0] = nb, ast[0] = (int64_t)a0 * a1 * st * st, bst[0] = (int64_t)b0 * b1;
+    red_binding bind[2] = {{"A", {0}}, {"B", {0}}};
+    red_array_init(&bind[0].array, da, c->f64 ? RED_F64 : RED_F32, nd, ash, ast);
+    red_array_init(&bind[1].array, db, c->f64 ? RED_F64 : RED_F32, nd, bsh, bst);
+    red_set_option(ctx, RED_OPT_BLAS, !c->blas_off);
+    int before = calls();
+    red_expr *e = NULL;
+    int rc = red_prepare(ctx, c->text, &e);
+    for (int i = 0; i < 2 && !rc; i++) {
+        bind[i].array.memory = RED_MEM_CUDA;
+        rc = red_bind_array(e, bind[i].name, &bind[i].array);
+    }
+    if (!rc) rc = red_run(e);
+    red_array out;
+    if (!rc) rc = red_result(e, 0, &out, NULL);
+    CHECK(rc == RED_OK, "%s: %s", c->text, red_expr_errmsg(e));
+    CHECK(calls() - before == c->want, "%s (%s%s%s%s): %d products through cuBLASLt, expected %d", c->text,
+          c->f64 ? "f64" : "f32", c->a_tr ? ", A transposed" : "", c->b_tr ? ", B transposed" : "",
+          c->nb ? ", batched" : "", calls() - before, c->want);
+    if (!rc && c->want) {
+        double worst = 0;
+        for (int b = 0; b < nb; b++)
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < NN; j++) {
+                    double s = 0, mag = 0;
+                    for (int k = 0; k < K; k++) {
+                        int ar = c->a_km ? k : i, ac = c->a_km ? i : k, br = c->b_nk ? j : k, bc = c->b_nk ? k : j;
+                        double x = ha[(size_t)b * a0 * a1 * st * st + (size_t)ar * ast[o] + (size_t)ac * ast[o + 1]];
+                        double y = hb[(size_t)b * b0 * b1 + (size_t)br * bst[o] + (size_t)bc * bst[o + 1]];
+                        if (!c->f64) x = (float)x, y = (float)y;
+                        s += x * y;
+                        mag += fabs(x * y);
+                    }
+                    size_t at = ((size_t)b * M + i) * NN + j;   /* the result: row-major, C[b,i,j] */
+                    double got = c->f64 ? ((const double *)out.data)[at] : ((const float *)out.data)[at];
+                    double err = fabs(got - s) / (mag > 0 ? mag : 1);
+                    if (err > worst) worst = err;
+                }
+        CHECK(worst <= (c->f64 ? 1e-13 : 1e-5), "%s: off by %g of the magnitudes", c->text, worst);
+    }
+    red_finalize(e);
+    red_set_option(ctx, RED_OPT_BLAS, 1);
+    red_device_free(ctx, da);
+    red_device_free(ctx, db);
+    free(ha), free(hb), free(ra), free(rb);
+}
+
+static void test_blas(red_ctx *ctx)
+{
+    const char *ab = "C[i,j] = sum(A[i,k]*B[k,j]) over k";
+    const blas_case t[] = {
+        {ab, 0, 5, 6, 7, 0, 0, 0, 0, 0, 0, 0, 1},
+        {ab, 0, 5, 6, 7, 0, 0, 1, 0, 0, 0, 0, 1},   /* A transposed */
+        {ab, 0, 5, 6, 7, 0, 0, 0, 1, 0, 0, 0, 1},   /* B transposed */
+        {ab, 0, 5, 6, 7, 0, 0, 1, 1, 1, 0, 0, 1},   /* both, f64 */
+        {ab, 0, 1, 6, 7, 0, 0, 0, 0, 0, 0, 0, 1},   /* one row: C column-major too */
+        {ab, 0, 5, 1, 7, 0, 0, 0, 0, 0, 0, 0, 1},   /* one column */
+        {"C[i,j] = sum(A[k,i]*B[j,k]) over k", 0, 4, 3, 9, 1, 1, 0, 0, 0, 0, 0, 1},   /* indices swapped */
+        {"C[b,i,j] = sum(A[b,i,k]*B[b,k,j]) over k", 3, 4, 5, 6, 0, 0, 0, 0, 0, 0, 0, 1},
+        {"C[b,i,j] = sum(A[b,i,k]*B[b,k,j]) over k", 3, 4, 5, 6, 0, 0, 1, 1, 1, 0, 0, 1},
+        {ab, 0, 5, 6, 7, 0, 0, 0, 0, 0, 1, 0, 0},   /* RED_OPT_BLAS 0 */
+        {ab, 0, 5, 6, 7, 0, 0, 0, 0, 0, 0, 1, 0},   /* A stepped: no unit stride */
+    };
+    /* the stand-in, found on LD_LIBRARY_PATH as blas.c will find it (the same handle) */
+    void *h = dlopen("libcublasLt.so.13", RTLD_NOW | RTLD_LOCAL);
+    int (*calls)(void) = NULL;
+    if (h) *(void **)&calls = dlsym(h, "fakeblas_calls");
+    CHECK(calls != NULL, "the stand-in cuBLASLt (libcublasLt.so.13 beside the stand-in driver) is missing");
+    if (!calls) return;
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        run_blas_case(ctx, &t[i], calls);
+}
+
 /* A 2-d run under a strategy and the launches it makes, in order. */
 typedef struct launch_case {
     const char *text;
@@ -459,7 +574,17 @@ static void test_tile_launches(red_ctx *ctx)
         /* and a map after it, a launch of its own */
         {"C[i,j] = sqrt(sum(A[i,k]*A[k,j]) over k)", RED_STRATEGY_AUTO, sq, rm, "rj_tile2 rj_map "},
     };
+    /* the generated kernels: matrix products go to cuBLASLt otherwise (test_blas) */
+    red_set_option(ctx, RED_OPT_BLAS, 0);
     check_launches(ctx, t, sizeof t / sizeof t[0], "tile");
+    red_set_option(ctx, RED_OPT_BLAS, 1);
+    const launch_case b[] = {
+        {"C[i,j] = sum(A[i,k]*A[k,j]) over k", RED_STRATEGY_AUTO, sq, rm, ""},
+        {"C[i,j] = sqrt(sum(A[i,k]*A[k,j]) over k)", RED_STRATEGY_AUTO, sq, rm, "rj_map "},
+        /* a forced strategy keeps its kernels */
+        {"C[i,j] = sum(A[i,k]*A[k,j]) over k", RED_STRATEGY_TREE, sq, rm, "rj_seg32 "},
+    };
+    check_launches(ctx, b, sizeof b / sizeof b[0], "tile, cuBLASLt");
 }
 
 /* The same for a keyed expression, with x a view of dx (type xt, xoff bytes
@@ -1267,6 +1392,7 @@ int main(int argc, char **argv)
     test_count_key(ctx);
     test_vec_choice(ctx);
     test_vec_rows(ctx);
+    test_blas(ctx);
     test_epilogue_launches(ctx);
     test_tile_launches(ctx);
     test_key_vec_choice(ctx);

@@ -23,7 +23,7 @@
 #define PROGRAM_CACHE_MAX 256     /* texts a context keeps parsed               */
 #define PLAN_CACHE_MAX 16         /* binding signatures a program keeps planned */
 #define CACHE_MB_DEFAULT 64       /* RED_OPT_CACHE_MB                           */
-#define API_NOPTS (RED_OPT_GATHER + 1)          /* size of the option arrays    */
+#define API_NOPTS (RED_OPT_BLAS + 1)            /* size of the option arrays    */
 #define MAX_SOURCE_DEFAULT (16 << 20)          /* RED_OPT_MAX_SOURCE: bytes    */
 
 /* A plan for one binding signature of a program.  Counted references: the

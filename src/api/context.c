@@ -250,6 +250,7 @@ RED_API int red_open(red_ctx **out)
     ctx->opt[RED_OPT_MAX_NODES] = AST_MAX_NODES;
     ctx->opt[RED_OPT_MAX_PASSES] = CHK_MAX_PASSES;
     ctx->opt[RED_OPT_MAX_SOURCE] = MAX_SOURCE_DEFAULT;
+    ctx->opt[RED_OPT_BLAS] = 1;
     *out = ctx;
     return RED_OK;
 }
@@ -298,7 +299,8 @@ int api_check_opt(red_option opt, int value)
     case RED_OPT_MAX_PASSES: return value >= 1 && value <= CHK_MAX_PASSES;
     case RED_OPT_MAX_SOURCE:
     case RED_OPT_MAX_COMPILES: return value >= 0;
-    case RED_OPT_GATHER: return value == 0 || value == 1;
+    case RED_OPT_GATHER:
+    case RED_OPT_BLAS: return value == 0 || value == 1;
     }
     return 0;
 }

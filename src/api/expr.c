@@ -697,6 +697,7 @@ int expr_gpu_run(red_expr *e, gpu_dev *gpu, const plan *p, const core_buf *bufs,
     e->run.stream = e->stream;
     e->run.device_results = expr_opt(e, RED_OPT_RESULTS);
     e->run.timings = expr_opt(e, RED_OPT_TIMINGS);
+    e->run.blas = expr_opt(e, RED_OPT_BLAS);
     e->run.limits = expr_gpu_limits(e);
     e->run.cancel = cancel;
     /* explicit ranges of free indices are evaluated on the host, from

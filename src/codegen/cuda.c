@@ -75,6 +75,7 @@ int cg_generate(const plan *p, int pi, const cg_tuning *t, util_arena *a, cg_ker
         cg_emit_acc_elem_v(&g);
         cg_emit_tile(&g, a);
         cg_emit_tile2(&g, a);
+        cg_find_gemm(&g);
         cg_emit_acc_write(&g);
         if (ps->key) cg_emit_key_at(&g);
         if (cg_epilogue_kind(p, pi) && (out->kind == CG_PARTIAL || out->kind == CG_FULL) && cg_emit_epilogue(&g, a))

@@ -103,6 +103,19 @@ typedef struct cg_kernel {
      * register tile of tile2 x tile2 outputs a thread; 0 none.  The
      * extents of its i and j are parameters t2_ni and t2_nj. */
     int tile2, t2_ni, t2_nj;
+    /* gemm (cg_find_gemm, gemm.c): the pass is a matrix product or a batch of
+     * them, C[b,i,j] = sum(A[b,i,k]*B[b,k,j]) over k with A, B and C of the
+     * accumulator's type (gemm: CT_F32 or CT_F64, + 1; 0 not one), which
+     * src/gpu/blas.c may hand to cuBLASLt where the layouts allow.  Parameter
+     * blocks of A, B (loads) and C (the result) at gm_base[0..2], with
+     * gm_nd[] dimensions; gm_dim[s][0..3] the dimension of each array that
+     * b, i, j, k subscript (-1: not there, and never b where there is no
+     * batch); gm_sz[] and gm_lo[] the parameters of b, i, j, k's extents and
+     * starts (b's -1 where there is no batch). */
+    int gemm;
+    int gm_base[3], gm_nd[3];
+    signed char gm_dim[3][4];
+    int gm_sz[4], gm_lo[4];
 } cg_kernel;
 
 enum { CG_MAP, CG_FULL, CG_PARTIAL, CG_KEYED, CG_SCAN };

@@ -49,6 +49,10 @@ int cg_explain(const plan *p, const cg_tuning *t, util_buf *out, util_diag *diag
                                                 [CG_SCAN] = "scan"};
             util_buf_printf(out, "---- pass %d: %s kernel, %d parameters, accumulator %d bytes ----\n", pi,
                             kinds[k.kind], k.lay.nparams, k.acc_size);
+            if (k.gemm)
+                util_buf_puts(out, "// a matrix product: under the automatic strategy cuBLASLt runs it instead of these\n"
+                                   "// kernels (RED_OPT_BLAS 1, libcublasLt found, every index from 0, each matrix\n"
+                                   "// with a stride of one element and the other at least that extent)\n");
             /* the generated part only: the helpers are in src/codegen/device */
             put_elided(out, util_buf_str(&k.src));
         }

@@ -76,6 +76,8 @@ void cg_emit_out_range(gen *g);
 /* tile.c: the operand's parts along the reduced indices alone, staged per tile (cg_kernel.tile) */
 void cg_emit_tile(gen *g, util_arena *a);
 void cg_emit_tile2(gen *g, util_arena *a);
+/* gemm.c: a matrix product that cuBLASLt may run (cg_kernel.gemm) */
+void cg_find_gemm(gen *g);
 
 /* vec.c: 16-byte loads for contiguous reductions */
 void cg_emit_acc_elem_v(gen *g);

@@ -55,6 +55,7 @@ typedef struct gpu_run {
     void *stream;           /* CUstream, or NULL: the default stream        */
     int device_results;     /* RED_RESULTS_*: where results stay            */
     int timings;            /* record the events (RED_OPT_TIMINGS)          */
+    int blas;               /* cuBLASLt may run matrix products (RED_OPT_BLAS) */
     gpu_limits limits;
     const core_cancel *cancel;   /* checked between kernels                  */
     core_bounds bounds;     /* evaluates explicit ranges of free indices    */

@@ -44,6 +44,9 @@ typedef struct pass_entry {        /* generated and loaded kernels of one plan p
     long long nkeys;               /* count rj_kfused confirmed, and whether guessing it */
     int nkeys_nospec;              /* failed once */
     uint64_t unsorted_key;         /* the same hash when the keys were last found unsorted */
+    uint64_t blas_key;             /* blas.c: the layout of the last matrix product cuBLASLt */
+    unsigned long long blas_algo[8]; /* ran, its algorithm and workspace (0 key: none) */
+    size_t blas_ws;
     struct pass_entry *next;
 } pass_entry;
 
@@ -88,6 +91,8 @@ struct gpu_dev {
         size_t n;
     } *locked;
     int nlocked, caplocked;
+    void *blas;                    /* blas.c: the cuBLASLt handle, made on first use */
+    int blas_tried;
     pthread_t preload;             /* nvrtc_preload, joined by gpu_close */
     int preloading;
 };
@@ -263,6 +268,12 @@ int gpu_count_on_device(run_ctx *r, pass_entry *e, long long nout, long long ste
 int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total, int strategy);
 /* A scan pass (scan.c): nout rows of L elements each. */
 int gpu_run_scan(run_ctx *r, pass_entry *e, long long nout, long long L);
+
+/* blas.c: pass e, a matrix product (cg_kernel.gemm), through cuBLASLt on the run's stream:
+ * 0 when it ran, 1 when it cannot (no library, layouts it does not take, RED_OPT_BLAS 0:
+ * the generated kernels then), else an error */
+int gpu_blas_gemm(run_ctx *r, pass_entry *e);
+void gpu_blas_close(gpu_dev *g);
 
 /* keys.c */
 int gpu_key_segments(run_ctx *r, pass_entry *e, const plan_pass *ps, long long N, int mode, long long *nkeys,
