@@ -91,9 +91,20 @@ void cg_emit_tile(gen *g, util_arena *a)
     if (bytes > 32) return;   /* 8 KiB a tile of 256 positions at most */
     k->tile = 1;
 
-    util_buf_puts(o, "struct Stile {\n");
-    for (int i = 0; i < n; i++) util_buf_printf(o, "    %s s%d[RJ_BLOCK];\n", cg_tname[roots[i]->type], roots[i]->id);
-    util_buf_puts(o, "};\n");
+    /* parts that fill at most 16 bytes, all of one size (3-D points: 3
+     * floats): one position's together (Spos), which a thread reads as one
+     * 16-byte load, not one load each; else an array each */
+    int size0 = plan_ct_size(roots[0]->type), packed = n > 1 && bytes <= 16;
+    for (int i = 1; i < n; i++) packed &= plan_ct_size(roots[i]->type) == size0;
+    if (packed) {
+        util_buf_puts(o, "struct __align__(16) Spos {\n");
+        for (int i = 0; i < n; i++) util_buf_printf(o, "    %s s%d;\n", cg_tname[roots[i]->type], roots[i]->id);
+        util_buf_puts(o, "};\nstruct Stile {\n    Spos p[RJ_BLOCK];\n};\n");
+    } else {
+        util_buf_puts(o, "struct Stile {\n");
+        for (int i = 0; i < n; i++) util_buf_printf(o, "    %s s%d[RJ_BLOCK];\n", cg_tname[roots[i]->type], roots[i]->id);
+        util_buf_puts(o, "};\n");
+    }
 
     g->deferred = 1;
     util_buf_puts(o, "__device__ __forceinline__ void tile_stage(Stile &S, int slot, rj_flt &F, const Params &P, "
@@ -102,7 +113,7 @@ void cg_emit_tile(gen *g, util_arena *a)
     cg_emit_red_vars(g, "t");
     for (int i = 0; i < n; i++) {
         cg_emit(g, roots[i]);
-        util_buf_printf(o, "    S.s%d[slot] = ", roots[i]->id);
+        util_buf_printf(o, packed ? "    S.p[slot].s%d = " : "    S.s%d[slot] = ", roots[i]->id);
         cg_ref(g, roots[i]);
         util_buf_puts(o, ";\n");
     }
@@ -114,9 +125,13 @@ void cg_emit_tile(gen *g, util_arena *a)
     cg_emit_free_vars(g, "o");
     cg_emit_red_vars(g, "t");
     util_buf_puts(o, "    (void)o;\n");
+    if (packed) util_buf_puts(o, "    const Spos q = S.p[slot];\n");
     for (int i = 0; i < n; i++) {
         g->done[roots[i]->id] = 1;
-        util_buf_printf(o, "    const %s v%d = S.s%d[slot];\n", cg_tname[roots[i]->type], roots[i]->id, roots[i]->id);
+        if (packed)
+            util_buf_printf(o, "    const %s v%d = q.s%d;\n", cg_tname[roots[i]->type], roots[i]->id, roots[i]->id);
+        else
+            util_buf_printf(o, "    const %s v%d = S.s%d[slot];\n", cg_tname[roots[i]->type], roots[i]->id, roots[i]->id);
     }
     cg_emit_fold(g);
     util_buf_puts(o, "}\n");

@@ -172,7 +172,7 @@ static long long column_chunks(long long nout, long long cnt, long long resident
     return best;
 }
 
-/* rj_tile (cg_kernel.tile): a block's RJ_BLOCK outputs over a chunk of their common reduced
+/* rj_tile (cg_kernel.tile): a block's RJ_BLOCK * RJ_TILE_OUTS outputs over a chunk of their common reduced
  * domain, folded by rj_splitf in order where there are several chunks.  The work items
  * (blocks of outputs times chunks), all alike, come to at least two waves of resident blocks
  * and as near a whole number of waves as chunks of at least two tiles allow: 2.2 waves (2304
@@ -181,7 +181,7 @@ static int run_tile(run_ctx *r, pass_entry *e, long long nout, long long total)
 {
     gpu_dev *g = r->g;
     long long *P = r->params;
-    long long nob = cdiv(nout, BLOCK), cnt = total / nout, res;
+    long long nob = cdiv(nout, (long long)BLOCK * RJ_TILE_OUTS), cnt = total / nout, res;
     int rc = gpu_occupancy_grid(r, e, GPU_E_TILE, &res);
     if (rc) return rc;
     long long waves = cdiv(cdiv(2 * res, nob) * nob, res);

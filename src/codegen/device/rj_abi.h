@@ -44,4 +44,8 @@
 #define RJ_PUB_SEQ     56   // the sequence number's word, from the area's start
 #define RJ_PUB_IMAGE   64   // the workspace's image (RJ_PUB_SEQ + 8)
 
+// rj_tile: the outputs a thread takes (RJ_BLOCK apart), each staged part read from shared
+// memory once for all of them; a block's outputs are RJ_BLOCK * RJ_TILE_OUTS.
+#define RJ_TILE_OUTS   4
+
 #endif

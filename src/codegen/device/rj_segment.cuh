@@ -317,11 +317,14 @@ __device__ __forceinline__ void rj_split_final(const Params &P)
 
 #if RJ_TILE
 // rj_tile: pairwise reductions whose operand has parts that read along the
-// reduced indices alone (tile.c).  A block takes RJ_BLOCK consecutive
-// outputs, a thread each, and chunk c of P.v[RJ_NBLK] of their common
-// reduced domain; for each tile of RJ_BLOCK positions its threads evaluate
-// those parts once into shared memory (tile_stage), then each thread folds
-// the tile from there in order (tile_elem), a fresh accumulator a tile.
+// reduced indices alone (tile.c).  A block takes RJ_BLOCK * RJ_TILE_OUTS
+// consecutive outputs, RJ_TILE_OUTS a thread (RJ_BLOCK apart), and chunk c
+// of P.v[RJ_NBLK] of their common reduced domain; for each tile of RJ_BLOCK
+// positions its threads evaluate those parts once into shared memory
+// (tile_stage), then each thread folds the tile from there in order into
+// each of its outputs (tile_elem), a staged position read once for them all
+// (3-D kernel sums of 2^16 points: 2879 us with one output a thread, 
+// bench/RESULTS-pairwise.md), a fresh accumulator a tile.
 // One chunk: the results written (and a map over them, RJ_EPI 1); several:
 // partials at part[c * nout + o] for rj_split_final, which folds them in
 // order.  Every output has the same domain (tile.c), so threads past the
@@ -330,40 +333,58 @@ __device__ __forceinline__ void rj_tile_run(const Params &P)
 {
     __shared__ Stile S;
     long long nout = P.v[RJ_NOUT], nc = P.v[RJ_NBLK];
-    long long nob = (nout + RJ_BLOCK - 1) / RJ_BLOCK, total = nob * nc;
+    const long long span = (long long)RJ_BLOCK * RJ_TILE_OUTS;
+    long long nob = (nout + span - 1) / span, total = nob * nc;
     Acc *part = (Acc *)P.v[RJ_PARTIALS];
     for (long long g = blockIdx.x; g < total; g += gridDim.x) {   // uniform in the block
         long long ob = g % nob, c = g / nob, b, e;
-        long long o = ob * RJ_BLOCK + threadIdx.x;
-        bool valid = o < nout;
+        // this thread's outputs; one past the end folds its first one's
+        // elements again (uniform work, its result not written)
+        long long o[RJ_TILE_OUTS], oc[RJ_TILE_OUTS];
+        bool valid[RJ_TILE_OUTS];
+#pragma unroll
+        for (int u = 0; u < RJ_TILE_OUTS; u++) {
+            o[u] = ob * span + u * RJ_BLOCK + threadIdx.x;
+            valid[u] = o[u] < nout;
+            oc[u] = valid[u] ? o[u] : u ? oc[0] : nout - 1;
+        }
         long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
-        rj_chunk(out_range(P, valid ? o : nout - 1, lo, sz), c, nc, &b, &e);
+        rj_chunk(out_range(P, oc[0], lo, sz), c, nc, &b, &e);
         rj_flt F;
         rj_flt_init(F);
-        Acc a;
-        acc_init(a);
+        Acc a[RJ_TILE_OUTS];
+#pragma unroll
+        for (int u = 0; u < RJ_TILE_OUTS; u++) acc_init(a[u]);
         for (long long base = b; base < e; base += RJ_BLOCK) {
             int m = e - base < RJ_BLOCK ? (int)(e - base) : RJ_BLOCK;
             __syncthreads();   // the tile before is read
             if ((int)threadIdx.x < m) tile_stage(S, threadIdx.x, F, P, lo, sz, base + threadIdx.x);
             __syncthreads();
-            if (valid) {
-                Acc in;
-                acc_init(in);
-#pragma unroll 8
-                for (int s = 0; s < m; s++) tile_elem(in, F, P, S, s, o, lo, sz, base + s);
-                acc_combine(a, in);
+            if (valid[0]) {
+                Acc in[RJ_TILE_OUTS];
+#pragma unroll
+                for (int u = 0; u < RJ_TILE_OUTS; u++) acc_init(in[u]);
+#pragma unroll 4
+                for (int s = 0; s < m; s++) {
+#pragma unroll
+                    for (int u = 0; u < RJ_TILE_OUTS; u++) tile_elem(in[u], F, P, S, s, oc[u], lo, sz, base + s);
+                }
+#pragma unroll
+                for (int u = 0; u < RJ_TILE_OUTS; u++) acc_combine(a[u], in[u]);
             }
         }
         rj_flush(P, F);
-        if (nc > 1) {
-            if (valid) part[c * nout + o] = a;
-            continue;
-        }
-        if (valid) acc_write(P, o, a);
+#pragma unroll
+        for (int u = 0; u < RJ_TILE_OUTS; u++) {
+            if (nc > 1) {
+                if (valid[u]) part[c * nout + o[u]] = a[u];
+                continue;
+            }
+            if (valid[u]) acc_write(P, o[u], a[u]);
 #if RJ_EPI == 1
-        rj_epilogue(P, o, valid, lo, sz, 1, 0, 1);
+            rj_epilogue(P, o[u], valid[u], lo, sz, 1, 0, 1);
 #endif
+        }
     }
 }
 #endif
