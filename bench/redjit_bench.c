@@ -49,12 +49,13 @@
  * strategy, with a cold first run as the compositions have; their records carry "shape", the
  * extents of the expression's indices (n is their product: the terms evaluated).  Their inputs
  * (bench_data.h's normal values) scale with --pair-log2n P: 2^P points and 2^(P-2) (the ids name
- * the sizes at P = 16), 2^(P-2) 3-D points; the bilinear form's K is --pair-bilinear K squared, the
+ * the sizes at P = 16), 1-D and 3-D alike; the bilinear form's K is --pair-bilinear K squared, the
  * batched product --pair-bmm B,M (B products of M x M matrices), the plain one --pair-matmul M
  * squared.  The products' forced strategies get PAIR_SLOW_REPS runs after PAIR_SLOW_WARMUP, and one
  * whose single run takes longer than PAIR_SKIP_MS is recorded as "skipped", not timed.  A nearest-
  * neighbour record carries, besides its indices' checksums, those of the distances at them ("dist",
- * "dist_check"), which agree with a peer's where tied distances make the indices differ.
+ * "dist_check": |x[i] - y[idx[i]]| in 1-D, the Euclidean distance in 3-D), which agree with a peer's
+ * where tied distances make the indices differ.
  *
  * The CUDA driver is loaded with dlopen through the library's src/gpu/cu_api.h, so this
  * builds without CUDA headers; without a GPU it prints a notice and exits 0.
@@ -396,30 +397,34 @@ static int print_outs(red_expr *e)
     return 0;
 }
 
-/* A nearest-neighbour result (K_NEAREST: argmin(abs(x[i]-y[j])) over j, x and y bound first, f32):
- * the checksums of its indices, as of an array, and "dist", "dist_check": sum d[i] and
- * sum ((i % 16) - 7.5) d[i] of the distances d[i] = |x[i] - y[idx[i]]| in f64, x and y read back
- * from the device.  Where two distances tie in f32 the peers may take another index, but not
- * another distance: the report compares these. */
+/* A nearest-neighbour result (K_NEAREST: argmin(abs(x[i]-y[j])) over j over 1-D points, or
+ * argmin(sum((x[i,d]-y[j,d])*(x[i,d]-y[j,d])) over d) over j over points of dim coordinates, x and y
+ * bound first, f32, as n or n x dim): the checksums of its indices, as of an array, and "dist",
+ * "dist_check": sum d[i] and sum ((i % 16) - 7.5) d[i] of the distances from x[i] to y[idx[i]] in
+ * f64, x and y read back from the device: d[i] = |x[i] - y[idx[i]]| in 1-D, the Euclidean distance
+ * sqrt(sum over d of (x[i,d] - y[idx[i],d])^2) (the squares summed in the order of d, then the
+ * root) otherwise; peers_pairwise.py's nearest_dist computes the same.  Where two distances tie in
+ * f32 the peers may take another index, but not another distance: the report compares these. */
 static int print_nearest(red_expr *e, const bench_case *c)
 {
     red_array r;
     int rc = red_result(e, 0, &r, NULL);
     if (rc) return rc;
     int64_t m = red_array_size(&r), nx = c->b[0].shape[0], ny = c->b[1].shape[0];
-    if (m != nx) return RED_ERR_ARG;
+    int64_t dim = c->b[0].ndim == 2 ? c->b[0].shape[1] : 1;   /* coordinates a point */
+    if (m != nx || (c->b[1].ndim == 2 ? c->b[1].shape[1] : 1) != dim) return RED_ERR_ARG;
     int64_t *idx = malloc((size_t)(m ? m : 1) * sizeof *idx);
-    float *x = malloc((size_t)(nx ? nx : 1) * 4), *y = malloc((size_t)(ny ? ny : 1) * 4);
+    float *x = malloc((size_t)(nx ? nx * dim : 1) * 4), *y = malloc((size_t)(ny ? ny * dim : 1) * 4);
     if (!idx || !x || !y) die("out of memory");
     red_array ha;
     red_array_init(&ha, idx, RED_I64, r.ndim, r.shape, NULL);
     if (!(rc = red_result_copy(e, 0, &ha))) {
         if (cpu_mode) {
-            memcpy(x, (void *)(uintptr_t)c->b[0].base, (size_t)nx * 4);
-            memcpy(y, (void *)(uintptr_t)c->b[1].base, (size_t)ny * 4);
+            memcpy(x, (void *)(uintptr_t)c->b[0].base, (size_t)(nx * dim) * 4);
+            memcpy(y, (void *)(uintptr_t)c->b[1].base, (size_t)(ny * dim) * 4);
         } else {
-            cu_check(cu.MemcpyDtoH(x, c->b[0].base, (size_t)nx * 4), "cuMemcpyDtoH");
-            cu_check(cu.MemcpyDtoH(y, c->b[1].base, (size_t)ny * 4), "cuMemcpyDtoH");
+            cu_check(cu.MemcpyDtoH(x, c->b[0].base, (size_t)(nx * dim) * 4), "cuMemcpyDtoH");
+            cu_check(cu.MemcpyDtoH(y, c->b[1].base, (size_t)(ny * dim) * 4), "cuMemcpyDtoH");
         }
         double v[3] = {0, 0, 0}, d[2] = {0, 0};
         for (int64_t k = 0; k < m; k++) {
@@ -431,7 +436,16 @@ static int print_nearest(red_expr *e, const bench_case *c)
                 d[0] = d[1] = NAN;
                 continue;
             }
-            double dk = fabs((double)x[k] - (double)y[idx[k]]);
+            double dk;
+            if (dim == 1) dk = fabs((double)x[k] - (double)y[idx[k]]);
+            else {
+                double s = 0;
+                for (int64_t q = 0; q < dim; q++) {
+                    double t = (double)x[k * dim + q] - (double)y[idx[k] * dim + q];
+                    s += t * t;
+                }
+                dk = sqrt(s);
+            }
             d[0] += dk;
             d[1] += w * dk;
         }
@@ -518,7 +532,8 @@ static void print_head(const bench_case *c, const char *system)
 
 static CUstream stream;
 static CUevent ev0, ev1;
-static const char *const strategy_names[] = {"auto", "tree", "sequential", "persistent", "segmented"};
+/* "generated": auto with RED_OPT_BLAS 0, for the products (bench_case.slow), whose auto is cuBLASLt's */
+static const char *const strategy_names[] = {"auto", "tree", "sequential", "persistent", "segmented", "generated"};
 
 /* --held: cuLaunchHostFunc (not in cu_api.h: the library does not use it), and the host
  * function that holds the stream for BD_HOLD_US */
@@ -720,16 +735,18 @@ static void run_case(red_ctx *ctx, bench_case *c)
     /* not for the pairwise cases: their table has no column for it, and a product's run takes
      * up to half a second */
     int rcs = c->pair ? 1 : time_sync(ctx, c, k, opt.reps < 20 ? opt.reps : 20, &sync_us);
-    for (int s = 0; s < 5; s++) {
-        if (!in_list(c->comp ? opt.comp_strategies : opt.strategies, strategy_names[s])) continue;
+    for (int s = 0; s < 6; s++) {
+        if (!in_list(c->comp ? opt.comp_strategies : opt.strategies, strategy_names[s == 5 ? 0 : s])) continue;
+        if (s == 5 && !c->slow) continue;
         red_expr *e;
         int rc = red_prepare(ctx, c->text, &e);
         if (rc) die("prepare %s: %s", c->text, red_errmsg(ctx));
-        red_expr_set_option(e, RED_OPT_STRATEGY, s);
+        red_expr_set_option(e, RED_OPT_STRATEGY, s == 5 ? RED_STRATEGY_AUTO : s);
+        if (s == 5) red_expr_set_option(e, RED_OPT_BLAS, 0);
         red_expr_set_option(e, RED_OPT_RESULTS, RED_RESULTS_DEVICE);
         if (!cpu_mode) red_expr_set_stream(e, stream);
         timing t = {0};
-        rc = time_gpu(ctx, e, c, k, c->slow && s != 0, &t);
+        rc = time_gpu(ctx, e, c, k, c->slow && s != 0 && s != 5, &t);
         print_head(c, "redjit");
         printf(", \"strategy\": \"%s\", \"expr\": \"%s\", \"rot\": %d", strategy_names[s], c->text, k);
         if (!rc && t.over_ms > 0) {   /* not a failure: too slow to time in the run's budget */
@@ -1189,20 +1206,24 @@ static bench_case *add_pair(const char *id, const char *text, int kind, const ch
 
 #define PAIR_GAUSS "sum(exp(-(x[i]-y[j])*(x[i]-y[j]))) over j"
 #define PAIR_NN "argmin(abs(x[i]-y[j])) over j"
+#define PAIR_GAUSS3D "sum(exp(-sum((x[i,d]-y[j,d])*(x[i,d]-y[j,d])) over d)) over j"
+#define PAIR_NN3D "argmin(sum((x[i,d]-y[j,d])*(x[i,d]-y[j,d])) over d) over j"
 
 /* The pair_* cases named in --cases, in table order, over four arrays of bench_data.h's normal
  * values, each built once at the largest size a named case reads: the points x and y (the 3-D
- * points their prefixes as n x 3, the bilinear form's vectors prefixes too) and a and b (the
- * bilinear form's K a prefix of a, the products' factors prefixes of a and b).  Bytes: each input
- * once. */
+ * points their first 3 n values as n x 3, the bilinear form's vectors prefixes too) and a and b
+ * (the bilinear form's K a prefix of a, the products' factors prefixes of a and b).  Bytes: each
+ * input once. */
 static void add_pairwise(void)
 {
     int64_t n16 = (int64_t)1 << opt.pair_log2n, n14 = n16 >> 2, nk = opt.pair_bilinear;
     int64_t nb = opt.pair_bmm[0], nm = opt.pair_bmm[1], mm = opt.pair_matmul;
     int want16 = named("pair_gauss_16") || named("pair_nn_16"), want14 = named("pair_gauss_14") || named("pair_nn_14");
+    int want3d16 = named("pair_gauss3d_16") || named("pair_nn3d_16");
+    int want3d14 = named("pair_gauss3d_14") || named("pair_nn3d_14");
     int want_bmm = named("pair_bmm"), want_mm = named("pair_matmul_4096");
     int64_t pn = max64(max64(want16 ? n16 : 0, want14 ? n14 : 0),
-                       max64(named("pair_gauss3d_14") ? 3 * n14 : 0, named("pair_bilinear") ? nk : 0));
+                       max64(max64(want3d16 ? 3 * n16 : 0, want3d14 ? 3 * n14 : 0), named("pair_bilinear") ? nk : 0));
     int64_t an = max64(named("pair_bilinear") ? nk * nk : 0, max64(want_bmm ? nb * nm * nm : 0, want_mm ? mm * mm : 0));
     int64_t bn = max64(want_bmm ? nb * nm * nm : 0, want_mm ? mm * mm : 0);
     if (!pn && !an) return;   /* none asked for */
@@ -1227,13 +1248,22 @@ static void add_pairwise(void)
             add_bind(c, "x", RED_F32, x, m, 0);
             add_bind(c, "y", RED_F32, y, m, 0);
         }
-    /* (the sum over d is written out into the pass over j, core/unroll.h: no n x n temporary) */
-    if (named("pair_gauss3d_14")) {
-        c = add_pair("pair_gauss3d_14", "sum(exp(-sum((x[i,d]-y[j,d])*(x[i,d]-y[j,d])) over d)) over j", K_ARRAY,
-                     "i,j,d", n14, n14, 3, 0);
-        add_bind(c, "x", RED_F32, x, n14, 3);
-        add_bind(c, "y", RED_F32, y, n14, 3);
-    }
+    /* the 3-D kernel sums, then the nearest neighbours, each at 2^14 and 2^16 points (the sum over d
+     * is written out into the pass over j, core/unroll.h: no n x n temporary) */
+    const struct {
+        const char *name[2];
+        const char *text;
+        int kind;
+    } three_d[] = {{{"pair_gauss3d_14", "pair_gauss3d_16"}, PAIR_GAUSS3D, K_ARRAY},
+                   {{"pair_nn3d_14", "pair_nn3d_16"}, PAIR_NN3D, K_NEAREST}};
+    for (size_t f = 0; f < sizeof three_d / sizeof three_d[0]; f++)
+        for (int big = 0; big < 2; big++) {
+            int64_t m = big ? n16 : n14;
+            if (!named(three_d[f].name[big])) continue;
+            c = add_pair(three_d[f].name[big], three_d[f].text, three_d[f].kind, "i,j,d", m, m, 3, 0);
+            add_bind(c, "x", RED_F32, x, m, 3);
+            add_bind(c, "y", RED_F32, y, m, 3);
+        }
     if (named("pair_bilinear")) {
         c = add_pair("pair_bilinear", "sum(x[i]*K[i,j]*y[j]) over i, j", K_SCALAR, "i,j", nk, nk, 0, 0);
         add_bind(c, "x", RED_F32, x, nk, 0);

@@ -1,16 +1,20 @@
 """report_pairwise.py -- the pairwise section of the benchmark's results that report.py takes from here
-(pair_*: Gaussian kernel sums and nearest neighbours over 1-D points, Gaussian kernel sums over 3-D points,
-a bilinear form, batched and plain matrix products), redjit under every strategy beside PyTorch,
+(pair_*: Gaussian kernel sums and nearest neighbours over 1-D and 3-D points, a bilinear form, batched and
+plain matrix products), redjit under every strategy beside PyTorch,
 torch.compile and jax.jit; the JIT compilers' first calls go into report_comp.py's table with the
 compositions'.
 
-Every redjit strategy's result is checked against the reference peer (eager PyTorch, else NumPy, else a
-JIT peer): an array by its checksums and a scalar by its value, as the compositions are (|difference| /
-max(sum |out[k]|, sqrt(n), 1) <= 1e-4, n the terms evaluated); a nearest-neighbour result by the
-distances at its indices ("dist", "dist_check"), to 1e-6 of their sum: where two distances tie the
-indices may differ, the distances not, and a wrong index only adds to the sum.  A disagreement is a
-failure (the run exits 1), a peer's disagreement with the reference a note; a product's forced strategy
-too slow to time ("skipped") is neither.
+Every redjit strategy's result is checked against the reference peer (eager PyTorch, else NumPy, else
+torch.compile, else jax.jit: the first of them with a result for the case, so that a peer out of memory
+on one case, eager PyTorch's n x n x 3 temporaries at 2^16 3-D points, leaves the check to the next; the
+check column names the reference, and says which peer it stands in for): an array by its checksums and
+a scalar by its value, as the compositions are (|difference| / max(sum |out[k]|, sqrt(n), 1) <= 1e-4, n
+the terms evaluated); a nearest-neighbour result by the distances at its indices ("dist", "dist_check":
+|x[i] - y[idx[i]]| in 1-D, the Euclidean distance in 3-D, in f64), to 1e-6 of their sum: where two
+distances tie the indices may differ, the distances not, and a wrong index only adds to the sum.  A
+disagreement is a failure (the run exits 1), a peer's disagreement with the reference a note; a product's
+forced strategy too slow to time ("skipped") is neither, nor is a peer's error (its cell "err", or "OOM"
+where it ran out of memory; listed under the errors).
 """
 import math
 
@@ -20,10 +24,12 @@ from report_comp import usable_us as _us
 PAIR_TITLES = {
     "pair_gauss_14": "Gaussian kernel sums", "pair_gauss_16": "Gaussian kernel sums",
     "pair_nn_14": "nearest neighbour", "pair_nn_16": "nearest neighbour",
-    "pair_gauss3d_14": "Gaussian kernel sums, 3-D points", "pair_bilinear": "bilinear form x K y",
+    "pair_gauss3d_14": "Gaussian kernel sums, 3-D points", "pair_gauss3d_16": "Gaussian kernel sums, 3-D points",
+    "pair_nn3d_14": "nearest neighbour, 3-D points", "pair_nn3d_16": "nearest neighbour, 3-D points",
+    "pair_bilinear": "bilinear form x K y",
     "pair_bmm": "batched matrix product", "pair_matmul_4096": "matrix product",
 }
-STRATEGIES = ["tree", "sequential", "persistent", "segmented"]
+STRATEGIES = ["generated", "tree", "sequential", "persistent", "segmented"]
 PEERS = ["torch", "torch_compile", "jax"]
 REF = ["torch", "numpy", "torch_compile", "jax"]
 TOL = 1e-4
@@ -73,11 +79,25 @@ def _show(r):
     return f"{r.get('value')}" + (f" / {r['check']}" if "check" in r else "")
 
 
+def _oom(r):
+    """Whether a record's error or skip reason is an out-of-memory one (PyTorch's OutOfMemoryError,
+    XLA's RESOURCE_EXHAUSTED)."""
+    msg = str(r.get("error", r.get("skipped", ""))).lower()
+    return "out of memory" in msg or "outofmemory" in msg or "resource_exhausted" in msg
+
+
 def _check(case, n, R, P, out):
     ref = next((P[s] for s in REF if s in P and "value" in P[s]), None)
     if ref is None:
         return "no peer"
     name = _label(ref["system"])
+    # the peers ahead of the reference in REF that ran the case but have no result (an error: eager
+    # PyTorch out of memory): the check stands in for theirs, and says so
+    passed = [s for s in REF[:REF.index(ref["system"])] if s in P and "value" not in P[s]]
+    why = ", ".join(f"{_label(s)} {'out of memory' if _oom(P[s]) else 'failed'}" for s in passed)
+    if passed:
+        out["notes"].append(f"{case} n={_n(n)}: checked against {name}, the first peer with a result ({why})")
+    name_ref = name + (f" ({why})" if passed else "")
     bad, worst, ties = [], 0.0, False
     for s, r in R.items():
         if "value" not in r:
@@ -86,7 +106,7 @@ def _check(case, n, R, P, out):
         worst = max(worst, e)
         if not e <= tol:
             bad.append(f"{s} {e:.1e}")
-            out["failures"].append(f"{case} n={_n(n)} [{s}]: redjit {_show(r)} vs {name} {_show(ref)} (relative "
+            out["failures"].append(f"{case} n={_n(n)} [{s}]: redjit {_show(r)} vs {name_ref} {_show(ref)} (relative "
                                    f"difference {e:.2e}, tolerance {tol:g})")
         elif "dist" in r and (r["value"], r["check"]) != (ref["value"], ref["check"]):
             ties = True
@@ -98,20 +118,21 @@ def _check(case, n, R, P, out):
         return "FAIL " + ", ".join(bad)
     if not any("value" in r for r in R.values()):
         return "-"
-    return (f"ok vs {name}" + (f" ({worst:.0e})" if worst > 0 else "") +
+    return (f"ok vs {name}" + (f" ({worst:.0e})" if worst > 0 else "") + (f"; {why}" if passed else "") +
             ("; other indices at tied distances" if ties else ""))
 
 
 def _cell(who, case, n, r, out):
-    """A time cell: the time, '-' where it did not run or was skipped (a note), 'err' (an error)."""
+    """A time cell: the time, '-' where it did not run, 'skipped' (a note), 'err' (an error), 'OOM' (a
+    skip or an error for want of memory, a note or an error as those)."""
     if r is None:
         return "-"
     if "skipped" in r:
         out["notes"].append(f"{who} {case} n={_n(n)}: {r['skipped']}")
-        return "skipped"
+        return "OOM" if _oom(r) else "skipped"
     if _us(r) is None:
         out["errors"].append(f"{who} {case} n={_n(n)}: {r.get('error', 'no time')}")
-        return "err"
+        return "OOM" if _oom(r) else "err"
     return fmt_us(r["us"])
 
 
@@ -165,17 +186,21 @@ def pair_section(recs, out):
     lines = ["## Pairwise: kernel sums, nearest neighbours, products", "",
              "Reductions over pairs, x[i] against y[j] (sums of a Gaussian kernel, the nearest neighbour), and "
              "contractions (a bilinear form, batched and plain matrix products), each one redjit expression "
-             "(the automatic strategy, then each forced one; an array result left on the device) beside "
+             "(the automatic strategy, then each forced one; an array result left on the device; for the "
+             "products `generated` too, the automatic strategy with RED_OPT_BLAS 0: the generated kernels, "
+             "where auto hands an exact matrix product to cuBLASLt) beside "
              "PyTorch, torch.compile and jax.jit on the same data, normal f32 values. Shape: the extents of the "
              "expression's indices, their product the terms evaluated (the forms below name them). Times: medians "
              "of CUDA-event timings of one call, in us unless marked ms (jax.jit: wall clock from the call to "
              "`block_until_ready`); the products' forced strategies over 3 runs, and `skipped` where one run "
              "took over 2 s. The products in FP32: PyTorch with TF32 off (cuBLAS's FP32 GEMM), JAX with "
              "precision HIGHEST (and without XLA's fusion autotuner, whose compiles took over 45 s here). redjit vs best: the best peer's time over redjit's automatic one (above 1: "
-             "redjit is faster). Check: every strategy's result against the reference peer (eager PyTorch): "
-             "arrays by their checksums, scalars by their value, to 1e-4 of max(sum |out|, sqrt(n)); nearest "
-             "neighbours by the sum of the distances at their indices, to 1e-6 (indices may differ where "
-             "distances tie).", "", md(head, body), ""]
+             "redjit is faster). Check: every strategy's result against the reference peer (eager PyTorch, else "
+             "the first of torch.compile and jax.jit with a result, named in the column with the peer it "
+             "stands in for; `OOM`: a peer out of memory): arrays by their checksums, scalars by their value, "
+             "to 1e-4 of max(sum |out|, sqrt(n)); nearest neighbours by the sum of the distances at their "
+             "indices (|x[i] - y[idx[i]]|, in 3-D the Euclidean distance, in f64), to 1e-6 (indices may "
+             "differ where distances tie).", "", md(head, body), ""]
     if slow:
         lines += ["Below 1.0x (a peer faster than redjit):", ""] + [f"- {s}" for s in slow] + [""]
     lines += ["Forms (each peer's time):", ""] + _forms(rows) + [""]
