@@ -398,6 +398,7 @@ typedef struct blas_case {
     int a_tr, b_tr;     /* a transposed view of A's storage, of B's */
     int f64, blas_off, step;   /* f64 operands; RED_OPT_BLAS 0; A read every other element */
     int want;           /* products handed to cuBLASLt */
+    int a_off;          /* A's data this many elements into its allocation (4 bytes: not on 16) */
 } blas_case;
 
 static void run_blas_case(red_ctx *ctx, const blas_case *c, int (*calls)(void))
@@ -417,7 +418,12 @@ static void run_blas_case(red_ctx *ctx, const blas_case *c, int (*calls)(void))
         if (c->f64) memcpy(rb + i * es, &hb[i], es);
         else { float f = (float)hb[i]; memcpy(rb + i * es, &f, es); }
     }
-    void *da = to_device(ctx, ra, na * es), *db = to_device(ctx, rb, nbb * es);
+    unsigned char *ra_off = calloc(na + (size_t)c->a_off, es);
+    if (!ra_off) abort();
+    memcpy(ra_off + (size_t)c->a_off * es, ra, na * es);
+    void *da0 = to_device(ctx, ra_off, (na + (size_t)c->a_off) * es), *db = to_device(ctx, rb, nbb * es);
+    void *da = (unsigned char *)da0 + (size_t)c->a_off * es;
+    free(ra_off);
     /* the arrays as the text reads them: A[b?, r0, r1] over storage [b][s0][s1] */
     int a0 = c->a_km ? K : M, a1 = c->a_km ? M : K, b0 = c->b_nk ? NN : K, b1 = c->b_nk ? K : NN;
     int64_t ash[3], ast[3], bsh[3], bst[3];
@@ -468,7 +474,7 @@ static void run_blas_case(red_ctx *ctx, const blas_case *c, int (*calls)(void))
     }
     red_finalize(e);
     red_set_option(ctx, RED_OPT_BLAS, 1);
-    red_device_free(ctx, da);
+    red_device_free(ctx, da0);
     red_device_free(ctx, db);
     free(ha), free(hb), free(ra), free(rb);
 }
@@ -477,17 +483,20 @@ static void test_blas(red_ctx *ctx)
 {
     const char *ab = "C[i,j] = sum(A[i,k]*B[k,j]) over k";
     const blas_case t[] = {
-        {ab, 0, 5, 6, 7, 0, 0, 0, 0, 0, 0, 0, 1},
-        {ab, 0, 5, 6, 7, 0, 0, 1, 0, 0, 0, 0, 1},   /* A transposed */
-        {ab, 0, 5, 6, 7, 0, 0, 0, 1, 0, 0, 0, 1},   /* B transposed */
-        {ab, 0, 5, 6, 7, 0, 0, 1, 1, 1, 0, 0, 1},   /* both, f64 */
-        {ab, 0, 1, 6, 7, 0, 0, 0, 0, 0, 0, 0, 1},   /* one row: C column-major too */
-        {ab, 0, 5, 1, 7, 0, 0, 0, 0, 0, 0, 0, 1},   /* one column */
-        {"C[i,j] = sum(A[k,i]*B[j,k]) over k", 0, 4, 3, 9, 1, 1, 0, 0, 0, 0, 0, 1},   /* indices swapped */
-        {"C[b,i,j] = sum(A[b,i,k]*B[b,k,j]) over k", 3, 4, 5, 6, 0, 0, 0, 0, 0, 0, 0, 1},
-        {"C[b,i,j] = sum(A[b,i,k]*B[b,k,j]) over k", 3, 4, 5, 6, 0, 0, 1, 1, 1, 0, 0, 1},
-        {ab, 0, 5, 6, 7, 0, 0, 0, 0, 0, 1, 0, 0},   /* RED_OPT_BLAS 0 */
-        {ab, 0, 5, 6, 7, 0, 0, 0, 0, 0, 0, 1, 0},   /* A stepped: no unit stride */
+        {ab, 0, 5, 6, 7, 0, 0, 0, 0, 0, 0, 0, 1, 0},
+        {ab, 0, 5, 6, 7, 0, 0, 1, 0, 0, 0, 0, 1, 0},   /* A transposed */
+        {ab, 0, 5, 6, 7, 0, 0, 0, 1, 0, 0, 0, 1, 0},   /* B transposed */
+        {ab, 0, 5, 6, 7, 0, 0, 1, 1, 1, 0, 0, 1, 0},   /* both, f64 */
+        {ab, 0, 1, 6, 7, 0, 0, 0, 0, 0, 0, 0, 1, 0},   /* one row: C column-major too */
+        {ab, 0, 5, 1, 7, 0, 0, 0, 0, 0, 0, 0, 1, 0},   /* one column */
+        {"C[i,j] = sum(A[k,i]*B[j,k]) over k", 0, 4, 3, 9, 1, 1, 0, 0, 0, 0, 0, 1, 0},   /* indices swapped */
+        {"C[b,i,j] = sum(A[b,i,k]*B[b,k,j]) over k", 3, 4, 5, 6, 0, 0, 0, 0, 0, 0, 0, 1, 0},
+        {"C[b,i,j] = sum(A[b,i,k]*B[b,k,j]) over k", 3, 4, 5, 6, 0, 0, 1, 1, 1, 0, 0, 1, 0},
+        {ab, 0, 5, 6, 7, 0, 0, 0, 0, 0, 1, 0, 0, 0},   /* RED_OPT_BLAS 0 */
+        {ab, 0, 5, 6, 7, 0, 0, 0, 0, 0, 0, 1, 0, 0},   /* A stepped: no unit stride */
+        /* A 4 bytes into its allocation: cuBLASLt told so (else it refuses) */
+        {ab, 0, 5, 6, 7, 0, 0, 0, 0, 0, 0, 0, 1, 1},
+        {"C[b,i,j] = sum(A[b,i,k]*B[b,k,j]) over k", 3, 4, 5, 6, 0, 0, 1, 0, 0, 0, 0, 1, 1},
     };
     /* the stand-in, found on LD_LIBRARY_PATH as blas.c will find it (the same handle) */
     void *h = dlopen("libcublasLt.so.13", RTLD_NOW | RTLD_LOCAL);

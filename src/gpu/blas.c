@@ -8,8 +8,10 @@
  * libcublasLt is loaded with dlopen on first use, like the driver and NVRTC
  * (REDJIT_CUBLASLT_LIB names the file; else libcublasLt.so.13, .so.12 or
  * .so on the loader's path or in /usr/local/cuda/lib64), and declared here
- * by hand: nothing needs its headers to build.  Without it, or where it
- * finds no algorithm, the generated kernels run.
+ * by hand: nothing needs its headers to build.  Without it, where it finds
+ * no algorithm for the layouts and the matrices' alignment (told to it: a
+ * view may start 4 bytes past 16), or where cublasLtMatmul refuses them
+ * before running, the generated kernels run.
  *
  * Products are FP32 (CUBLAS_COMPUTE_32F, never TF32) or FP64 and
  * deterministic: the algorithm the heuristic picks for a pass and a layout
@@ -54,6 +56,8 @@ enum {
     LT_LAYOUT_BATCH_COUNT = 5,               /* int32_t */
     LT_LAYOUT_BATCH_STRIDE = 6,              /* int64_t, elements */
     LT_PREF_MAX_WORKSPACE = 1,               /* uint64_t */
+    LT_PREF_MIN_ALIGN_A = 5,                 /* uint32_t, bytes; then B, C, D: 6, 7, 8 */
+    LT_NOT_SUPPORTED = 15, LT_INVALID_VALUE = 7,   /* cublasStatus_t */
 };
 
 /* the workspace a product may have */
@@ -207,12 +211,23 @@ static lt_status make_layout(lt_layout *l, const lt_mat *m, int type, long long 
     return lt.MatrixLayoutSetAttribute(*l, LT_LAYOUT_BATCH_STRIDE, &stride, sizeof stride);
 }
 
-/* The key of a product's choice: its shape and layouts. */
-static uint64_t gemm_key(const lt_gemm *q)
+/* The alignment in bytes (a power of two, at most 256) of every start of a
+ * column of every matrix of the batch: cuBLASLt takes 256 unless told
+ * (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*), and an algorithm for 16-byte
+ * starts refuses, or faults on, a view 4 bytes in. */
+static uint32_t align_of(CUdeviceptr p, const lt_mat *m, long long nb, int esz)
+{
+    unsigned long long v = (unsigned long long)p | (unsigned long long)m->ld * (unsigned long long)esz;
+    if (nb > 1) v |= (unsigned long long)m->batch * (unsigned long long)esz;
+    unsigned long long a = v & (~v + 1);   /* the lowest bit set */
+    return !v || a > 256 ? 256 : (uint32_t)a;
+}
+
+/* The key of a product's choice: its shape, layouts and alignments. */
+static uint64_t gemm_key(const lt_gemm *q, const uint32_t al[3])
 {
     long long v[] = {q->m, q->n, q->k, q->nb, q->f64, q->x.rows, q->x.ld, q->x.op, q->x.batch,
-                     q->y.rows, q->y.ld, q->y.op, q->y.batch, q->d.ld, q->d.batch,
-                     (long long)(q->px % 256), (long long)(q->py % 256), (long long)(q->pd % 256)};
+                     q->y.rows, q->y.ld, q->y.op, q->y.batch, q->d.ld, q->d.batch, al[0], al[1], al[2]};
     uint64_t h = 1469598103934665603ull;
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
         h ^= (uint64_t)v[i];
@@ -225,9 +240,9 @@ int gpu_blas_gemm(run_ctx *r, pass_entry *e)
 {
     gpu_dev *g = r->g;
     lt_gemm q;
-    if (!e->k.gemm || !r->run || !r->run->blas || !gemm_shape(r, &e->k, &q)) return 1;
+    if (!e->k.gemm || !r->run || !r->run->blas || !gemm_shape(r, &e->k, &q)) return GPU_BLAS_NOT_TAKEN;
     lt_handle h = lt_handle_of(g);
-    if (!h) return 1;
+    if (!h) return GPU_BLAS_NOT_TAKEN;
     int type = q.f64 ? LT_R_64F : LT_R_32F;
     lt_desc desc = NULL;
     lt_layout lx = NULL, ly = NULL, ld = NULL;
@@ -239,8 +254,10 @@ int gpu_blas_gemm(run_ctx *r, pass_entry *e)
     if (!s) s = make_layout(&lx, &q.x, type, q.nb);
     if (!s) s = make_layout(&ly, &q.y, type, q.nb);
     if (!s) s = make_layout(&ld, &q.d, type, q.nb);
-    int rc = 1;   /* not taken, until it runs */
-    uint64_t key = gemm_key(&q);
+    int rc = GPU_BLAS_NOT_TAKEN;   /* until it runs */
+    int esz = q.f64 ? 8 : 4;
+    uint32_t al[3] = {align_of(q.px, &q.x, q.nb, esz), align_of(q.py, &q.y, q.nb, esz), align_of(q.pd, &q.d, q.nb, esz)};
+    uint64_t key = gemm_key(&q, al);
     lt_algo algo;
     size_t wsize = 0;
     int have = 0;
@@ -258,6 +275,8 @@ int gpu_blas_gemm(run_ctx *r, pass_entry *e)
         memset(&best, 0, sizeof best);
         s = lt.MatmulPreferenceCreate(&pref);
         if (!s) s = lt.MatmulPreferenceSetAttribute(pref, LT_PREF_MAX_WORKSPACE, &max_ws, sizeof max_ws);
+        for (int i = 0; i < 4 && !s; i++)   /* A, B, C, D: X, Y, D, D */
+            s = lt.MatmulPreferenceSetAttribute(pref, LT_PREF_MIN_ALIGN_A + i, &al[i < 2 ? i : 2], sizeof al[0]);
         if (!s) s = lt.MatmulAlgoGetHeuristic(h, desc, lx, ly, ld, ld, pref, 1, &best, &found);
         if (!s && found >= 1 && !best.state) {
             algo = best.algo;
@@ -279,10 +298,15 @@ int gpu_blas_gemm(run_ctx *r, pass_entry *e)
             s = lt.Matmul(h, desc, alpha, (const void *)(uintptr_t)q.px, lx, (const void *)(uintptr_t)q.py, ly, beta,
                           (const void *)(uintptr_t)q.pd, ld, (void *)(uintptr_t)q.pd, ld, &algo,
                           (void *)(uintptr_t)ws, wsize, r->s);
-            if (s)
+            if (s == LT_NOT_SUPPORTED || s == LT_INVALID_VALUE) {
+                /* refused before running: the generated kernels, and no choice kept */
+                e->blas_key = 0;
+                rc = GPU_BLAS_NOT_TAKEN;
+            } else if (s) {
                 rc = util_diag_set(r->diag, RED_ERR_DEVICE,
                                    "cuBLASLt: cublasLtMatmul failed (status %d) on a %lld x %lld x %lld product", s, q.m,
                                    q.n, q.k);
+            }
         }
     }
     if (pref) lt.MatmulPreferenceDestroy(pref);

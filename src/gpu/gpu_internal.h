@@ -270,8 +270,9 @@ int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total,
 int gpu_run_scan(run_ctx *r, pass_entry *e, long long nout, long long L);
 
 /* blas.c: pass e, a matrix product (cg_kernel.gemm), through cuBLASLt on the run's stream:
- * 0 when it ran, 1 when it cannot (no library, layouts it does not take, RED_OPT_BLAS 0:
- * the generated kernels then), else an error */
+ * 0 when it ran, GPU_BLAS_NOT_TAKEN when it cannot (no library, layouts it does not take, no
+ * algorithm, RED_OPT_BLAS 0: the generated kernels then), else an error (RED_ERR_*) */
+#define GPU_BLAS_NOT_TAKEN (-1)
 int gpu_blas_gemm(run_ctx *r, pass_entry *e);
 void gpu_blas_close(gpu_dev *g);
 

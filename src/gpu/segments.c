@@ -327,7 +327,7 @@ int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total,
         if (e->k.merge && tu->merge && strategy == RED_STRATEGY_SEGMENTED) return run_merge(r, e, nout);
         if (total < 0 && (rc = ranged_total(r, e, nout, &total))) return rc;
         /* a matrix product: cuBLASLt where it takes it (blas.c) */
-        if (strategy == RED_STRATEGY_AUTO && e->k.gemm && (rc = gpu_blas_gemm(r, e)) != 1) return rc;
+        if (strategy == RED_STRATEGY_AUTO && e->k.gemm && (rc = gpu_blas_gemm(r, e)) != GPU_BLAS_NOT_TAKEN) return rc;
         if (strategy == RED_STRATEGY_AUTO && tile2_fits(r, e, nout, total)) return run_tile2(r, e, nout);
         /* pairwise: parts of the operand read along the reduced indices alone,
          * staged once a tile for a block's outputs */

@@ -6,7 +6,10 @@
  * layouts it was given.  So a test without a GPU checks what blas.c asks
  * for (which operand, which transposition, leading dimensions and batch
  * strides) by the product's values.  fakeblas_calls() counts the products
- * run; FAKEBLAS_NO_ALGO=1 makes the heuristic find none.
+ * run; FAKEBLAS_NO_ALGO=1 makes the heuristic find none.  As cuBLASLt, it
+ * takes every matrix to start on 256 bytes unless the preference says less
+ * (MIN_ALIGNMENT_*), and a product whose starts are not so aligned is
+ * NOT_SUPPORTED.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -108,10 +111,16 @@ EXPORT int cublasLtMatrixLayoutSetAttribute(fk_layout *l, int attr, const void *
     return INVALID_VALUE;
 }
 
-EXPORT int cublasLtMatmulPreferenceCreate(void **p)
+typedef struct fk_pref {
+    uint32_t align[4];   /* A, B, C, D */
+} fk_pref;
+
+EXPORT int cublasLtMatmulPreferenceCreate(fk_pref **p)
 {
-    *p = malloc(16);
-    return *p ? OK : NOT_INITIALIZED;
+    *p = malloc(sizeof **p);
+    if (!*p) return NOT_INITIALIZED;
+    for (int i = 0; i < 4; i++) (*p)->align[i] = 256;
+    return OK;
 }
 
 EXPORT int cublasLtMatmulPreferenceDestroy(void *p)
@@ -120,21 +129,26 @@ EXPORT int cublasLtMatmulPreferenceDestroy(void *p)
     return OK;
 }
 
-EXPORT int cublasLtMatmulPreferenceSetAttribute(void *p, int attr, const void *buf, size_t n)
+EXPORT int cublasLtMatmulPreferenceSetAttribute(fk_pref *p, int attr, const void *buf, size_t n)
 {
-    (void)p, (void)buf;
-    return attr == 1 && n == sizeof(uint64_t) ? OK : INVALID_VALUE;
+    if (attr == 1) return n == sizeof(uint64_t) ? OK : INVALID_VALUE;
+    if (attr >= 5 && attr <= 8 && n == sizeof(uint32_t)) {
+        memcpy(&p->align[attr - 5], buf, n);
+        return OK;
+    }
+    return INVALID_VALUE;
 }
 
 EXPORT int cublasLtMatmulAlgoGetHeuristic(void *h, fk_desc *d, fk_layout *a, fk_layout *b, fk_layout *c, fk_layout *dd,
-                                          void *pref, int want, fk_heuristic *out, int *found)
+                                          fk_pref *pref, int want, fk_heuristic *out, int *found)
 {
-    (void)h, (void)d, (void)a, (void)b, (void)c, (void)dd, (void)pref;
+    (void)h, (void)d, (void)a, (void)b, (void)c, (void)dd;
     const char *no = getenv("FAKEBLAS_NO_ALGO");
     *found = 0;
     if (want < 1 || (no && *no == '1')) return OK;
     memset(out, 0, sizeof *out);
     out->algo.data[0] = 0x5eed;
+    for (int i = 0; i < 4; i++) out->algo.data[1 + i] = pref->align[i];   /* what the algorithm assumes */
     out->workspace = 1 << 20;   /* so that the caller's workspace is exercised */
     *found = 1;
     return OK;
@@ -158,6 +172,14 @@ EXPORT int cublasLtMatmul(void *h, fk_desc *d, const void *alpha, const void *A,
     if ((d->transa ? la->cols : la->rows) != m || (d->transb ? lb->cols : lb->rows) != k ||
         (d->transb ? lb->rows : lb->cols) != n || la->batch != ld->batch || lb->batch != ld->batch)
         return INVALID_VALUE;
+    /* every matrix of the batch starts where the algorithm assumes */
+    const void *ptr[4] = {A, B, C, D};
+    const fk_layout *lay[4] = {la, lb, lc, ld};
+    for (int i = 0; i < 4; i++)
+        for (int32_t b = 0; b < ld->batch; b++) {
+            uintptr_t at = (uintptr_t)ptr[i] + (uintptr_t)(b * lay[i]->stride * (lay[i]->type ? 8 : 4));
+            if (at % algo->data[1 + i]) return NOT_SUPPORTED;
+        }
     double al = d->scale ? *(const double *)alpha : *(const float *)alpha;
     double be = d->scale ? *(const double *)beta : *(const float *)beta;
     if (be != 0) return NOT_SUPPORTED;
