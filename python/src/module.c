@@ -370,11 +370,11 @@ static int attach_nccl(rjp_context *self, PyObject *id, int rank, int nranks, Py
 static int context_init(rjp_context *self, PyObject *args, PyObject *kwargs)
 {
     static char *kw[] = {"device", "strategy", "threads", "comm", "gather", "nccl_id", "rank", "nranks", "nccl_comm",
-                         NULL};
+                         "blas", NULL};
     PyObject *device = NULL, *strategy = NULL, *comm = NULL, *nccl_id = NULL, *nccl_comm = NULL;
-    int threads = 0, gather = 0, rank = -1, nranks = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOiOp$OiiO:Context", kw, &device, &strategy, &threads, &comm,
-                                     &gather, &nccl_id, &rank, &nranks, &nccl_comm))
+    int threads = 0, gather = 0, rank = -1, nranks = 0, blas = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOiOp$OiiOp:Context", kw, &device, &strategy, &threads, &comm,
+                                     &gather, &nccl_id, &rank, &nranks, &nccl_comm, &blas))
         return -1;
     int d = device ? name_index(device_names, device, "device") : 0;
     int s = strategy ? name_index(strategy_names, strategy, "strategy") : 0;
@@ -384,7 +384,8 @@ static int context_init(rjp_context *self, PyObject *args, PyObject *kwargs)
         return -1;
     }
     if (set_opt(self, RED_OPT_DEVICE, d) || set_opt(self, RED_OPT_STRATEGY, s) ||
-        set_opt(self, RED_OPT_THREADS, threads) || set_opt(self, RED_OPT_GATHER, gather))
+        set_opt(self, RED_OPT_THREADS, threads) || set_opt(self, RED_OPT_GATHER, gather) ||
+        set_opt(self, RED_OPT_BLAS, blas))
         return -1;
     self->nranks = 1;
     if (comm && comm != Py_None && attach_comm(self, comm)) return -1;
@@ -593,7 +594,9 @@ PyTypeObject rjp_context_type = {
               "device: 'auto' (the GPU when one is usable, else the CPU), 'cpu' or 'gpu'.\n"
               "strategy: GPU reduction strategy, 'auto', 'tree', 'sequential', 'persistent'\n"
               "    or 'segmented'.\n"
-              "threads: CPU executor threads, 0 for all cores.\n\n"
+              "threads: CPU executor threads, 0 for all cores.\n"
+              "blas: False keeps matrix products on redjit's own kernels; True (default) lets\n"
+              "    the GPU's automatic strategy hand an exact one to cuBLASLt when installed.\n\n"
               "A context may be used from several threads at once; no GPU is touched until an\n"
               "expression needs one.",
     .tp_methods = context_methods,
