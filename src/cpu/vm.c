@@ -208,7 +208,10 @@ static void init_kernels(void)
         TD *restrict d = dst;                                                 \
         if (step == 1)                                                        \
             for (int j = 0; j < n; j++) d[j] = conv(s[j]);                    \
-        else                                                                  \
+        else if (step == 0) { /* x[i] along j: one value, broadcast */        \
+            const TD v = conv(s[0]);                                          \
+            for (int j = 0; j < n; j++) d[j] = v;                             \
+        } else                                                                \
             for (int j = 0; j < n; j++) d[j] = conv(s[(int64_t)j * step]);    \
     } while (0)
 #define LOAD_GATHER(TS, TD, conv)                                             \
