@@ -13,22 +13,12 @@ import argparse
 import datetime
 import os
 import platform
-import statistics
-import time
 
 import numpy as np
 
 import redjit
 
-
-def median_ms(fn, reps):
-    out = fn()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        ts.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(ts), out
+from cpu_bench import median_ms   # the same timing as the CPU benchmark's
 
 
 def main():

@@ -1233,36 +1233,23 @@ static void add_pairwise(void)
     CUdeviceptr a = an ? keep(make_array(G_NORMAL, an, BD_SEED_PA)) : 0;
     CUdeviceptr b = bn ? keep(make_array(G_NORMAL, bn, BD_SEED_PB)) : 0;
     bench_case *c;
-    /* the 1-D kernel sums, then the nearest neighbours, each at 2^14 and 2^16 points */
+    /* the kernel sums, then the nearest neighbours, in 1-D and then in 3-D (the sum over d written
+     * out into the pass over j, core/unroll.h: no n x n temporary), each at 2^14 and 2^16 points */
     const struct {
         const char *name[2];
         const char *text;
-        int kind;
-    } one_d[] = {{{"pair_gauss_14", "pair_gauss_16"}, PAIR_GAUSS, K_ARRAY},
-                 {{"pair_nn_14", "pair_nn_16"}, PAIR_NN, K_NEAREST}};
-    for (size_t f = 0; f < sizeof one_d / sizeof one_d[0]; f++)
+        int kind, dim;
+    } points[] = {{{"pair_gauss_14", "pair_gauss_16"}, PAIR_GAUSS, K_ARRAY, 1},
+                  {{"pair_nn_14", "pair_nn_16"}, PAIR_NN, K_NEAREST, 1},
+                  {{"pair_gauss3d_14", "pair_gauss3d_16"}, PAIR_GAUSS3D, K_ARRAY, 3},
+                  {{"pair_nn3d_14", "pair_nn3d_16"}, PAIR_NN3D, K_NEAREST, 3}};
+    for (size_t f = 0; f < sizeof points / sizeof points[0]; f++)
         for (int big = 0; big < 2; big++) {
-            int64_t m = big ? n16 : n14;
-            if (!named(one_d[f].name[big])) continue;
-            c = add_pair(one_d[f].name[big], one_d[f].text, one_d[f].kind, "i,j", m, m, 0, 0);
-            add_bind(c, "x", RED_F32, x, m, 0);
-            add_bind(c, "y", RED_F32, y, m, 0);
-        }
-    /* the 3-D kernel sums, then the nearest neighbours, each at 2^14 and 2^16 points (the sum over d
-     * is written out into the pass over j, core/unroll.h: no n x n temporary) */
-    const struct {
-        const char *name[2];
-        const char *text;
-        int kind;
-    } three_d[] = {{{"pair_gauss3d_14", "pair_gauss3d_16"}, PAIR_GAUSS3D, K_ARRAY},
-                   {{"pair_nn3d_14", "pair_nn3d_16"}, PAIR_NN3D, K_NEAREST}};
-    for (size_t f = 0; f < sizeof three_d / sizeof three_d[0]; f++)
-        for (int big = 0; big < 2; big++) {
-            int64_t m = big ? n16 : n14;
-            if (!named(three_d[f].name[big])) continue;
-            c = add_pair(three_d[f].name[big], three_d[f].text, three_d[f].kind, "i,j,d", m, m, 3, 0);
-            add_bind(c, "x", RED_F32, x, m, 3);
-            add_bind(c, "y", RED_F32, y, m, 3);
+            int64_t m = big ? n16 : n14, d = points[f].dim > 1 ? points[f].dim : 0;
+            if (!named(points[f].name[big])) continue;
+            c = add_pair(points[f].name[big], points[f].text, points[f].kind, d ? "i,j,d" : "i,j", m, m, d, 0);
+            add_bind(c, "x", RED_F32, x, m, d);
+            add_bind(c, "y", RED_F32, y, m, d);
         }
     if (named("pair_bilinear")) {
         c = add_pair("pair_bilinear", "sum(x[i]*K[i,j]*y[j]) over i, j", K_SCALAR, "i,j", nk, nk, 0, 0);
