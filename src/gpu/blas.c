@@ -106,6 +106,12 @@ static void lt_load(void)
     if (!lt.ok) dlclose(h);
 }
 
+/* gpu_close's part: the handle given back (gpu_dev.blas_close) */
+static void lt_close(void *h)
+{
+    lt.Destroy(h);
+}
+
 /* The device's handle, made on first use; NULL where cuBLASLt is missing or
  * would not start.  (Runs hold g->lock, as for everything here.) */
 static lt_handle lt_handle_of(gpu_dev *g)
@@ -115,15 +121,12 @@ static lt_handle lt_handle_of(gpu_dev *g)
     if (!g->blas_tried) {
         lt_handle h = NULL;
         g->blas_tried = 1;
-        if (!lt.Create(&h)) g->blas = h;
+        if (!lt.Create(&h)) {
+            g->blas = h;
+            g->blas_close = lt_close;
+        }
     }
     return g->blas;
-}
-
-void gpu_blas_close(gpu_dev *g)
-{
-    if (g->blas) lt.Destroy(g->blas);   /* (loaded: a handle was made) */
-    g->blas = NULL;
 }
 
 /* A rows x cols operand whose element (r, c) is at r * sr + c * sc: stored

@@ -69,7 +69,7 @@ void gpu_close(gpu_dev *g)
     if (!g) return;
     g->cu.CtxSetCurrent(g->ctx);
     gpu_modules_free(g);
-    gpu_blas_close(g);
+    if (g->blas_close) g->blas_close(g->blas);
     for (int i = 0; i < g->npool; i++) g->cu.MemFree(g->pool[i].ptr);
     free(g->pool);
     for (int i = 0; i < g->nevents; i++)

@@ -91,7 +91,8 @@ struct gpu_dev {
         size_t n;
     } *locked;
     int nlocked, caplocked;
-    void *blas;                    /* blas.c: the cuBLASLt handle, made on first use */
+    void *blas;                    /* blas.c: the cuBLASLt handle, made on first use, */
+    void (*blas_close)(void *);    /* and what gives it back (gpu_close) */
     int blas_tried;
     pthread_t preload;             /* nvrtc_preload, joined by gpu_close */
     int preloading;
@@ -274,7 +275,6 @@ int gpu_run_scan(run_ctx *r, pass_entry *e, long long nout, long long L);
  * algorithm, RED_OPT_BLAS 0: the generated kernels then), else an error (RED_ERR_*) */
 #define GPU_BLAS_NOT_TAKEN (-1)
 int gpu_blas_gemm(run_ctx *r, pass_entry *e);
-void gpu_blas_close(gpu_dev *g);
 
 /* keys.c */
 int gpu_key_segments(run_ctx *r, pass_entry *e, const plan_pass *ps, long long N, int mode, long long *nkeys,
