@@ -382,6 +382,13 @@ static int prune(ck *c)
         for (int q = 0; q < ps->nreds; q++)
             for (int k = 0; k < ps->reds[q].ncomp; k++) mark(c, on, read, ps->reds[q].map[k]);
     }
+    for (int i = 0; i < p->npasses; i++)
+        for (int q = 0; q < p->passes[i].nreds; q++) {
+            plan_red *rd = &p->passes[i].reds[q];
+            rd->unread = 0;
+            for (int k = 0; k < rd->ncomp; k++)
+                if (!read[rd->temp[k]]) rd->unread |= 1u << k;
+        }
     for (int i = p->npasses - 1; i >= 0; i--) {
         plan_pass *ps = &p->passes[i];
         if (!ps->nreds || ps->key) continue;   /* a keyed pass also gives the key count */

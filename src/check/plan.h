@@ -143,6 +143,9 @@ typedef struct plan_red {
                            that finds nothing in it is no error until then */
     ir *combine[PLAN_MAX_COMP]; /* over IR_PARAM 2k (a's field k), 2k+1 (b's) */
     plan_value identity[PLAN_MAX_COMP];
+    unsigned unread;    /* bit k: nothing reads temp[k] (no result, no later
+                           pass: the field of a tuple-valued scan that `.1`
+                           dropped), so a scan pass need not write it      */
 } plan_red;
 
 /* The name a reduction is written with: plan_rop_name's, "nanargmin" or

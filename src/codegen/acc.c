@@ -51,6 +51,7 @@ void cg_emit_acc_struct(gen *g)
     util_buf_puts(o, "};\n");
     g->k->acc_size = (size + align - 1) / align * align;
     if (g->k->acc_size == 0) g->k->acc_size = 1;
+    g->k->acc_align = align;
 }
 
 void cg_emit_user_ops(gen *g)
@@ -261,7 +262,9 @@ void cg_emit_acc_write(gen *g)
 }
 
 /* Each reduction's result from `a` at element `off` of its temporaries (which
- * share their layout), an argmin or argmax of nothing a fault. */
+ * share their layout), an argmin or argmax of nothing a fault; a scan skips
+ * the fields nothing reads (plan_red.unread: the running products of a linear
+ * recurrence whose `.1` is the result, a third of its traffic). */
 void cg_emit_acc_stores(gen *g)
 {
     const plan_pass *ps = g->ps;
@@ -270,6 +273,7 @@ void cg_emit_acc_stores(gen *g)
         const plan_red *rd = &ps->reds[q];
         for (int c = 0; c < rd->ncomp; c++) {
             int base = g->k->lay.temp_base[rd->temp[c]];
+            if (ps->scan && !cg_is_arg(rd->rop) && (rd->unread >> c & 1u)) continue;
             if (cg_is_arg(rd->rop)) {
                 util_buf_printf(o, "    ((long long *)P.v[%d])[off] = a.h%d ? a.x%d : -1;\n", base, q, q);
                 if (!rd->partial)   /* (a partial's emptiness is judged once the ranks' are combined) */

@@ -100,11 +100,12 @@ int cg_generate(const plan *p, int pi, const cg_tuning *t, util_arena *a, cg_ker
     int failed = body.failed;
     util_buf_free(&body);
     if (ps->scan) {
-        /* RJ_SCAN_MINB: six blocks an SM for 4-byte accumulators, whose 40 registers suffice;
-         * wider ones need more and keep four (bench/TUNING.md, "Scans") */
+        /* RJ_SCAN_MINB: four blocks an SM (56 registers); five or six ran slower on the
+         * H100 (bench/TUNING.md, "Scans") */
         util_buf_printf(o, "#define RJ_SCAN 1\n#define RJ_SCAN_ITEMS %d\n#define RJ_SCAN_RESET %d\n#define RJ_SCAN_EXCL %d\n"
-                           "#define RJ_SCAN_MINB %d\n",
-                        cg_scan_items(out->acc_size), ps->reset != NULL, ps->scan == 2, out->acc_size <= 4 ? 6 : 4);
+                           "#define RJ_SCAN_MINB %d\n#define RJ_SCAN_ESIZE %d\n",
+                        out->scan_items, ps->reset != NULL, ps->scan == 2, 4,
+                        out->scan_esize);
         for (const cg_device_file *f = cg_strategy_files; f->name; f++)
             if (strcmp(f->name, "rj_scan.cuh") == 0) util_buf_puts(o, f->text);
         util_buf_puts(o, "#define RJ_ENTRY extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK)\n");

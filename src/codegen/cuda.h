@@ -18,6 +18,7 @@
 #define CG_RESERVED 14
 /* the first of rj_prelude.cuh's RJ_PUB, RJ_PUBN and RJ_SEQ */
 #define CG_PUB 10
+#define CG_SCAN_BLOCK 256   /* RJ_BLOCK, which every kernel has */
 #define CG_MAX_PARAMS 4000
 
 typedef struct cg_layout {
@@ -33,6 +34,10 @@ typedef struct cg_kernel {
     cg_layout lay;
     int kind;           /* CG_MAP, CG_FULL, CG_PARTIAL, CG_KEYED            */
     int acc_size;       /* bytes of the generated Acc (workspace partials)  */
+    int acc_align;      /* and its alignment                                */
+    int scan_items;     /* scan passes: elements a thread takes a tile (RJ_SCAN_ITEMS), */
+    int scan_esize;     /* bytes of an element's state (rj_scan.cuh's RjSA),  */
+    int scan_words;     /* and 64-bit words of a tile's published fold       */
     int ordered;        /* an ordered user operator is in the pass          */
     int arg;            /* argmin and argmax alone (RJ_FOLD_DIRECT)          */
     int ranged;         /* a reduced index has an explicit range            */
@@ -121,9 +126,8 @@ typedef struct cg_kernel {
 enum { CG_MAP, CG_FULL, CG_PARTIAL, CG_KEYED, CG_SCAN };
 enum { CG_V_FULL, CG_V_LAST, CG_V_ONE };   /* cg_kernel.vec_kind */
 
-/* Elements a thread of a scan pass's kernel takes a tile (RJ_SCAN_ITEMS): its
- * tile is RJ_BLOCK of them, from the bytes of the pass's Acc. */
-int cg_scan_items(int acc_size);
+/* A scan pass's dynamic shared memory: two tiles of element states. */
+long long cg_scan_smem(const cg_kernel *k);
 
 /* Generate the source for pass `pi` with tuning `t` (cg_tuning_get() for the
  * process's): a function of the plan and `t` alone, whose RJ_* #defines show

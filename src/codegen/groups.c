@@ -49,7 +49,7 @@ static const struct {
     {"rj_tile", "RJ_ENTRY rj_tile(Params P) { rj_tile_run(P); }\n"},
     /* two blocks an SM: one stages while the other folds (at most 128 registers) */
     /* RJ_SCAN_MINB blocks an SM at least: a block waits while its first warp looks back */
-    {"rj_scan", "extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK, RJ_SCAN_MINB) rj_scan(Params P) { rj_scan_run(P); }\n"},
+    {"rj_scan", "extern \"C\" __global__ void __launch_bounds__(RJ_SCAN_THREADS, RJ_SCAN_MINB) rj_scan(Params P) { rj_scan_run(P); }\n"},
     {"rj_tile2", "extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK, 2) rj_tile2(Params P) { rj_tile2_run(P); }\n"},
 };
 

@@ -5,9 +5,24 @@
  */
 #include "gen.h"
 
-int cg_scan_items(int acc_size)
+/* A scan pass's element state (RjSA): its Acc, and for a scan that restarts
+ * where a key changes a flag after it; elements a thread takes a tile, so that
+ * the two tiles a block holds take about 42 KiB (20 4-byte elements, 10 8-byte,
+ * 7 12-byte: larger tiles ran faster up to those on the H100, bench/TUNING.md),
+ * at least one; its published fold, 32 bits of it a 64-bit word. */
+static void scan_sizes(cg_kernel *k, int reset)
 {
-    return acc_size <= 4 ? 16 : acc_size <= 8 ? 8 : acc_size <= 16 ? 4 : acc_size <= 48 ? 2 : 1;
+    int a = k->acc_align > 0 ? k->acc_align : 1;
+    k->scan_esize = reset ? (k->acc_size + 1 + a - 1) / a * a : k->acc_size;
+    int items = 84 / k->scan_esize;
+    k->scan_items = items < 1 ? 1 : items > 20 ? 20 : items;
+    k->scan_words = (k->scan_esize + 3) / 4;
+}
+
+long long cg_scan_smem(const cg_kernel *k)
+{
+    /* per warp 32 * items elements and one slot of padding every 32 (rj_sx) */
+    return 2LL * (CG_SCAN_BLOCK / 32) * 33 * k->scan_items * k->scan_esize;
 }
 
 /* Element t of output o's row: the free indices' offset (the temporaries' first
@@ -33,6 +48,7 @@ static void emit_store(gen *g)
 
 void cg_emit_scan(gen *g)
 {
+    scan_sizes(g->k, g->ps->reset != NULL);
     emit_store(g);
     if (g->ps->reset) cg_emit_key_fn(g, "scan_key", g->ps->reset, 1);   /* its rows are outputs too */
 }

@@ -250,6 +250,8 @@ int gpu_launch(run_ctx *r, pass_entry *e, int entry, long long grid);
 /* The same with `smem` bytes of dynamic shared memory a block (at most
  * gpu_dev.smem_optin). */
 int gpu_launch_smem(run_ctx *r, pass_entry *e, int entry, long long grid, int smem);
+/* The same with `threads` a block (BLOCK for every kernel but rj_scan). */
+int gpu_launch_block(run_ctx *r, pass_entry *e, int entry, long long grid, int smem, int threads);
 int gpu_occupancy_grid(run_ctx *r, pass_entry *e, int entry, long long *grid);
 int gpu_upload(run_ctx *r, const core_buf *b, CUdeviceptr *adj);
 void gpu_set_array(long long *P, int base, CUdeviceptr ptr, const core_buf *b);

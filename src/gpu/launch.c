@@ -64,6 +64,11 @@ int gpu_launch(run_ctx *r, pass_entry *e, int entry, long long grid)
 
 int gpu_launch_smem(run_ctx *r, pass_entry *e, int entry, long long grid, int smem)
 {
+    return gpu_launch_block(r, e, entry, grid, smem, BLOCK);
+}
+
+int gpu_launch_block(run_ctx *r, pass_entry *e, int entry, long long grid, int smem, int threads)
+{
     gpu_dev *g = r->g;
     util_diag *diag = r->diag;
     int k;
@@ -89,7 +94,7 @@ int gpu_launch_smem(run_ctx *r, pass_entry *e, int entry, long long grid, int sm
     void *args[] = {r->params};
     CU(gpu_fault_now(GPU_FAULT_LAUNCH)
            ? CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
-           : g->cu.LaunchKernel(f, (unsigned)grid, 1, 1, BLOCK, 1, 1, (unsigned)smem, r->s, args, NULL),
+           : g->cu.LaunchKernel(f, (unsigned)grid, 1, 1, (unsigned)threads, 1, 1, (unsigned)smem, r->s, args, NULL),
        gpu_entry_name[entry]);
     return 0;
 }

@@ -1,9 +1,11 @@
 /*
  * scan.c -- a scan pass on the device: rj_scan (src/codegen/device/rj_scan.cuh),
- * one launch over tiles of each row, their look-back state (tiles' and groups'
- * aggregates) in a scratch buffer whose ticket and status words start at zero.
+ * one launch of blocks of BLOCK data threads and a look-back warp.  Its scratch
+ * (the ticket, then each tile's and each group's published fold) starts at zero.
  */
 #include "gpu_internal.h"
+
+#include <stdlib.h>
 
 int gpu_run_scan(run_ctx *r, pass_entry *e, long long nout, long long L)
 {
@@ -11,20 +13,28 @@ int gpu_run_scan(run_ctx *r, pass_entry *e, long long nout, long long L)
     long long *P = r->params;
     r->pub_words = 0;   /* the results come back the plain way */
     if (nout <= 0 || L <= 0) return 0;
-    long long tile = (long long)BLOCK * cg_scan_items(e->k.acc_size);
+    long long tile = (long long)BLOCK * e->k.scan_items;
     long long T = cdiv(L, tile), nt = nout * T, ng = nout * cdiv(T, 32);
-    /* a slot (rj_scan.cuh's RjSlot: Acc, a flag, 16-byte aligned) is at most this */
-    long long slot = (e->k.acc_size + 8 + 15) / 16 * 16;
-    long long head = (16 + 4 * (nt + ng) + 15) / 16 * 16;
+    /* tiles (or rows) are taken from the ticket: a grid of resident blocks walks them all */
+    long long grid = 8LL * g->nsm;
+    /* whole rows a block where each block gets several (or a row is one tile):
+     * no look-back, and the tail is at most a row a block.  REDJIT_SCAN_ROWS
+     * 0 or 1 forces either (the tests run every scan both ways). */
+    const char *force = getenv("REDJIT_SCAN_ROWS");
+    int rows = force && (force[0] == '0' || force[0] == '1') ? force[0] == '1' : T == 1 || nout >= 4 * grid;
+    size_t bytes = rows ? 16 : (size_t)(16 + 8 * (nt + ng) * e->k.scan_words);
+    long long smem = cg_scan_smem(&e->k);
+    if (smem > g->smem_optin)
+        return util_diag_set(r->diag, RED_ERR_LIMIT, "scan: its state (%d bytes an element) needs %lld bytes of shared memory a block, the device has %d",
+                             e->k.scan_esize, smem, g->smem_optin);
+    if ((rows ? nout : nt) < grid) grid = rows ? nout : nt;
     CUdeviceptr s;
-    int rc = gpu_run_get(r, (size_t)(head + (nt + 2 * ng) * slot), &s, 1);
+    int rc = gpu_run_get(r, bytes, &s, 1);
     if (rc) return rc;
-    if (g->cu.MemsetD8Async(s, 0, (size_t)head, r->s))
-        return util_diag_set(r->diag, RED_ERR_DEVICE, "cuMemsetD8Async failed");
+    if (g->cu.MemsetD8Async(s, 0, bytes, r->s)) return util_diag_set(r->diag, RED_ERR_DEVICE, "cuMemsetD8Async failed");
     P[RJ_PARTIALS] = (long long)s;
     P[RJ_NOUT] = nout;
     P[RJ_NBLK] = T;
-    /* tiles are taken from the ticket: a grid of resident blocks walks them all */
-    long long grid = nt < 8LL * g->nsm ? nt : 8LL * g->nsm;
-    return gpu_launch(r, e, GPU_E_SCAN, grid);
+    P[RJ_PER] = rows;
+    return gpu_launch_block(r, e, GPU_E_SCAN, grid, (int)smem, BLOCK + 32);
 }

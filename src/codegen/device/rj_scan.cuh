@@ -7,11 +7,13 @@
 //
 // A tile is RJ_BLOCK * RJ_SCAN_ITEMS consecutive elements of one output's row;
 // blocks take tiles in order from a ticket (so a tile's predecessors are all
-// running or done: no deadlock whatever the scheduling).  A block evaluates its
-// tile's elements striped (neighbouring threads on neighbouring elements: the
-// loads coalesce), scans them through shared memory a thread's run of
-// RJ_SCAN_ITEMS at a time, then publishes its tile's aggregate, looks back for
-// the fold of the tiles before it, and writes its elements striped again.
+// running or done: no deadlock whatever the scheduling).  Each warp of a block
+// evaluates its 32 * RJ_SCAN_ITEMS elements of the tile striped (neighbouring
+// lanes on neighbouring elements: the loads coalesce) and scans them through its
+// own shared copy a lane's run of RJ_SCAN_ITEMS at a time; the warps' totals
+// give the tile's aggregate, which the first warp publishes before it looks
+// back for the fold of the tiles before it; then each warp writes its elements
+// striped again.  Two barriers a tile.
 //
 // Deterministic, in two levels of a fixed shape.  Tiles come in groups of 32
 // (a row's tiles 0..31, 32..63, ...).  A tile's fold of the tiles before it in
@@ -66,35 +68,61 @@ __device__ __forceinline__ RjSA rj_sa_shfl_idx(const RjSA &x, int l)
     return r;
 }
 
-// A tile's published fold: 16-byte aligned, copied in 16-byte words past L1
-// (another SM wrote it; a line of it may sit stale in this SM's L1).
-struct __align__(16) RjSlot {
+// A published fold: RJ_SCAN_NW 64-bit words, each 32 bits of the fold's bytes
+// under a 32-bit status (1: a tile's or group's aggregate; 2: a group's
+// inclusive fold in its row).  A word is written and read whole, so a reader
+// that finds every word of a fold under one nonzero status has that fold: no
+// fence between value and flag, one round trip to L2 a look.  (A group's words
+// go from status 1 to 2; a reader that catches them half-way looks again.)
+enum { RJ_SCAN_NW = (int)((sizeof(RjSA) + 3) / 4) };
+static_assert(sizeof(RjSA) == RJ_SCAN_ESIZE, "the runtime sizes the scratch and shared memory by RJ_SCAN_ESIZE");
+
+union RjSAWords {
     RjSA s;
+    unsigned w[RJ_SCAN_NW];
 };
 
-__device__ __forceinline__ void rj_slot_put(RjSlot *d, const RjSA &v)
+__device__ __forceinline__ void rj_scan_put(unsigned long long *d, const RjSA &v, unsigned st)
 {
-    RjSlot t;
-    t.s = v;
-    const int4 *src = (const int4 *)&t;
-    int4 *dst = (int4 *)d;
+    RjSAWords u;
+    u.w[RJ_SCAN_NW - 1] = 0;
+    u.s = v;
 #pragma unroll
-    for (int i = 0; i < (int)(sizeof(RjSlot) / 16); i++) __stcg(dst + i, src[i]);
+    for (int i = 0; i < RJ_SCAN_NW; i++) {
+        unsigned long long x = (unsigned long long)st << 32 | u.w[i];
+        asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(d + i), "l"(x) : "memory");
+    }
 }
 
-__device__ __forceinline__ RjSA rj_slot_get(const RjSlot *s)
+// The status every word of the fold at d agrees on, and the fold; 0 if a word
+// is not yet written or the words disagree.
+__device__ __forceinline__ unsigned rj_scan_get(const unsigned long long *d, RjSA &v)
 {
-    RjSlot t;
-    int4 *dst = (int4 *)&t;
-    const int4 *src = (const int4 *)s;
+    RjSAWords u;
+    unsigned st = 0;
 #pragma unroll
-    for (int i = 0; i < (int)(sizeof(RjSlot) / 16); i++) dst[i] = __ldcg(src + i);
-    return t.s;
+    for (int i = 0; i < RJ_SCAN_NW; i++) {
+        unsigned long long x;
+        asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(x) : "l"(d + i) : "memory");
+        u.w[i] = (unsigned)x;
+        unsigned s = (unsigned)(x >> 32);
+        st = i == 0 ? s : (s == st ? st : 0);
+    }
+    v = u.s;
+    return st;
 }
 
-enum { RJ_SCAN_TILE = RJ_BLOCK * RJ_SCAN_ITEMS, RJ_SCAN_WARPS = RJ_BLOCK / 32 };
+enum {
+    RJ_SCAN_TILE = RJ_BLOCK * RJ_SCAN_ITEMS,
+    RJ_SCAN_WARPS = RJ_BLOCK / 32,
+    RJ_SCAN_WT = 32 * RJ_SCAN_ITEMS,       // a warp's elements of a tile
+    RJ_SCAN_WS = RJ_SCAN_WT + RJ_SCAN_ITEMS // and their slots, padded (rj_sx)
+};
 
-// element i of a tile's shared copy: one slot of padding after every 32
+// warp w's slots of buffer b
+__device__ __forceinline__ RjSA *rj_scan_sw(RjSA *s_x, int b, int w) { return s_x + (b * RJ_SCAN_WARPS + w) * RJ_SCAN_WS; }
+
+// element i of a warp's shared copy: one slot of padding after every 32
 __device__ __forceinline__ int rj_sx(int i) { return i + (i >> 5); }
 
 // The warp's inclusive scan of one value a lane, in lane order (an ordered
@@ -113,219 +141,277 @@ __device__ __forceinline__ RjSA rj_warp_inclusive(RjSA v)
     return v;
 }
 
-// The scratch (RJ_PARTIALS; its ticket and status words zeroed before the
-// launch): the ticket, a status word a tile (1: its aggregate is published)
-// and a group (1: its aggregate; 2: its inclusive fold in the row too), then
-// the tiles' aggregates, the groups' aggregates and the groups' inclusive folds.
-struct RjScanScratch {
-    unsigned long long *ticket;
-    volatile int *status, *gstatus;
-    RjSlot *agg, *gagg, *ginc;
-};
-
-__device__ __forceinline__ RjScanScratch rj_scan_scratch(const Params &P, long long ntiles, long long ngroups)
+// The look-back warp, for tile tt of row o (global id tile; the row's tiles T,
+// its groups NG; its aggregate `total`, already published unless it is its
+// group's last): the fold of every element of the row before the tile.  Both levels' folds are asked for at
+// once (one round trip where they are there):
+//   level 1, the group's tiles before this one: lane l reads tile l, a warp
+//   scan at fixed lanes folds them;
+//   level 2, the groups before this one in the row: lane l reads group g-1-l;
+//   the nearest with its inclusive fold published starts the fold, the
+//   aggregates after it follow in order.  Where none of the 32 has published
+//   one yet, it looks again: each of them will (their tiles all hold tickets).
+__device__ __forceinline__ RjSA rj_scan_lookback(unsigned long long *D, unsigned long long *G, long long tile, long long o,
+                                                 long long tt, long long T, long long NG, const RjSA &total)
 {
-    RjScanScratch s;
-    char *base = (char *)P.v[RJ_PARTIALS];
-    s.ticket = (unsigned long long *)base;
-    s.status = (volatile int *)(base + 16);
-    s.gstatus = s.status + ntiles;
-    long long at = (16 + 4 * (ntiles + ngroups) + 15) / 16 * 16;
-    s.agg = (RjSlot *)(base + at);
-    s.gagg = s.agg + ntiles;
-    s.ginc = s.gagg + ngroups;
-    return s;
-}
-
-// Warp 0: wait until every lane's status word (at st_at; lanes with `need`
-// false count as published) is nonzero.
-__device__ __forceinline__ int rj_scan_wait(volatile int *st_at, bool need)
-{
-    int st = need ? *st_at : 1;
-    while (__any_sync(0xffffffffu, st == 0))
-        if (st == 0) st = *st_at;
-    return st;
-}
-
-// Warp 0: the fold carried into group g of a row whose first group is g0 (g > g0):
-// the nearest group back with its inclusive fold published, then the groups'
-// aggregates after it folded forward in order.
-__device__ __forceinline__ RjSA rj_scan_group_prefix(const RjScanScratch &S, long long g, long long g0)
-{
-    int lane = threadIdx.x & 31;
-    long long top = g - 1, found = -1;
-    while (found < 0) {
-        long long j = top - lane;
-        int st = rj_scan_wait(S.gstatus + (j >= g0 ? j : g0), j >= g0);
-        unsigned m = __ballot_sync(0xffffffffu, st == 2 && j >= g0);
-        if (m) found = top - (__ffs(m) - 1);
-        else if (top - 31 > g0) top -= 32;
-        // else the window holds the row's first group, whose fold is on its way: look again
-    }
-    __threadfence();
-    RjSA acc = rj_slot_get(S.ginc + found);
-    for (long long b = found + 1; b < g; b += 32) {
-        RjSA x;
-        long long q = b + lane;
-        if (q < g) x = rj_slot_get(S.gagg + q);
-        else rj_sa_init(x);
-        int n = (int)min((long long)32, g - b);
-        for (int l = 0; l < n; l++) {
-            RjSA y = rj_sa_shfl_idx(x, l);
-            rj_sa_combine(acc, y);
-        }
-    }
-    return acc;
-}
-
-// Warp 0, for tile tt of row o (global id tile; the row's tiles T, its groups
-// NG): publishes the tile's aggregate `total`, and returns the fold of every
-// element of the row before the tile.
-__device__ __forceinline__ RjSA rj_scan_lookback(const RjScanScratch &S, long long tile, long long o, long long tt,
-                                                 long long T, long long NG, const RjSA &total)
-{
-    int lane = threadIdx.x & 31;
+    const int lane = threadIdx.x & 31;
     const int p = (int)(tt & 31);
-    const long long first = tile - p, gid = o * NG + (tt >> 5);
-    const bool last = p == 31 || tt == T - 1;
-    if (lane == 0 && !last) {
-        rj_slot_put(S.agg + tile, total);
-        __threadfence();
-        S.status[tile] = 1;
+    const long long first = tile - p, gid = o * NG + (tt >> 5), j = gid - 1 - lane;
+    const bool last = p == 31 || tt == T - 1;   // its group's last tile: no tile waits for it
+    const bool need1 = lane < p, need2 = tt >= 32 && j >= o * NG;
+    const unsigned long long *d1 = D + (first + (need1 ? lane : 0)) * RJ_SCAN_NW;
+    const unsigned long long *d2 = G + (need2 ? j : o * NG) * RJ_SCAN_NW;
+    RjSA v1, v2;
+    unsigned s1 = need1 ? rj_scan_get(d1, v1) : 1, s2 = need2 ? rj_scan_get(d2, v2) : 1;
+    while (__any_sync(0xffffffffu, s1 == 0)) {
+        if (s1 == 0) s1 = rj_scan_get(d1, v1);
+        if (s2 == 0) s2 = rj_scan_get(d2, v2);
     }
-    // level 1: the group's tiles before this one, a warp scan at fixed lanes
-    rj_scan_wait(S.status + first + (lane < p ? lane : 0), lane < p);
-    __threadfence();
-    RjSA v;
-    if (lane < p) v = rj_slot_get(S.agg + first + lane);
-    else if (lane == p) v = total;
-    else rj_sa_init(v);
-    v = rj_warp_inclusive(v);
-    RjSA within = rj_sa_shfl_idx(v, p > 0 ? p - 1 : 0);
+    // level 1
+    if (lane == p) v1 = total;
+    else if (lane > p) rj_sa_init(v1);
+    v1 = rj_warp_inclusive(v1);
+    RjSA within = rj_sa_shfl_idx(v1, p > 0 ? p - 1 : 0);
     if (p == 0) rj_sa_init(within);
-    const RjSA group_total = rj_sa_shfl_idx(v, p);   // the group's aggregate, where `last`
-    if (lane == 0 && last) {
-        rj_slot_put(S.gagg + gid, group_total);
-        __threadfence();
-        S.gstatus[gid] = 1;
-    }
-    // level 2: the groups before this one in the row
+    const RjSA group_total = rj_sa_shfl_idx(v1, p);   // the group's aggregate, where `last`
+    // level 2
     RjSA pre;
     rj_sa_init(pre);
-    if (tt >= 32) pre = rj_scan_group_prefix(S, gid, o * NG);
+    if (tt >= 32) {
+        if (lane == 0 && last) rj_scan_put(G + gid * RJ_SCAN_NW, group_total, 1);
+        unsigned m;
+        for (;;) {
+            while (__any_sync(0xffffffffu, s2 == 0)) {
+                if (s2 == 0) s2 = rj_scan_get(d2, v2);
+            }
+            m = __ballot_sync(0xffffffffu, need2 && s2 == 2);
+            if (m) break;
+            if (need2) s2 = rj_scan_get(d2, v2);
+        }
+        const int k = __ffs(m) - 1;
+        pre = rj_sa_shfl_idx(v2, k);
+        for (int l = k - 1; l >= 0; l--) {
+            RjSA y = rj_sa_shfl_idx(v2, l);
+            rj_sa_combine(pre, y);
+        }
+    }
     if (lane == 0 && last) {
         RjSA inc = pre;
         rj_sa_combine(inc, group_total);
-        rj_slot_put(S.ginc + gid, inc);
-        __threadfence();
-        S.gstatus[gid] = 2;
+        rj_scan_put(G + gid * RJ_SCAN_NW, inc, 2);
     }
     rj_sa_combine(pre, within);
     return pre;
 }
 
-__device__ __forceinline__ void rj_scan_run(const Params &P)
+
+enum { RJ_SCAN_THREADS = RJ_BLOCK + 32 };
+
+__device__ __forceinline__ void rj_bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
+__device__ __forceinline__ void rj_bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }
+
+// A data warp's share of a tile that waits for its carry.
+struct RjScanHeld {
+    long long tile, o, cnt, wbase;
+    RjSA exc;          // the lane's runs before it in the warp
+    unsigned heads;    // which of the lane's run start a segment (RJ_SCAN_RESET)
+};
+
+// A warp's RJ_SCAN_WT elements of tile h.tile, each lane's run already folded
+// in place: the carry (the tile's, the warps' before, the lane's runs before)
+// folded into each, then written striped.
+__device__ __forceinline__ void rj_scan_finish(const Params &P, RjSA *sw, const RjSA *swarp, const RjSA &tpre,
+                                               const RjScanHeld &h, int warp, int lane)
 {
-    // a tile's elements, one slot of padding after every 32: a thread's run
-    // (blocked) and a warp's elements (striped) both fall in distinct banks
-    __shared__ RjSA s_x[RJ_SCAN_TILE + RJ_SCAN_TILE / 32];
-    __shared__ RjSA s_warp[RJ_SCAN_WARPS];
-    __shared__ RjSA s_pre;
-    __shared__ long long s_tile;
-    const long long nout = P.v[RJ_NOUT], T = P.v[RJ_NBLK];
-    const long long ntiles = nout * T, NG = (T + 31) / 32;
-    RjScanScratch S = rj_scan_scratch(P, ntiles, nout * NG);
+    RjSA carry = tpre;
+    for (int w = 0; w < warp; w++) rj_sa_combine(carry, swarp[w]);
+    if (lane > 0) rj_sa_combine(carry, h.exc);
+    const int r0 = lane * RJ_SCAN_ITEMS;
+#if RJ_SCAN_EXCL
+    // downwards: element k takes the run's fold before it, read before it is overwritten
+#pragma unroll
+    for (int k = RJ_SCAN_ITEMS - 1; k >= 0; k--) {
+        RjSA v = carry;
+        if (k > 0) rj_sa_combine(v, sw[rj_sx(r0 + k - 1)]);
+#if RJ_SCAN_RESET
+        if ((h.heads >> k) & 1u) rj_sa_init(v);   // a segment's first element gets the identity
+#endif
+        sw[rj_sx(r0 + k)] = v;
+    }
+#else
+#pragma unroll
+    for (int k = 0; k < RJ_SCAN_ITEMS; k++) {
+        RjSA v = carry;
+        rj_sa_combine(v, sw[rj_sx(r0 + k)]);
+        sw[rj_sx(r0 + k)] = v;
+    }
+#endif
+    __syncwarp();
+#pragma unroll
+    for (int k = 0; k < RJ_SCAN_ITEMS; k++) {
+        long long t = h.wbase + k * 32 + lane;
+        if (t < h.cnt) scan_store(P, h.o, t, sw[rj_sx(k * 32 + lane)].a);
+    }
+    __syncwarp();
+}
+
+// A data warp's RJ_SCAN_WT elements of tile h (h.o, h.cnt, h.wbase set),
+// evaluated striped into its shared copy sw and each lane's run folded there in
+// place; sets h.heads, and leaves in h.exc the warp's inclusive scan of the
+// runs' folds (the lane's own run included).
+__device__ __forceinline__ void rj_scan_fold(const Params &P, RjSA *sw, RjScanHeld &h, const long long *lo,
+                                             const long long *sz, int lane)
+{
+    rj_flt F;
+    rj_flt_init(F);
+#pragma unroll
+    for (int k = 0; k < RJ_SCAN_ITEMS; k++) {
+        long long t = h.wbase + k * 32 + lane;
+        RjSA e;
+        rj_sa_init(e);
+        if (t < h.cnt) {
+            acc_elem(e.a, F, P, h.o, lo, sz, t);
+#if RJ_SCAN_RESET
+            e.f = t > 0 && scan_key(F, P, h.o, lo, sz, t) != scan_key(F, P, h.o, lo, sz, t - 1);
+#endif
+        }
+        sw[rj_sx(k * 32 + lane)] = e;
+    }
+    rj_flush(P, F);
+    __syncwarp();
+    const int r0 = lane * RJ_SCAN_ITEMS;
+    RjSA run = sw[rj_sx(r0)];
+    h.heads = 0;
+#if RJ_SCAN_RESET
+    h.heads = run.f ? 1u : 0u;
+#endif
+#pragma unroll
+    for (int k = 1; k < RJ_SCAN_ITEMS; k++) {
+        RjSA e = sw[rj_sx(r0 + k)];
+#if RJ_SCAN_RESET
+        h.heads |= (e.f ? 1u : 0u) << k;
+#endif
+        rj_sa_combine(run, e);
+        sw[rj_sx(r0 + k)] = run;
+    }
+    h.exc = rj_warp_inclusive(run);
+}
+
+// Whole rows a block (RJ_PER nonzero: many rows of few tiles): the data warps
+// take a row from the ticket and walk its tiles in order, the fold of the tiles
+// before carried in registers; nothing is published, nothing waited for.
+__device__ __forceinline__ void rj_scan_rows(const Params &P, long long nout, long long T, unsigned long long *ticket,
+                                             RjSA *s_x, RjSA (*s_warp)[RJ_SCAN_WARPS], long long *s_row)
+{
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    if (tid == 0) s_tile = (long long)atomicAdd(S.ticket, 1ull);
-    __syncthreads();
     for (;;) {
-        const long long tile = s_tile;
-        if (tile >= ntiles) return;
-        // the next tile's ticket, taken now: its round trip overlaps this tile's work
-        long long next = 0;
-        if (tid == 0) next = (long long)atomicAdd(S.ticket, 1ull);
-        const long long o = tile / T, tt = tile - o * T;
+        if (tid == 0) *s_row = (long long)atomicAdd(ticket, 1ull);
+        rj_bar_sync(1, RJ_BLOCK);
+        const long long o = *s_row;
+        if (o >= nout) return;
         long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
         const long long cnt = out_range(P, o, lo, sz);
-        const long long base = tt * RJ_SCAN_TILE;
-
-        // the tile's elements, striped
-        rj_flt F;
-        rj_flt_init(F);
-#pragma unroll
-        for (int k = 0; k < RJ_SCAN_ITEMS; k++) {
-            long long t = base + k * RJ_BLOCK + tid;
-            RjSA e;
-            rj_sa_init(e);
-            if (t < cnt) {
-                acc_elem(e.a, F, P, o, lo, sz, t);
-#if RJ_SCAN_RESET
-                e.f = t > 0 && scan_key(F, P, o, lo, sz, t) != scan_key(F, P, o, lo, sz, t - 1);
-#endif
-            }
-            s_x[rj_sx(k * RJ_BLOCK + tid)] = e;
+        RjSA carry;
+        rj_sa_init(carry);
+        for (long long tt = 0; tt < T; tt++) {
+            const int b = (int)(tt & 1);
+            RjScanHeld h;
+            h.tile = tt;
+            h.o = o;
+            h.cnt = cnt;
+            h.wbase = tt * RJ_SCAN_TILE + warp * RJ_SCAN_WT;
+            rj_scan_fold(P, rj_scan_sw(s_x, b, warp), h, lo, sz, lane);
+            if (lane == 31) s_warp[b][warp] = h.exc;
+            h.exc = rj_sa_shfl_idx(h.exc, lane > 0 ? lane - 1 : 0);
+            rj_bar_sync(1, RJ_BLOCK);
+            rj_scan_finish(P, rj_scan_sw(s_x, b, warp), s_warp[b], carry, h, warp, lane);
+            for (int w = 0; w < RJ_SCAN_WARPS; w++) rj_sa_combine(carry, s_warp[b][w]);
         }
-        rj_flush(P, F);
-        __syncthreads();
-
-        // a thread's run, scanned in registers
-        RjSA loc[RJ_SCAN_ITEMS];
-        loc[0] = s_x[rj_sx(tid * RJ_SCAN_ITEMS)];
-#pragma unroll
-        for (int k = 1; k < RJ_SCAN_ITEMS; k++) {
-            loc[k] = loc[k - 1];
-            rj_sa_combine(loc[k], s_x[rj_sx(tid * RJ_SCAN_ITEMS + k)]);
-        }
-        // the runs' totals scanned across the warp, then the warps'
-        RjSA inc = rj_warp_inclusive(loc[RJ_SCAN_ITEMS - 1]);
-        RjSA exc = rj_sa_shfl_idx(inc, lane > 0 ? lane - 1 : 0);
-        if (lane == 31) s_warp[warp] = inc;
-        __syncthreads();
-        RjSA wpre;   // the warps before this one
-        rj_sa_init(wpre);
-        for (int w = 0; w < warp; w++) rj_sa_combine(wpre, s_warp[w]);
-        RjSA total;  // the tile's aggregate
-        rj_sa_init(total);
-        for (int w = 0; w < RJ_SCAN_WARPS; w++) rj_sa_combine(total, s_warp[w]);
-
-        // publish, look back
-        if (warp == 0) {
-            RjSA pre = rj_scan_lookback(S, tile, o, tt, T, NG, total);
-            if (lane == 0) s_pre = pre;
-        }
-        __syncthreads();
-
-        // each element: the tile's carry, the runs before, its own run so far
-        RjSA carry = s_pre;
-        rj_sa_combine(carry, wpre);
-        if (lane > 0) rj_sa_combine(carry, exc);
-        // downwards: an exclusive element reads the run's inclusive fold before it
-#pragma unroll
-        for (int k = RJ_SCAN_ITEMS - 1; k >= 0; k--) {
-            RjSA v = carry;
-#if RJ_SCAN_EXCL
-            if (k > 0) rj_sa_combine(v, loc[k - 1]);
-            // an exclusive element that starts a segment gets the identity
-#if RJ_SCAN_RESET
-            if (s_x[rj_sx(tid * RJ_SCAN_ITEMS + k)].f) rj_sa_init(v);
-#endif
-#else
-            rj_sa_combine(v, loc[k]);
-#endif
-            loc[k] = v;
-        }
-        __syncthreads();   // every thread has read its run of s_x
-#pragma unroll
-        for (int k = 0; k < RJ_SCAN_ITEMS; k++) s_x[rj_sx(tid * RJ_SCAN_ITEMS + k)] = loc[k];
-        __syncthreads();
-#pragma unroll
-        for (int k = 0; k < RJ_SCAN_ITEMS; k++) {
-            long long t = base + k * RJ_BLOCK + tid;
-            if (t < cnt) scan_store(P, o, t, s_x[rj_sx(k * RJ_BLOCK + tid)].a);
-        }
-        if (tid == 0) s_tile = next;
-        __syncthreads();   // s_x and s_tile are reused by the next tile
     }
 }
+
+// Two tiles in flight a block: RJ_BLOCK threads of data warps load and fold
+// tile n+1 while the block's last warp looks back for tile n's carry; then they
+// finish tile n.  Named barriers: 1 among the data warps, 2 + b "tile of buffer
+// b folded" (data warps arrive, the look-back warp waits), 4 + b "its carry is
+// there" (the other way).  A tile's ticket is taken just before its loads, and
+// its aggregate published as soon as it is folded, so a tile waits only for
+// tiles that started before it.
+__device__ __forceinline__ void rj_scan_run(const Params &P)
+{
+    // two tiles' element states, a warp's RJ_SCAN_WS apiece (dynamic: cg_scan_smem)
+    extern __shared__ __align__(16) unsigned char rj_scan_smem[];
+    RjSA *s_x = (RjSA *)rj_scan_smem;
+    __shared__ RjSA s_warp[2][RJ_SCAN_WARPS];
+    __shared__ RjSA s_pre[2];
+    __shared__ long long s_tile[2];
+    const long long nout = P.v[RJ_NOUT], T = P.v[RJ_NBLK];
+    const long long ntiles = nout * T, NG = (T + 31) / 32;
+    unsigned long long *ticket = (unsigned long long *)P.v[RJ_PARTIALS];
+    unsigned long long *D = ticket + 2, *G = D + ntiles * RJ_SCAN_NW;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    if (P.v[RJ_PER]) {
+        if (warp < RJ_SCAN_WARPS) rj_scan_rows(P, nout, T, ticket, s_x, s_warp, &s_tile[0]);
+        return;
+    }
+    if (warp == RJ_SCAN_WARPS) {   // the look-back warp
+        for (int b = 0;; b ^= 1) {
+            rj_bar_sync(2 + b, RJ_SCAN_THREADS);
+            const long long tile = s_tile[b];
+            if (tile >= ntiles) return;
+            const long long o = tile / T, tt = tile - o * T;
+            RjSA total;
+            rj_sa_init(total);
+            for (int w = 0; w < RJ_SCAN_WARPS; w++) rj_sa_combine(total, s_warp[b][w]);
+            RjSA pre = rj_scan_lookback(D, G, tile, o, tt, T, NG, total);
+            if (lane == 0) s_pre[b] = pre;
+            rj_bar_arrive(4 + b, RJ_SCAN_THREADS);
+        }
+    }
+    RjScanHeld held;
+    held.tile = -1;
+    for (int b = 0;; b ^= 1) {
+        RjSA *sw = rj_scan_sw(s_x, b, warp);
+        if (tid == 0) s_tile[b] = (long long)atomicAdd(ticket, 1ull);
+        rj_bar_sync(1, RJ_BLOCK);
+        const long long tile = s_tile[b];
+        if (tile >= ntiles) {
+            rj_bar_arrive(2 + b, RJ_SCAN_THREADS);   // the look-back warp stops
+            if (held.tile >= 0) {
+                rj_bar_sync(4 + (b ^ 1), RJ_SCAN_THREADS);
+                rj_scan_finish(P, rj_scan_sw(s_x, b ^ 1, warp), s_warp[b ^ 1], s_pre[b ^ 1], held, warp, lane);
+            }
+            return;
+        }
+        RjScanHeld h;
+        h.tile = tile;
+        h.o = tile / T;
+        const long long tt = tile - h.o * T;
+        long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+        h.cnt = out_range(P, h.o, lo, sz);
+        h.wbase = tt * RJ_SCAN_TILE + warp * RJ_SCAN_WT;
+
+        rj_scan_fold(P, sw, h, lo, sz, lane);
+        if (lane == 31) s_warp[b][warp] = h.exc;
+        h.exc = rj_sa_shfl_idx(h.exc, lane > 0 ? lane - 1 : 0);
+        rj_bar_sync(1, RJ_BLOCK);
+        if (tid == 0) {   // the tile's aggregate, published at once (a group's last tile publishes none)
+            const long long p = tt & 31;
+            if (p != 31 && tt != T - 1) {
+                RjSA total;
+                rj_sa_init(total);
+                for (int w = 0; w < RJ_SCAN_WARPS; w++) rj_sa_combine(total, s_warp[b][w]);
+                rj_scan_put(D + tile * RJ_SCAN_NW, total, 1);
+            }
+        }
+        rj_bar_arrive(2 + b, RJ_SCAN_THREADS);
+        if (held.tile >= 0) {
+            rj_bar_sync(4 + (b ^ 1), RJ_SCAN_THREADS);
+            rj_scan_finish(P, rj_scan_sw(s_x, b ^ 1, warp), s_warp[b ^ 1], s_pre[b ^ 1], held, warp, lane);
+        }
+        held = h;
+    }
+}
+
 
 #endif // RJ_SCAN
