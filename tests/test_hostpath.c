@@ -49,6 +49,8 @@ static void (*fc_reset)(void);
 static const char *(*fc_name)(int);
 static long long (*fc_live)(int);
 static const char *(*fc_last_launch)(unsigned *, unsigned *);
+static unsigned (*fc_last_smem)(void);
+static long long (*fc_last_param)(int);
 static void (*fc_launch_log)(char *, size_t, int);
 static void (*fc_fault)(unsigned long long, unsigned long long, unsigned long long, long long);
 static void (*fc_store)(size_t, const void *, size_t);
@@ -72,8 +74,10 @@ static int find_fake(void)
     *(void **)&fc_store = dlsym(h, "fakecuda_store_next_launch");
     *(void **)&fc_drop_publish = dlsym(h, "fakecuda_drop_publish");
     *(void **)&fc_busy = dlsym(h, "fakecuda_busy");
+    *(void **)&fc_last_smem = dlsym(h, "fakecuda_last_smem");
+    *(void **)&fc_last_param = dlsym(h, "fakecuda_last_param");
     return fc_count && fc_total && fc_reset && fc_name && fc_live && fc_last_launch && fc_fault && fc_store &&
-           fc_drop_publish && fc_busy;
+           fc_drop_publish && fc_busy && fc_last_smem && fc_last_param;
 }
 
 /* Inputs, on the "device" and on the host. */
@@ -530,6 +534,58 @@ static void check_launches(red_ctx *ctx, const launch_case *t, size_t n, const c
  * (rj_epilogue): the row's softmax where a block or a warp's lanes take a row,
  * a map of the results alone under every segment kernel; a thread a row
  * (sequential) runs the softmax's map as a launch of its own. */
+/* Scans (src/gpu/scan.c): rj_scan in blocks of 256 data threads and a look-back
+ * warp; whole rows a block (RJ_PER 1) under the sequential strategy, where a row
+ * is one tile, or where every block gets several rows; tiles through the
+ * look-back (RJ_PER 0) under tree and for a few long rows; a state too large
+ * for 48 KiB of shared memory asks for more first (the stand-in refuses it
+ * otherwise). */
+static void test_scan_ways(red_ctx *ctx)
+{
+    const int64_t sq[2] = {ROWS, COLS}, rm[2] = {COLS, 1};
+    const int64_t lg[2] = {2, 100000}, bc[2] = {0, 0};   /* two long rows, every element the first */
+    const int64_t many[2] = {100000, 64}, mbc[2] = {0, 1};   /* many short rows, the same row */
+    const char *rows = "cumsum(A[i,j]) over j";
+    const struct {
+        const int64_t *shape, *strides;
+        int strategy;
+        long long want_rows;
+    } t[] = {
+        {sq, rm, RED_STRATEGY_AUTO, 1},   /* a row is one tile */
+        {sq, rm, RED_STRATEGY_TREE, 0},
+        {lg, bc, RED_STRATEGY_AUTO, 0},   /* long rows: the look-back */
+        {lg, bc, RED_STRATEGY_SEQUENTIAL, 1},
+        {lg, bc, RED_STRATEGY_PERSISTENT, 0},
+        {many, mbc, RED_STRATEGY_SEGMENTED, 1},
+        {many, mbc, RED_STRATEGY_TREE, 0},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        red_set_option(ctx, RED_OPT_STRATEGY, t[i].strategy);
+        unsigned block = 0;
+        const char *k = kernel_for(ctx, rows, 2, t[i].shape, t[i].strides, 0);
+        fc_last_launch(NULL, &block);
+        CHECK(strcmp(k, "rj_scan") == 0 && block == 288 && fc_last_param(RJ_PER) == t[i].want_rows,
+              "scan case %zu: launched %s, %u threads a block, RJ_PER %lld; expected rj_scan, 288, %lld", i, k, block,
+              fc_last_param(RJ_PER), t[i].want_rows);
+        /* the rows: the scanned output's; the tiles: 256 threads of 20 f32 elements */
+        long long tiles = (t[i].shape[1] + 5119) / 5120;
+        CHECK(fc_last_param(RJ_NOUT) == t[i].shape[0] && fc_last_param(RJ_NBLK) == tiles,
+              "scan case %zu: RJ_NOUT %lld, RJ_NBLK %lld; expected %lld, %lld", i, fc_last_param(RJ_NOUT),
+              fc_last_param(RJ_NBLK), (long long)t[i].shape[0], tiles);
+    }
+    red_set_option(ctx, RED_OPT_STRATEGY, RED_STRATEGY_AUTO);
+    /* 12 f64 scans of one array in one pass: a 96-byte state, one element a thread, two tiles of
+     * 256 + 8 padding slots: 50688 bytes */
+    char text[2048];
+    size_t at = 0;
+    for (int q = 0; q < 12; q++)
+        at += (size_t)snprintf(text + at, sizeof text - at, "%sscan(+, f64(A[i]) * %d) over i", q ? ", " : "", q + 1);
+    const int64_t n1[1] = {ROWS * COLS}, s1[1] = {1};
+    const char *k = kernel_for(ctx, text, 1, n1, s1, 0);
+    CHECK(strcmp(k, "rj_scan") == 0 && fc_last_smem() == 50688, "12 f64 scans: launched %s with %u bytes of shared memory",
+          k, fc_last_smem());
+}
+
 static void test_epilogue_launches(red_ctx *ctx)
 {
     const int64_t sq[2] = {ROWS, COLS}, rm[2] = {COLS, 1}, l1[2] = {1, 4096}, lr1[2] = {4096, 1};
@@ -1402,6 +1458,7 @@ int main(int argc, char **argv)
     test_vec_choice(ctx);
     test_vec_rows(ctx);
     test_blas(ctx);
+    test_scan_ways(ctx);
     test_epilogue_launches(ctx);
     test_tile_launches(ctx);
     test_key_vec_choice(ctx);

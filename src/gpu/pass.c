@@ -302,7 +302,7 @@ static int pass_dispatch(gpu_exec *x, gpu_pass *q, int *again)
         if (grid > (long long)x->g->nsm * 32) grid = (long long)x->g->nsm * 32;
         return q->nout > 0 ? gpu_launch(&x->r, e, GPU_E_MAP, grid) : 0;
     }
-    if (ps->scan) return gpu_run_scan(&x->r, e, q->nout, q->L1);
+    if (ps->scan) return gpu_run_scan(&x->r, e, q->nout, q->L1, x->strategy);
     if (ps->key) return pass_keyed(x, q, again);
     long long total = q->ranged ? -1 : q->nout * q->L1;
     int rc = ps->nfree == 0 ? gpu_run_full(&x->r, e, q->N1, x->strategy, e->k.ordered)

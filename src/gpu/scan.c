@@ -5,9 +5,7 @@
  */
 #include "gpu_internal.h"
 
-#include <stdlib.h>
-
-int gpu_run_scan(run_ctx *r, pass_entry *e, long long nout, long long L)
+int gpu_run_scan(run_ctx *r, pass_entry *e, long long nout, long long L, int strategy)
 {
     gpu_dev *g = r->g;
     long long *P = r->params;
@@ -17,11 +15,13 @@ int gpu_run_scan(run_ctx *r, pass_entry *e, long long nout, long long L)
     long long T = cdiv(L, tile), nt = nout * T, ng = nout * cdiv(T, 32);
     /* tiles (or rows) are taken from the ticket: a grid of resident blocks walks them all */
     long long grid = 8LL * g->nsm;
-    /* whole rows a block where each block gets several (or a row is one tile):
-     * no look-back, and the tail is at most a row a block.  REDJIT_SCAN_ROWS
-     * 0 or 1 forces either (the tests run every scan both ways). */
-    const char *force = getenv("REDJIT_SCAN_ROWS");
-    int rows = force && (force[0] == '0' || force[0] == '1') ? force[0] == '1' : T == 1 || nout >= 4 * grid;
+    /* Two ways: a block walks whole rows tile by tile (sequential), or tiles go
+     * to blocks one by one and look back for their carry (tree: the tiles'
+     * folds combined in groups of 32).  Whole rows where every block gets
+     * several (the tail is at most a row a block) or a row is one tile. */
+    int rows = strategy == RED_STRATEGY_SEQUENTIAL ? 1
+             : strategy == RED_STRATEGY_TREE       ? 0
+                                                   : T == 1 || nout >= 4 * grid;
     size_t bytes = rows ? 16 : (size_t)(16 + 8 * (nt + ng) * e->k.scan_words);
     long long smem = cg_scan_smem(&e->k);
     if (smem > g->smem_optin)

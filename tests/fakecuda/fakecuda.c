@@ -83,7 +83,9 @@ static char last_launch[128];
 /* The kernels launched since fakecuda_launch_log last cleared it, each
  * followed by a space (what fits). */
 static char launch_log[1024];
-static unsigned last_grid, last_block;
+static unsigned last_grid, last_block, last_smem;
+/* The reserved slots of the last launch's parameter block (rj_abi.h's RJ_NRESERVED). */
+static long long last_params[14];
 /* A device fault to report at the next launch (fakecuda_fault_next_launch). */
 static int fault_armed;
 static unsigned long long fault_record[4];
@@ -328,6 +330,8 @@ EXPORT CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, u
         }
         last_grid = gx;
         last_block = bx;
+        last_smem = shmem;
+        memcpy(last_params, params[0], sizeof last_params);
     }
     if (!rc && fault_armed) {
         /* what a kernel's rj_fault does: the first fault claims the record
@@ -759,6 +763,24 @@ EXPORT void fakecuda_launch_log(char *out, size_t n, int clear)
     if (out && n) snprintf(out, n, "%s", launch_log);
     if (clear) launch_log[0] = 0;
     pthread_mutex_unlock(&lock);
+}
+
+/* The last launch's dynamic shared memory, and its parameter block's reserved
+ * slot `slot` (0 outside them). */
+EXPORT unsigned fakecuda_last_smem(void)
+{
+    pthread_mutex_lock(&lock);
+    unsigned s = last_smem;
+    pthread_mutex_unlock(&lock);
+    return s;
+}
+
+EXPORT long long fakecuda_last_param(int slot)
+{
+    pthread_mutex_lock(&lock);
+    long long v = slot >= 0 && slot < (int)(sizeof last_params / sizeof last_params[0]) ? last_params[slot] : 0;
+    pthread_mutex_unlock(&lock);
+    return v;
 }
 
 EXPORT const char *fakecuda_last_launch(unsigned *grid, unsigned *blk)
