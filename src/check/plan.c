@@ -319,6 +319,56 @@ static void print_buf_name(util_buf *o, const plan *p, int slot)
  * buffer holds PLAN_PRINT_MAX bytes; plan_explain says so at its end. */
 #define PLAN_PRINT_MAX ((size_t)1 << 20)
 
+/* The dimension of load x subscripted by variable v, or -1. */
+static int load_dim(const ir *x, int v)
+{
+    for (int d = 0; v >= 0 && d < x->nargs; d++)
+        if (x->args[d]->kind == IR_INDEX && x->args[d]->slot == v) return d;
+    return -1;
+}
+
+/* A load of a bound array of type ct at n plain indices. */
+static int plain_load(const ir *x, int ct, int n)
+{
+    if (x->kind != IR_LOAD || x->slot < 0 || x->nargs != n || x->type != ct) return 0;
+    for (int d = 0; d < n; d++)
+        if (x->args[d]->kind != IR_INDEX) return 0;
+    return 1;
+}
+
+int plan_find_product(const plan *p, const plan_pass *ps, plan_product *out)
+{
+    int nf = ps->nfree;
+    if (ps->key || ps->scan || ps->reset || ps->nreds != 1 || ps->nred != 1 || (nf != 2 && nf != 3)) return 0;
+    const plan_red *rd = &ps->reds[0];
+    int ct = rd->acc[0];
+    if (rd->rop != ROP_SUM || rd->ncomp != 1 || rd->uname || (ct != CT_F32 && ct != CT_F64)) return 0;
+    const plan_var *kv = &p->vars[ps->red[0]];
+    if (kv->lo || kv->hi) return 0;   /* a range, from the data */
+    const ir *m = rd->map[0];
+    if (m->kind != IR_OP || m->op != OP_MUL || m->type != ct || !plain_load(m->args[0], ct, nf) ||
+        !plain_load(m->args[1], ct, nf))
+        return 0;
+    const int v[4] = {nf == 3 ? ps->free[0] : -1, ps->free[nf - 2], ps->free[nf - 1], ps->red[0]};
+    const ir *A = NULL, *B = NULL;
+    for (int s = 0; s < 2; s++) {
+        const ir *x = m->args[s];
+        if ((nf == 3 && load_dim(x, v[0]) < 0) || load_dim(x, v[3]) < 0) return 0;
+        if (load_dim(x, v[1]) >= 0 && load_dim(x, v[2]) < 0) A = x;
+        else if (load_dim(x, v[2]) >= 0 && load_dim(x, v[1]) < 0) B = x;
+    }
+    if (!A || !B) return 0;
+    out->ct = ct;
+    out->a = A;
+    out->b = B;
+    for (int q = 0; q < 4; q++) {
+        out->var[q] = v[q];
+        out->adim[q] = load_dim(A, v[q]);
+        out->bdim[q] = load_dim(B, v[q]);
+    }
+    return 1;
+}
+
 void ir_print(util_buf *o, const plan *p, const ir *x)
 {
     if (o->len >= PLAN_PRINT_MAX) return;

@@ -237,6 +237,20 @@ uint64_t plan_next_uid(void);
 /* Identity element of a built-in operator for a compute type. */
 plan_value plan_identity(int rop, int ct);
 
+/* A pass that is a matrix product, C[i,j] = sum(A[i,k]*B[k,j]) over k, or a batch of
+ * them, C[b,i,j] = sum(A[b,i,k]*B[b,k,j]) over k: one sum (built in, one field) of one
+ * product of two loads of bound arrays at plain indices, both of the accumulator's type,
+ * f32 or f64; no keys, no scan, no range on k.  Which load is A (it reads i, not j) and
+ * which B, and each index's dimension in them, are free.  Both backends take it from
+ * here and add what they need (src/codegen/gemm.c, src/cpu/gemm.c). */
+typedef struct plan_product {
+    int ct;             /* CT_F32 or CT_F64                                */
+    const ir *a, *b;    /* the loads of A and B                            */
+    int var[4];         /* b (-1 without a batch), i, j, k                 */
+    int adim[4], bdim[4];   /* the dimension of A and of B each reads (-1: none) */
+} plan_product;
+int plan_find_product(const plan *p, const plan_pass *ps, plan_product *out);
+
 /* Readable description (red_explain): passes, domains, maps, operators. */
 void plan_explain(util_buf *out, const plan *p);
 void ir_print(util_buf *out, const plan *p, const ir *x);

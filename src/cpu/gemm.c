@@ -39,61 +39,28 @@ typedef struct gemm_op {
     int64_t nb, b0, as_b, bs_b, cs_b;
 } gemm_op;
 
-/* A load of a bound array at plain indices only (n of them), of type ct */
-static const ir *plain_load(const ir *x, int ct, int n)
-{
-    if (x->kind != IR_LOAD || x->slot < 0 || x->nargs != n || x->type != ct) return NULL;
-    for (int d = 0; d < n; d++)
-        if (x->args[d]->kind != IR_INDEX) return NULL;
-    return x;
-}
-
-/* The dimension of load x subscripted by variable v, or -1. */
-static int dim_of(const ir *x, int v)
-{
-    for (int d = 0; d < x->nargs; d++)
-        if (x->args[d]->slot == v) return d;
-    return -1;
-}
-
-/* Does pass pc walk a matrix product, or a batch of them (gemm_op filled in)? */
+/* Does pass pc walk a matrix product, or a batch of them (plan_find_product; gemm_op
+ * filled in), with no offset on its indices but the rows'? */
 static int gemm_layout(const pass_ctx *pc, gemm_op *g)
 {
     const plan_pass *ps = pc->ps;
-    int nf = ps->nfree;
-    if (pc->nreds != 1 || ps->key || ps->scan || pc->dom.ranged || (nf != 2 && nf != 3) || ps->nred != 1) return 0;
-    const plan_red *rd = &pc->reds[0];
-    int ct = rd->acc[0];
-    if (rd->rop != ROP_SUM || rd->ncomp != 1 || (ct != CT_F32 && ct != CT_F64)) return 0;
+    plan_product m;
+    if (pc->nreds != 1 || pc->reds != ps->reds || pc->dom.ranged || !plan_find_product(pc->p, ps, &m)) return 0;
+    int nf = ps->nfree, ct = m.ct;
     for (int d = 1; d < nf; d++)
         if (pc->dom.flo[d]) return 0;
     if (pc->dom.rlo[0]) return 0;
-    const ir *m = rd->map[0];
-    if (m->kind != IR_OP || m->op != OP_MUL || m->type != ct) return 0;
-    const ir *x = plain_load(m->args[0], ct, nf), *y = plain_load(m->args[1], ct, nf);
-    if (!x || !y) return 0;
     red_dtype want = ct == CT_F32 ? RED_F32 : RED_F64;
-    if (pc->bufs[x->slot].dtype != want || pc->bufs[y->slot].dtype != want) return 0;
-    int vb = nf == 3 ? ps->free[0] : -1, vi = ps->free[nf - 2], vj = ps->free[nf - 1], vk = ps->red[0];
-    /* which operand reads i (A) and which j (B); each reads k (and b) too */
-    const ir *A = NULL, *B = NULL;
-    for (int s = 0; s < 2; s++) {
-        const ir *o = s ? y : x;
-        if (nf == 3 && dim_of(o, vb) < 0) return 0;
-        if (dim_of(o, vk) < 0) return 0;
-        if (dim_of(o, vi) >= 0 && dim_of(o, vj) < 0) A = o;
-        else if (dim_of(o, vj) >= 0 && dim_of(o, vi) < 0) B = o;
-    }
-    if (!A || !B || A == B) return 0;
-    const core_buf *ab = &pc->bufs[A->slot], *bb = &pc->bufs[B->slot];
-    const core_buf *cb = &pc->temps[rd->temp[0]];
+    if (pc->bufs[m.a->slot].dtype != want || pc->bufs[m.b->slot].dtype != want) return 0;
+    const core_buf *ab = &pc->bufs[m.a->slot], *bb = &pc->bufs[m.b->slot];
+    const core_buf *cb = &pc->temps[pc->reds[0].temp[0]];
     g->ct = ct;
     g->a = ab->data;
     g->b = bb->data;
-    g->as_i = ab->strides[dim_of(A, vi)];
-    g->as_k = ab->strides[dim_of(A, vk)];
-    g->bs_k = bb->strides[dim_of(B, vk)];
-    g->bs_j = bb->strides[dim_of(B, vj)];
+    g->as_i = ab->strides[m.adim[1]];
+    g->as_k = ab->strides[m.adim[3]];
+    g->bs_k = bb->strides[m.bdim[3]];
+    g->bs_j = bb->strides[m.bdim[2]];
     g->c = (unsigned char *)cb->data;
     g->cs_i = cb->strides[nf - 2];
     g->cs_j = cb->strides[nf - 1];
@@ -102,8 +69,8 @@ static int gemm_layout(const pass_ctx *pc, gemm_op *g)
     if (nf == 3) {
         g->nb = pc->dom.fext[0];
         g->b0 = pc->dom.flo[0];
-        g->as_b = ab->strides[dim_of(A, vb)];
-        g->bs_b = bb->strides[dim_of(B, vb)];
+        g->as_b = ab->strides[m.adim[0]];
+        g->bs_b = bb->strides[m.bdim[0]];
         g->cs_b = cb->strides[0];
         g->M = pc->dom.fext[1];
         g->i0 = 0;
