@@ -95,6 +95,10 @@ int cg_generate(const plan *p, int pi, const cg_tuning *t, util_arena *a, cg_ker
     util_buf_printf(o, "#define RJ_HALF %d\n#define RJ_SAT %d\n#define RJ_MATH %d\n#define RJ_EPI %d\n#define RJ_EPIV %d\n#define RJ_EPIS %d\n#define RJ_TILE %d\n#define RJ_T2 %d\n",
                     calls_any(b, half_fns), calls_any(b, sat_fns), calls_any(b, math_fns), out->epi, out->epi_vec > 0,
                     out->epi_staged, out->tile, out->tile2 > 0);
+    /* a scan's look-back folds one value two ways (a group's inclusive fold, or the
+     * aggregates after an earlier one), so its combine must give the same bits
+     * wherever it is inlined: no multiply-add contracted at one call and not another */
+    util_buf_printf(o, "#define RJ_NOCONTRACT %d\n", ps->scan != 0);
     util_buf_puts(o, rj_prelude_cuh);
     util_buf_puts(o, b);
     int failed = body.failed;

@@ -21,8 +21,11 @@ static void scan_sizes(cg_kernel *k, int reset)
 
 long long cg_scan_smem(const cg_kernel *k)
 {
-    /* per warp 32 * items elements and one slot of padding every 32 (rj_sx) */
-    return 2LL * (CG_SCAN_BLOCK / 32) * 33 * k->scan_items * k->scan_esize;
+    /* rj_scan_run's layout: two tiles' states, per warp 32 * items and one slot of
+     * padding every 32 (rj_sx); the warps' totals and the carries of two tiles;
+     * two tickets */
+    long long w = CG_SCAN_BLOCK / 32, states = 2 * w * 33 * k->scan_items + 2 * w + 2;
+    return (states * k->scan_esize + 7) / 8 * 8 + 16;
 }
 
 /* Element t of output o's row: the free indices' offset (the temporaries' first

@@ -30,7 +30,8 @@ typedef struct pass_entry {        /* generated and loaded kernels of one plan p
         int entry;                 /* enum gpu_entry */
         CUfunction f;
         int occupancy;             /* blocks per SM, 0 until asked */
-        int smem;                  /* dynamic shared memory allowed (bytes; 0: 48 KiB, not raised yet) */
+        int smem;                  /* dynamic shared memory allowed (bytes; 0: not raised yet) */
+        int smem_static;           /* its static shared memory (bytes; -1: not asked yet) */
     } fn[24];
     int nfn;
     int pi;

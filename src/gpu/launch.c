@@ -77,18 +77,22 @@ int gpu_launch_block(run_ctx *r, pass_entry *e, int entry, long long grid, int s
     CUfunction f = e->fn[k].f;
     if (grid < 1) grid = 1;
     if (grid > 0x7fffffff) grid = 0x7fffffff;
-    if (smem > 48 * 1024 && !e->fn[k].smem) {
-        /* above 48 KiB a kernel must ask for it first: once, for all that the
-         * device allows beside the kernel's static shared memory, so that
-         * passes sharing the function (one module for equal sources) all
-         * set the same value and none lowers it under another */
+    if (smem > 0 && e->fn[k].smem_static < 0) {
         int st = 0;
         CU(g->cu.FuncGetAttribute(&st, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f), "cuFuncGetAttribute");
-        int most = g->smem_optin - st;
+        e->fn[k].smem_static = st;
+    }
+    /* past 48 KiB, static and dynamic together, a kernel must ask for it first:
+     * once, for all that the device allows beside the kernel's static shared
+     * memory, so that passes sharing the function (one module for equal sources)
+     * all set the same value and none lowers it under another */
+    int over = smem > 0 && smem + e->fn[k].smem_static > 48 * 1024;
+    if (over && !e->fn[k].smem) {
+        int most = g->smem_optin - e->fn[k].smem_static;
         CU(g->cu.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, most), "cuFuncSetAttribute");
         e->fn[k].smem = most;
     }
-    if (smem > 48 * 1024 && smem > e->fn[k].smem)
+    if (over && smem > e->fn[k].smem)
         return util_diag_set(diag, RED_ERR_INTERNAL, "%s: %d bytes of shared memory, %d allowed", gpu_entry_name[entry],
                              smem, e->fn[k].smem);
     void *args[] = {r->params};

@@ -187,6 +187,7 @@ int gpu_get_fn(run_ctx *r, pass_entry *e, int entry, int *slot)
     e->fn[e->nfn].f = f;
     e->fn[e->nfn].occupancy = 0;
     e->fn[e->nfn].smem = 0;
+    e->fn[e->nfn].smem_static = -1;
     *slot = e->nfn++;
     return 0;
 }

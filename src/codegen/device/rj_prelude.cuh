@@ -196,11 +196,30 @@ __device__ __forceinline__ unsigned long long rj_mod(unsigned long long a, unsig
 __device__ __forceinline__ bool rj_min(bool a, bool b) { return a && b; }
 __device__ __forceinline__ bool rj_max(bool a, bool b) { return a || b; }
 
+// RJ_NOCONTRACT: adds, subtractions and products rounded each on its own (no
+// multiply-add contracted), so that a function of them gives the same bits at
+// every call (a scan's combine: cuda.c).
+#if RJ_NOCONTRACT
+__device__ __forceinline__ float rj_fadd(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double rj_fadd(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ float rj_fsub(float a, float b) { return __fsub_rn(a, b); }
+__device__ __forceinline__ double rj_fsub(double a, double b) { return __dsub_rn(a, b); }
+__device__ __forceinline__ float rj_fmul(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double rj_fmul(double a, double b) { return __dmul_rn(a, b); }
+#define RJ_FADD(a, b) rj_fadd(a, b)
+#define RJ_FSUB(a, b) rj_fsub(a, b)
+#define RJ_FMUL(a, b) rj_fmul(a, b)
+#else
+#define RJ_FADD(a, b) ((a) + (b))
+#define RJ_FSUB(a, b) ((a) - (b))
+#define RJ_FMUL(a, b) ((a) * (b))
+#endif
+
 #define RJ_FLT_OPS(T, S)                                                                     \
     __device__ __forceinline__ T rj_neg(T a) { return -a; }                                   \
-    __device__ __forceinline__ T rj_add(T a, T b) { return a + b; }                           \
-    __device__ __forceinline__ T rj_sub(T a, T b) { return a - b; }                           \
-    __device__ __forceinline__ T rj_mul(T a, T b) { return a * b; }                           \
+    __device__ __forceinline__ T rj_add(T a, T b) { return RJ_FADD(a, b); }                   \
+    __device__ __forceinline__ T rj_sub(T a, T b) { return RJ_FSUB(a, b); }                   \
+    __device__ __forceinline__ T rj_mul(T a, T b) { return RJ_FMUL(a, b); }                   \
     __device__ __forceinline__ T rj_div(T a, T b) { return a / b; }                           \
     __device__ __forceinline__ T rj_abs(T a) { return fabs##S(a); }                           \
     __device__ __forceinline__ T rj_min(T a, T b) { return (a != a || a < b) ? a : b; }        \

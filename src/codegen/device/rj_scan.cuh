@@ -339,12 +339,15 @@ __device__ __forceinline__ void rj_scan_rows(const Params &P, long long nout, lo
 // tiles that started before it.
 __device__ __forceinline__ void rj_scan_run(const Params &P)
 {
-    // two tiles' element states, a warp's RJ_SCAN_WS apiece (dynamic: cg_scan_smem)
+    // all of it dynamic, as cg_scan_smem counts it: two tiles' element states (a
+    // warp's RJ_SCAN_WS apiece), the warps' totals and the carries of two tiles,
+    // two tickets
     extern __shared__ __align__(16) unsigned char rj_scan_smem[];
     RjSA *s_x = (RjSA *)rj_scan_smem;
-    __shared__ RjSA s_warp[2][RJ_SCAN_WARPS];
-    __shared__ RjSA s_pre[2];
-    __shared__ long long s_tile[2];
+    RjSA(*s_warp)[RJ_SCAN_WARPS] = (RjSA(*)[RJ_SCAN_WARPS])(s_x + 2 * RJ_SCAN_WARPS * RJ_SCAN_WS);
+    RjSA *s_pre = s_warp[2];
+    long long *s_tile =
+        (long long *)(rj_scan_smem + ((2 * RJ_SCAN_WARPS * RJ_SCAN_WS + 2 * RJ_SCAN_WARPS + 2) * sizeof(RjSA) + 7) / 8 * 8);
     const long long nout = P.v[RJ_NOUT], T = P.v[RJ_NBLK];
     const long long ntiles = nout * T, NG = (T + 31) / 32;
     unsigned long long *ticket = (unsigned long long *)P.v[RJ_PARTIALS];
