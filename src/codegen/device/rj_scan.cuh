@@ -5,15 +5,19 @@
 // b, in order), acc_shfl_idx, out_range, acc_elem, scan_store and, for a scan
 // that restarts where a key changes (RJ_SCAN_RESET), scan_key.
 //
-// A tile is RJ_BLOCK * RJ_SCAN_ITEMS consecutive elements of one output's row;
-// blocks take tiles in order from a ticket (so a tile's predecessors are all
-// running or done: no deadlock whatever the scheduling).  Each warp of a block
-// evaluates its 32 * RJ_SCAN_ITEMS elements of the tile striped (neighbouring
-// lanes on neighbouring elements: the loads coalesce) and scans them through its
-// own shared copy a lane's run of RJ_SCAN_ITEMS at a time; the warps' totals
-// give the tile's aggregate, which the first warp publishes before it looks
-// back for the fold of the tiles before it; then each warp writes its elements
-// striped again.  Two barriers a tile.
+// A tile is RJ_BLOCK * RJ_SCAN_ITEMS consecutive elements of one output's row.
+// A block is RJ_BLOCK threads of data warps and one look-back warp; it takes
+// tiles in order from a ticket, each just before it loads it (so a tile's
+// predecessors are all running or done: no deadlock whatever the scheduling,
+// and no tile waits on one that has not started).  Each data warp evaluates its
+// 32 * RJ_SCAN_ITEMS elements of the tile striped (neighbouring lanes on
+// neighbouring elements: the loads coalesce) and folds them in its own shared
+// copy, a lane's run of RJ_SCAN_ITEMS at a time; the warps' totals give the
+// tile's aggregate, published at once.  While the look-back warp finds the
+// fold of the tiles before it, the data warps load and fold the next tile;
+// then they fold the carry into this one's elements and write them striped.
+// Where rows are many (RJ_PER) a block walks whole rows instead, tile by tile,
+// the carry in registers, and nothing is published.
 //
 // Deterministic, in two levels of a fixed shape.  Tiles come in groups of 32
 // (a row's tiles 0..31, 32..63, ...).  A tile's fold of the tiles before it in
@@ -21,10 +25,12 @@
 // association whichever tile computes it; a group's fold of the groups before
 // it in the row is ((pre[j] + agg[j]) + agg[j+1]) + ... from the nearest group
 // j that has published its inclusive fold, which equals the group-by-group
-// chain bit for bit whichever j the look-back found.  So every run gives the
-// same bits, as ordered operators need and floats show.  One level (a tile folding
-// the tiles' aggregates one by one from the nearest published tile) is as exact, but its
-// fold grows with the look-back's lag and the lag with the fold; a group's is a 32nd of it.
+// chain bit for bit whichever j the look-back found (the combine gives the same
+// bits wherever it is inlined: RJ_NOCONTRACT).  So every run gives the same
+// bits, as ordered operators need and floats show.  One level (a tile folding
+// the tiles' aggregates one by one from the nearest published tile) is as
+// exact, but its fold grows with the look-back's lag and the lag with the fold;
+// a group's is a 32nd of it.
 
 // A restarting scan folds (head, value) pairs: (fa, a) + (fb, b) is
 // (fa | fb, fb ? b : a + b), associative, so the same machinery runs it.
