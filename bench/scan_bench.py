@@ -1,6 +1,7 @@
 """scan_bench.py -- scans (issue 32) on the GPU: redjit against CUB's DeviceScan (through
-CuPy with CUPY_ACCELERATORS=cub), torch.cumsum and torch.compile, in one process on the same
-device arrays, every redjit result checked against a peer's (or a float64 reference).
+CuPy with CUPY_ACCELERATORS=cub), torch.cumsum, torch.compile and jax.lax.associative_scan
+(jax.jit, on the same device memory through DLPack), in one process on the same device arrays,
+every redjit result checked against a peer's (or a float64 reference).
 
     PYTHONPATH=BUILD/python/pkg CUPY_ACCELERATORS=cub python3 bench/scan_bench.py [--quick] [--out FILE.md]
 
@@ -8,6 +9,7 @@ Times are medians over batches of calls (each batch ended by a device synchronis
 GB/s counts the bytes a scan must move: its inputs read once and its outputs written once.
 """
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -21,6 +23,13 @@ try:
     import cupy as cp
 except Exception:  # noqa: BLE001 -- CuPy is optional
     cp = None
+
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")   # PyTorch shares the device
+try:
+    import jax
+    import jax.numpy as jnp
+except Exception:  # noqa: BLE001 -- JAX is optional
+    jax = None
 
 
 def timeit(fn, reps, batch=5):
@@ -45,6 +54,26 @@ def time_compiled(t, fn, arg, reps, what):
         t["torch.compile"] = timeit(lambda: f(arg), reps)
     except Exception as ex:  # noqa: BLE001 -- a peer that cannot compile is left out, not fatal
         print(f"torch.compile {what}:", ex, file=sys.stderr)
+
+
+def time_jax(t, make, args, reps, what):
+    """jax.jit(make()) on args (PyTorch tensors, handed over through DLPack), timed into
+    t["jax.lax.associative_scan"]; a peer that fails (out of memory, say) is reported and left
+    out of the row."""
+    if jax is None:
+        return
+    try:
+        f = jax.jit(make())
+        xs = [jax.dlpack.from_dlpack(a) for a in args]
+        jax.block_until_ready(f(*xs))
+        t["jax.lax.associative_scan"] = timeit(lambda: jax.block_until_ready(f(*xs)), reps)
+    except Exception as ex:  # noqa: BLE001 -- a peer that cannot run is left out, not fatal
+        print(f"jax {what}:", ex, file=sys.stderr)
+
+
+def affine(p, q):
+    """(a1, b1) then (a2, b2): h -> a2 * (a1 * h + b1) + b2."""
+    return p[0] * q[0], p[1] * q[0] + q[1]
 
 
 def close(got, ref, mag, rtol):
@@ -89,6 +118,7 @@ def main():
         xc = cp.from_dlpack(x)
         t["cupy.cumsum (accelerators=cub)"] = timeit(lambda: cp.cumsum(xc), reps)
     time_compiled(t, lambda v: torch.cumsum(v, 0), x, reps, "cumsum")
+    time_jax(t, lambda: lambda v: jax.lax.associative_scan(jnp.add, v), [x], reps, "cumsum")
     row(f"cumsum(x), f32, 2^{lg}", 8 * n, t, f"ok (max error {worst:.1e} of the running sum of |x|)" if ok else f"FAIL {worst:.1e}")
     del r, ref
 
@@ -126,6 +156,7 @@ def main():
         hmag[s] = acc
     ok, worst = close(h[:k], torch.from_numpy(href), torch.from_numpy(hmag).cuda(), 1e-5)
     t = {"redjit": timeit(lambda: el(a=a, b=b), reps)}
+    time_jax(t, lambda: lambda u, v: jax.lax.associative_scan(affine, (u, v))[1], [a, b], reps, "recurrence")
     row(f"linear recurrence (ordered affine scan), f32, 2^{lg - 2}", 12 * m, t,
         f"ok against a sequential f64 loop over the first 2^20 steps (max error {worst:.1e})" if ok else f"FAIL {worst:.1e}")
     del h, a, b
@@ -141,6 +172,7 @@ def main():
         Ac = cp.from_dlpack(A)
         t["cupy.cumsum"] = timeit(lambda: cp.cumsum(Ac, axis=1), reps)
     time_compiled(t, lambda v: torch.cumsum(v, 1), A, reps, "rows")
+    time_jax(t, lambda: lambda v: jax.lax.associative_scan(jnp.add, v, axis=1), [A], reps, "rows")
     row(f"row-wise cumsum, {R}^2 f32", 8 * R * R, t, f"ok (max error {worst:.1e})" if ok else f"FAIL {worst:.1e}")
     del r
 
