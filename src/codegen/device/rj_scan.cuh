@@ -213,8 +213,36 @@ __device__ __forceinline__ RjSA rj_scan_lookback(unsigned long long *D, unsigned
 
 enum { RJ_SCAN_THREADS = RJ_BLOCK + 32 };
 
-__device__ __forceinline__ void rj_bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
-__device__ __forceinline__ void rj_bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }
+// Named barrier `id` (1 to 5) for n threads.  The id is an immediate in each
+// instruction, so that ptxas reserves the six barriers in use rather than all
+// sixteen (an id in a register could be any).
+template <int ID> __device__ __forceinline__ void rj_bar_sync_at(int n)
+{
+    asm volatile("bar.sync %0, %1;" ::"n"(ID), "r"(n) : "memory");
+}
+template <int ID> __device__ __forceinline__ void rj_bar_arrive_at(int n)
+{
+    asm volatile("bar.arrive %0, %1;" ::"n"(ID), "r"(n) : "memory");
+}
+__device__ __forceinline__ void rj_bar_sync(int id, int n)
+{
+    switch (id) {
+    case 1: rj_bar_sync_at<1>(n); break;
+    case 2: rj_bar_sync_at<2>(n); break;
+    case 3: rj_bar_sync_at<3>(n); break;
+    case 4: rj_bar_sync_at<4>(n); break;
+    default: rj_bar_sync_at<5>(n); break;
+    }
+}
+__device__ __forceinline__ void rj_bar_arrive(int id, int n)
+{
+    switch (id) {
+    case 2: rj_bar_arrive_at<2>(n); break;
+    case 3: rj_bar_arrive_at<3>(n); break;
+    case 4: rj_bar_arrive_at<4>(n); break;
+    default: rj_bar_arrive_at<5>(n); break;
+    }
+}
 
 // A data warp's share of a tile that waits for its carry.
 struct RjScanHeld {
