@@ -3,7 +3,8 @@
 # builds redjit, runs the GPU test label, optionally compute-sanitizer and the benchmark,
 # and leaves logs under $OUT.  Start the call with `source .devtools/env.sh;` and carry .devtools
 # (see ../shared/device/README.md).
-# Usage: scripts/device-check.sh [tests] [sanitize] [python] [bench] [split]
+# Usage: scripts/device-check.sh [tests] [sanitize] [python] [scans] [bench] [split]
+# `scans`: the scan cases under every strategy, then bench/scan_bench.py (RESULTS-scans.md in $OUT).
 # `split` wants two GPUs: the data-driven cases split over 2 ranks on device arrays through NCCL
 # (PyTorch's libnccl unless REDJIT_NCCL_LIB names one; SPLIT_SHARD K/N runs part of them), then
 # python/tests/nccl_interrupt.py and bench/nccl_bench.py under torchrun; NVLink multicast stays off
@@ -76,6 +77,17 @@ if [[ " $what " == *" split "* ]]; then
   (PYTHONPATH="$B/python/pkg" timeout 400 torchrun --nproc_per_node 2 bench/nccl_bench.py ${SPLIT_BENCH_ARGS:-} \
      --out "$OUT/RESULTS-nccl.md" > "$OUT/nccl-bench.log" 2>&1) || rc=1
   tail -25 "$OUT/nccl-bench.log"
+fi
+if [[ " $what " == *" scans "* ]]; then
+  # the scan cases under every strategy (tree: the look-back; sequential: whole rows), then the
+  # scan benchmark with its peers
+  (cd "$B" && ctest -R cases_gen > "$OUT/cases-gen.log" 2>&1 &&
+     ./tests/run_cases --device gpu --strategy all --threads 4 --filter scan tests/data/cases.manifest \
+       > "$OUT/cases-scan.log" 2>&1) || rc=1
+  tail -1 "$OUT/cases-scan.log"; grep -h "^FAIL" "$OUT/cases-scan.log" | head -10
+  (PYTHONPATH="$B/python/pkg" CUPY_ACCELERATORS=cub timeout 400 python3 bench/scan_bench.py \
+     --out "$OUT/RESULTS-scans.md" > "$OUT/scan-bench.log" 2>&1) || rc=1
+  grep -v "^|" "$OUT/scan-bench.log" | tail -12
 fi
 if [[ " $what " == *" bench "* ]] && [ -x bench/run.sh ]; then
   bench/run.sh > "$OUT/bench.log" 2>&1 || rc=1
