@@ -18,7 +18,7 @@
 #define CG_RESERVED 14
 /* the first of rj_prelude.cuh's RJ_PUB, RJ_PUBN and RJ_SEQ */
 #define CG_PUB 10
-#define CG_SCAN_BLOCK 256   /* RJ_BLOCK, which every kernel has */
+#define CG_BLOCK 256   /* threads a block: every kernel's RJ_BLOCK (the runtime's BLOCK) */
 #define CG_MAX_PARAMS 4000
 
 typedef struct cg_layout {
@@ -36,8 +36,7 @@ typedef struct cg_kernel {
     int acc_size;       /* bytes of the generated Acc (workspace partials)  */
     int acc_align;      /* and its alignment                                */
     int scan_items;     /* scan passes: elements a thread takes a tile (RJ_SCAN_ITEMS), */
-    int scan_esize;     /* bytes of an element's state (rj_scan.cuh's RjSA),  */
-    int scan_words;     /* and 64-bit words of a tile's published fold       */
+    int scan_esize;     /* and bytes of an element's state (rj_scan.cuh's RjSA) */
     int ordered;        /* an ordered user operator is in the pass          */
     int arg;            /* argmin and argmax alone (RJ_FOLD_DIRECT)          */
     int ranged;         /* a reduced index has an explicit range            */
@@ -128,6 +127,9 @@ enum { CG_V_FULL, CG_V_LAST, CG_V_ONE };   /* cg_kernel.vec_kind */
 
 /* A scan pass's dynamic shared memory: two tiles of element states. */
 long long cg_scan_smem(const cg_kernel *k);
+/* And its scratch (rj_scan.cuh): the ticket, then the published folds of ntiles
+ * tiles and ngroups groups (none where blocks take whole rows). */
+long long cg_scan_scratch(const cg_kernel *k, long long ntiles, long long ngroups);
 
 /* Generate the source for pass `pi` with tuning `t` (cg_tuning_get() for the
  * process's): a function of the plan and `t` alone, whose RJ_* #defines show

@@ -9,14 +9,13 @@
  * where a key changes a flag after it; elements a thread takes a tile, so that
  * the two tiles a block holds take about 42 KiB (20 4-byte elements, 10 8-byte,
  * 7 12-byte: larger tiles ran faster up to those on the H100, bench/TUNING.md),
- * at least one; its published fold, 32 bits of it a 64-bit word. */
+ * at least one. */
 static void scan_sizes(cg_kernel *k, int reset)
 {
     int a = k->acc_align > 0 ? k->acc_align : 1;
     k->scan_esize = reset ? (k->acc_size + 1 + a - 1) / a * a : k->acc_size;
     int items = 84 / k->scan_esize;
     k->scan_items = items < 1 ? 1 : items > 20 ? 20 : items;
-    k->scan_words = (k->scan_esize + 3) / 4;
 }
 
 long long cg_scan_smem(const cg_kernel *k)
@@ -24,8 +23,14 @@ long long cg_scan_smem(const cg_kernel *k)
     /* rj_scan_run's layout: two tiles' states, per warp 32 * items and one slot of
      * padding every 32 (rj_sx); the warps' totals and the carries of two tiles;
      * two tickets */
-    long long w = CG_SCAN_BLOCK / 32, states = 2 * w * 33 * k->scan_items + 2 * w + 2;
+    long long w = CG_BLOCK / 32, states = 2 * w * 33 * k->scan_items + 2 * w + 2;
     return (states * k->scan_esize + 7) / 8 * 8 + 16;
+}
+
+long long cg_scan_scratch(const cg_kernel *k, long long ntiles, long long ngroups)
+{
+    /* a published fold: 32 bits of the state a 64-bit word (RJ_SCAN_NW) */
+    return 16 + 8 * (ntiles + ngroups) * ((k->scan_esize + 3) / 4);
 }
 
 /* Element t of output o's row: the free indices' offset (the temporaries' first

@@ -103,7 +103,7 @@ struct gpu_dev {
  * workspace's image follow it.  The workspace's layout is in rj_abi.h (RJ_WS_*). */
 #define PINNED_SIZE (64 * 1024)
 
-#define BLOCK 256
+#define BLOCK CG_BLOCK
 
 /* execute's bookkeeping on its stack up to this many bytes (else malloc) */
 #define GPU_SCRATCH 4096

@@ -22,7 +22,7 @@ int gpu_run_scan(run_ctx *r, pass_entry *e, long long nout, long long L, int str
     int rows = strategy == RED_STRATEGY_SEQUENTIAL ? 1
              : strategy == RED_STRATEGY_TREE       ? 0
                                                    : T == 1 || nout >= 4 * grid;
-    size_t bytes = rows ? 16 : (size_t)(16 + 8 * (nt + ng) * e->k.scan_words);
+    size_t bytes = (size_t)cg_scan_scratch(&e->k, rows ? 0 : nt, rows ? 0 : ng);
     long long smem = cg_scan_smem(&e->k);
     if (smem > g->smem_optin)
         return util_diag_set(r->diag, RED_ERR_LIMIT, "scan: its state (%d bytes an element) needs %lld bytes of shared memory a block, the device has %d",

@@ -149,8 +149,8 @@ __device__ __forceinline__ RjSA rj_warp_inclusive(RjSA v)
 
 // The look-back warp, for tile tt of row o (global id tile; the row's tiles T,
 // its groups NG; its aggregate `total`, already published unless it is its
-// group's last): the fold of every element of the row before the tile.  Both levels' folds are asked for at
-// once (one round trip where they are there):
+// group's last): the fold of every element of the row before the tile.  Both
+// levels' folds are asked for at once (one round trip where they are there):
 //   level 1, the group's tiles before this one: lane l reads tile l, a warp
 //   scan at fixed lanes folds them;
 //   level 2, the groups before this one in the row: lane l reads group g-1-l;
@@ -289,12 +289,22 @@ __device__ __forceinline__ void rj_scan_finish(const Params &P, RjSA *sw, const 
     __syncwarp();
 }
 
+// The tile's aggregate from its warps' totals, in warp order: one function for
+// every place that needs it (publisher, look-back, a row's carry), so the bits agree.
+__device__ __forceinline__ RjSA rj_scan_tile_total(const RjSA *swarp)
+{
+    RjSA t;
+    rj_sa_init(t);
+    for (int w = 0; w < RJ_SCAN_WARPS; w++) rj_sa_combine(t, swarp[w]);
+    return t;
+}
+
 // A data warp's RJ_SCAN_WT elements of tile h (h.o, h.cnt, h.wbase set),
 // evaluated striped into its shared copy sw and each lane's run folded there in
-// place; sets h.heads, and leaves in h.exc the warp's inclusive scan of the
-// runs' folds (the lane's own run included).
-__device__ __forceinline__ void rj_scan_fold(const Params &P, RjSA *sw, RjScanHeld &h, const long long *lo,
-                                             const long long *sz, int lane)
+// place; sets h.heads, the warp's total in swarp[warp], and in h.exc the fold of
+// the lane's runs before its own.
+__device__ __forceinline__ void rj_scan_fold(const Params &P, RjSA *sw, RjSA *swarp, RjScanHeld &h, const long long *lo,
+                                             const long long *sz, int warp, int lane)
 {
     rj_flt F;
     rj_flt_init(F);
@@ -328,7 +338,9 @@ __device__ __forceinline__ void rj_scan_fold(const Params &P, RjSA *sw, RjScanHe
         rj_sa_combine(run, e);
         sw[rj_sx(r0 + k)] = run;
     }
-    h.exc = rj_warp_inclusive(run);
+    RjSA inc = rj_warp_inclusive(run);
+    if (lane == 31) swarp[warp] = inc;
+    h.exc = rj_sa_shfl_idx(inc, lane > 0 ? lane - 1 : 0);
 }
 
 // Whole rows a block (RJ_PER nonzero: many rows of few tiles): the data warps
@@ -354,12 +366,10 @@ __device__ __forceinline__ void rj_scan_rows(const Params &P, long long nout, lo
             h.o = o;
             h.cnt = cnt;
             h.wbase = tt * RJ_SCAN_TILE + warp * RJ_SCAN_WT;
-            rj_scan_fold(P, rj_scan_sw(s_x, b, warp), h, lo, sz, lane);
-            if (lane == 31) s_warp[b][warp] = h.exc;
-            h.exc = rj_sa_shfl_idx(h.exc, lane > 0 ? lane - 1 : 0);
+            rj_scan_fold(P, rj_scan_sw(s_x, b, warp), s_warp[b], h, lo, sz, warp, lane);
             rj_bar_sync(1, RJ_BLOCK);
             rj_scan_finish(P, rj_scan_sw(s_x, b, warp), s_warp[b], carry, h, warp, lane);
-            for (int w = 0; w < RJ_SCAN_WARPS; w++) rj_sa_combine(carry, s_warp[b][w]);
+            rj_sa_combine(carry, rj_scan_tile_total(s_warp[b]));
         }
     }
 }
@@ -397,10 +407,7 @@ __device__ __forceinline__ void rj_scan_run(const Params &P)
             const long long tile = s_tile[b];
             if (tile >= ntiles) return;
             const long long o = tile / T, tt = tile - o * T;
-            RjSA total;
-            rj_sa_init(total);
-            for (int w = 0; w < RJ_SCAN_WARPS; w++) rj_sa_combine(total, s_warp[b][w]);
-            RjSA pre = rj_scan_lookback(D, G, tile, o, tt, T, NG, total);
+            RjSA pre = rj_scan_lookback(D, G, tile, o, tt, T, NG, rj_scan_tile_total(s_warp[b]));
             if (lane == 0) s_pre[b] = pre;
             rj_bar_arrive(4 + b, RJ_SCAN_THREADS);
         }
@@ -428,19 +435,10 @@ __device__ __forceinline__ void rj_scan_run(const Params &P)
         h.cnt = out_range(P, h.o, lo, sz);
         h.wbase = tt * RJ_SCAN_TILE + warp * RJ_SCAN_WT;
 
-        rj_scan_fold(P, sw, h, lo, sz, lane);
-        if (lane == 31) s_warp[b][warp] = h.exc;
-        h.exc = rj_sa_shfl_idx(h.exc, lane > 0 ? lane - 1 : 0);
+        rj_scan_fold(P, sw, s_warp[b], h, lo, sz, warp, lane);
         rj_bar_sync(1, RJ_BLOCK);
-        if (tid == 0) {   // the tile's aggregate, published at once (a group's last tile publishes none)
-            const long long p = tt & 31;
-            if (p != 31 && tt != T - 1) {
-                RjSA total;
-                rj_sa_init(total);
-                for (int w = 0; w < RJ_SCAN_WARPS; w++) rj_sa_combine(total, s_warp[b][w]);
-                rj_scan_put(D + tile * RJ_SCAN_NW, total, 1);
-            }
-        }
+        // the tile's aggregate, published at once (a group's last tile publishes none)
+        if (tid == 0 && (tt & 31) != 31 && tt != T - 1) rj_scan_put(D + tile * RJ_SCAN_NW, rj_scan_tile_total(s_warp[b]), 1);
         rj_bar_arrive(2 + b, RJ_SCAN_THREADS);
         if (held.tile >= 0) {
             rj_bar_sync(4 + (b ^ 1), RJ_SCAN_THREADS);
