@@ -535,38 +535,57 @@ static void check_launches(red_ctx *ctx, const launch_case *t, size_t n, const c
  * a map of the results alone under every segment kernel; a thread a row
  * (sequential) runs the softmax's map as a launch of its own. */
 /* Scans (src/gpu/scan.c): rj_scan in blocks of 256 data threads and a look-back
- * warp; whole rows a block (RJ_PER 1) under the sequential strategy, where a row
- * is one tile, or where every block gets several rows; tiles through the
- * look-back (RJ_PER 0) under tree and for a few long rows; a state too large
- * for 48 KiB of shared memory asks for more first (the stand-in refuses it
- * otherwise). */
+ * warp; whole rows a warp (RJ_PER 2) under sequential and where every resident
+ * warp (4 blocks of 8 on each of the stand-in's 132 SMs) gets two rows, in a grid
+ * of a block for every 8 rows where that is fewer than 8 blocks an SM, in
+ * rj_scanw (blocks of 8 warps, no look-back warp); whole
+ * rows a block (RJ_PER 1) under persistent, where a row is one tile, or from
+ * 1.5 rows an SM; tiles through the look-back (RJ_PER 0) under
+ * tree and for a few long rows; a state too large for 48 KiB of shared memory
+ * asks for more first (the stand-in refuses it otherwise). */
 static void test_scan_ways(red_ctx *ctx)
 {
     const int64_t sq[2] = {ROWS, COLS}, rm[2] = {COLS, 1};
     const int64_t lg[2] = {2, 100000}, bc[2] = {0, 0};   /* two long rows, every element the first */
     const int64_t many[2] = {100000, 64}, mbc[2] = {0, 1};   /* many short rows, the same row */
+    const int64_t mid[2] = {4300, 5200};                     /* between: a block's row of two tiles */
+    const int64_t few[2] = {198, 5200}, fewer[2] = {197, 5200};   /* 1.5 rows an SM, and one fewer */
     const char *rows = "cumsum(A[i,j]) over j";
     const struct {
         const int64_t *shape, *strides;
         int strategy;
         long long want_rows;
+        unsigned want_grid;
     } t[] = {
-        {sq, rm, RED_STRATEGY_AUTO, 1},   /* a row is one tile */
-        {sq, rm, RED_STRATEGY_TREE, 0},
-        {lg, bc, RED_STRATEGY_AUTO, 0},   /* long rows: the look-back */
-        {lg, bc, RED_STRATEGY_SEQUENTIAL, 1},
-        {lg, bc, RED_STRATEGY_PERSISTENT, 0},
-        {many, mbc, RED_STRATEGY_SEGMENTED, 1},
-        {many, mbc, RED_STRATEGY_TREE, 0},
+        {sq, rm, RED_STRATEGY_AUTO, 1, ROWS},   /* a row is one tile */
+        {sq, rm, RED_STRATEGY_TREE, 0, ROWS},
+        {sq, rm, RED_STRATEGY_SEQUENTIAL, 2, ROWS / 8},
+        {lg, bc, RED_STRATEGY_AUTO, 0, 40},   /* long rows: the look-back, a block a tile */
+        {lg, bc, RED_STRATEGY_SEQUENTIAL, 2, 1},
+        {lg, bc, RED_STRATEGY_PERSISTENT, 1, 2},
+        {many, mbc, RED_STRATEGY_SEGMENTED, 2, 8 * 132},
+        {many, mbc, RED_STRATEGY_AUTO, 2, 8 * 132},
+        {many, mbc, RED_STRATEGY_PERSISTENT, 1, 8 * 132},
+        {many, mbc, RED_STRATEGY_TREE, 0, 8 * 132},
+        {mid, mbc, RED_STRATEGY_AUTO, 1, 8 * 132},
+        {few, mbc, RED_STRATEGY_AUTO, 1, 198},
+        {fewer, mbc, RED_STRATEGY_AUTO, 0, 197 * 2},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         red_set_option(ctx, RED_OPT_STRATEGY, t[i].strategy);
-        unsigned block = 0;
+        unsigned grid = 0, block = 0;
         const char *k = kernel_for(ctx, rows, 2, t[i].shape, t[i].strides, 0);
-        fc_last_launch(NULL, &block);
-        CHECK(strcmp(k, "rj_scan") == 0 && block == 288 && fc_last_param(RJ_PER) == t[i].want_rows,
-              "scan case %zu: launched %s, %u threads a block, RJ_PER %lld; expected rj_scan, 288, %lld", i, k, block,
-              fc_last_param(RJ_PER), t[i].want_rows);
+        fc_last_launch(&grid, &block);
+        /* rj_scanw: 8 warps of 20 f32 elements a lane and a slot of padding every 32, their totals; 16 bytes of tickets */
+        const int warps = t[i].want_rows == 2;
+        const char *want = warps ? "rj_scanw" : "rj_scan";
+        unsigned want_block = warps ? 256 : 288, want_smem = warps ? (8 * 33 * 20 + 8) * 4 + 16 : fc_last_smem();
+        CHECK(strcmp(k, want) == 0 && block == want_block && fc_last_param(RJ_PER) == t[i].want_rows &&
+                  grid == t[i].want_grid && fc_last_smem() == want_smem,
+              "scan case %zu: launched %s, %u x %u threads, %u bytes of shared memory, RJ_PER %lld; expected %s, %u x %u, "
+              "%u bytes, %lld",
+              i, k, grid, block, fc_last_smem(), fc_last_param(RJ_PER), want, t[i].want_grid, want_block, want_smem,
+              t[i].want_rows);
         /* the rows: the scanned output's; the tiles: 256 threads of 20 f32 elements */
         long long tiles = (t[i].shape[1] + 5119) / 5120;
         CHECK(fc_last_param(RJ_NOUT) == t[i].shape[0] && fc_last_param(RJ_NBLK) == tiles,
@@ -1172,9 +1191,10 @@ static void test_faults(red_ctx *ctx)
                   {GPU_FAULT_MODULE_LOAD, "module load", RED_ERR_DEVICE},
                   {GPU_FAULT_LAUNCH, "launch", RED_ERR_DEVICE}};
     /* each fault on a text not seen before, so that its kernels are loaded
-     * after the fault is armed; the first one's 64 MB result is larger than
-     * any buffer the pool holds, so it must allocate */
-    static const char *const texts[] = {"x[i] * x[j]", "max(abs(x - 2))", "sum(A[i,j] * 3) over i"};
+     * after the fault is armed; the first one's 128 MB result is larger than
+     * any buffer the pool holds (the largest before it: test_scan_ways's 89
+     * MB), so it must allocate */
+    static const char *const texts[] = {"f64(x[i]) * x[j]", "max(abs(x - 2))", "sum(A[i,j] * 3) over i"};
     for (size_t f = 0; f < sizeof faults / sizeof faults[0]; f++) {
         red_cache_info before, after;
         red_cache_stats(ctx, &before);

@@ -18,12 +18,12 @@ static void scan_sizes(cg_kernel *k, int reset)
     k->scan_items = items < 1 ? 1 : items > 20 ? 20 : items;
 }
 
-long long cg_scan_smem(const cg_kernel *k)
+long long cg_scan_smem(const cg_kernel *k, int warps)
 {
     /* rj_scan_run's layout: two tiles' states, per warp 32 * items and one slot of
      * padding every 32 (rj_sx); the warps' totals and the carries of two tiles;
-     * two tickets */
-    long long w = CG_BLOCK / 32, states = 2 * w * 33 * k->scan_items + 2 * w + 2;
+     * two tickets.  rj_scan_warps': one tile's states and the warps' totals. */
+    long long w = CG_BLOCK / 32, states = warps ? w * 33 * k->scan_items + w : 2 * w * 33 * k->scan_items + 2 * w + 2;
     return (states * k->scan_esize + 7) / 8 * 8 + 16;
 }
 

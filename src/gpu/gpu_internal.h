@@ -271,8 +271,8 @@ int gpu_run_full(run_ctx *r, pass_entry *e, long long n, int strategy, int order
 int gpu_count_on_device(run_ctx *r, pass_entry *e, long long nout, long long step, long long *total);
 int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total, int strategy);
 /* A scan pass (scan.c): nout rows of L elements each; RED_STRATEGY_SEQUENTIAL has a
- * block walk whole rows, RED_STRATEGY_TREE sends tiles through the look-back, the
- * others choose from the shape. */
+ * warp walk whole rows (rj_scanw), RED_STRATEGY_PERSISTENT a block, RED_STRATEGY_TREE
+ * sends tiles through the look-back, the others choose from the shape. */
 int gpu_run_scan(run_ctx *r, pass_entry *e, long long nout, long long L, int strategy);
 
 /* blas.c: pass e, a matrix product (cg_kernel.gemm), through cuBLASLt on the run's stream:

@@ -15,19 +15,30 @@ int gpu_run_scan(run_ctx *r, pass_entry *e, long long nout, long long L, int str
     long long T = cdiv(L, tile), nt = nout * T, ng = nout * cdiv(T, 32);
     /* tiles (or rows) are taken from the ticket: a grid of resident blocks walks them all */
     long long grid = 8LL * g->nsm;
-    /* Two ways: a block walks whole rows tile by tile (sequential), or tiles go
-     * to blocks one by one and look back for their carry (tree: the tiles'
-     * folds combined in groups of 32).  Whole rows where every block gets
-     * several (the tail is at most a row a block) or a row is one tile. */
-    int rows = strategy == RED_STRATEGY_SEQUENTIAL ? 1
+    /* Three ways: each warp walks whole rows (sequential; rj_scanw), a block
+     * walks whole rows tile by tile (persistent), or tiles go to blocks one by
+     * one and look back for their carry (tree: the tiles' folds combined in
+     * groups of 32).  Otherwise from the shape (H200, bench/TUNING.md "Scans"):
+     * - a warp a row where every resident warp gets two rows: no barrier, and a
+     *   short row fills a warp's share of a tile, not a block's tile (2^20 rows
+     *   of 256 f32: 1.4 ms against 9.4 a block a row);
+     * - else a block a row where a row is one tile or there are at least 1.5
+     *   rows an SM: the look-back over many rows took twice the time of one
+     *   row's (256 rows of 2^20 f32: 1.05 ms a block a row, 1.49 the look-back);
+     * - else the look-back. */
+    long long warps = (long long)CG_SCANW_MINB * (BLOCK / 32) * g->nsm;
+    int rows = strategy == RED_STRATEGY_SEQUENTIAL  ? 2
+             : strategy == RED_STRATEGY_PERSISTENT ? 1
              : strategy == RED_STRATEGY_TREE       ? 0
-                                                   : T == 1 || nout >= 4 * grid;
+             : nout >= 2 * warps                   ? 2
+                                                   : T == 1 || 2 * nout >= 3LL * g->nsm;
     size_t bytes = (size_t)cg_scan_scratch(&e->k, rows ? 0 : nt, rows ? 0 : ng);
-    long long smem = cg_scan_smem(&e->k);
+    long long smem = cg_scan_smem(&e->k, rows == 2);
     if (smem > g->smem_optin)
         return util_diag_set(r->diag, RED_ERR_LIMIT, "scan: its state (%d bytes an element) needs %lld bytes of shared memory a block, the device has %d",
                              e->k.scan_esize, smem, g->smem_optin);
-    if ((rows ? nout : nt) < grid) grid = rows ? nout : nt;
+    long long work = rows == 2 ? cdiv(nout, BLOCK / 32) : rows ? nout : nt;
+    if (work < grid) grid = work;
     CUdeviceptr s;
     int rc = gpu_run_get(r, bytes, &s, 1);
     if (rc) return rc;
@@ -36,5 +47,6 @@ int gpu_run_scan(run_ctx *r, pass_entry *e, long long nout, long long L, int str
     P[RJ_NOUT] = nout;
     P[RJ_NBLK] = T;
     P[RJ_PER] = rows;
+    if (rows == 2) return gpu_launch_block(r, e, GPU_E_SCANW, grid, (int)smem, BLOCK);
     return gpu_launch_block(r, e, GPU_E_SCAN, grid, (int)smem, BLOCK + 32);
 }

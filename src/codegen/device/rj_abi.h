@@ -12,7 +12,7 @@
 #define RJ_COUNTER  3   // device pointer: unsigned, last-block ticket
 #define RJ_ERR      4   // device pointer: unsigned long long[4] error record
 #define RJ_PER      5   // elements per block (tree, persistent) or per thread;
-                        // scans: nonzero where a block takes whole rows
+                        // scans: 0 the look-back, 1 a block a row, 2 a warp a row
 #define RJ_NBLK     6   // blocks whose partials the final combine reads
 #define RJ_KEYMODE  7   // keyed passes: 0 whole domain, 1 segment per key via offs
 #define RJ_OFFS     8   // device pointer: long long[nkeys + 1] segment starts

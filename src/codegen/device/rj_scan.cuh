@@ -17,7 +17,8 @@
 // fold of the tiles before it, the data warps load and fold the next tile;
 // then they fold the carry into this one's elements and write them striped.
 // Where rows are many (RJ_PER) a block walks whole rows instead, tile by tile,
-// the carry in registers, and nothing is published.
+// the carry in registers, and nothing is published.  rj_scanw, a kernel of its
+// own (its registers are not rj_scan's), has each warp walk whole rows.
 //
 // Deterministic, in two levels of a fixed shape.  Tiles come in groups of 32
 // (a row's tiles 0..31, 32..63, ...).  A tile's fold of the tiles before it in
@@ -370,6 +371,44 @@ __device__ __forceinline__ void rj_scan_rows(const Params &P, long long nout, lo
             rj_bar_sync(1, RJ_BLOCK);
             rj_scan_finish(P, rj_scan_sw(s_x, b, warp), s_warp[b], carry, h, warp, lane);
             rj_sa_combine(carry, rj_scan_tile_total(s_warp[b]));
+        }
+    }
+}
+
+// rj_scanw: whole rows a warp, for rows many enough that every warp gets
+// several.  Each warp takes a row from the ticket and walks it RJ_SCAN_WT
+// elements at a time in its own slots, the carry in registers.  No barrier at
+// all, so the warps of an SM keep their loads in flight independently; a short
+// row fills a warp's share, not a block's tile.
+__device__ __forceinline__ void rj_scan_warps(const Params &P)
+{
+    // all of it dynamic, as cg_scan_smem counts it: a warp's RJ_SCAN_WS slots
+    // apiece, then the warps' totals
+    extern __shared__ __align__(16) unsigned char rj_scan_smem[];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    RjSA *sw = (RjSA *)rj_scan_smem + warp * RJ_SCAN_WS;
+    RjSA *stot = (RjSA *)rj_scan_smem + RJ_SCAN_WARPS * RJ_SCAN_WS + warp;
+    const long long nout = P.v[RJ_NOUT];
+    unsigned long long *ticket = (unsigned long long *)P.v[RJ_PARTIALS];
+    for (;;) {
+        long long o = 0;
+        if (lane == 0) o = (long long)atomicAdd(ticket, 1ull);
+        o = __shfl_sync(0xffffffffu, o, 0);
+        if (o >= nout) return;
+        long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+        const long long cnt = out_range(P, o, lo, sz);
+        RjSA carry;
+        rj_sa_init(carry);
+        for (long long base = 0; base < cnt; base += RJ_SCAN_WT) {
+            RjScanHeld h;
+            h.tile = base;
+            h.o = o;
+            h.cnt = cnt;
+            h.wbase = base;
+            // as warp 0 of a block of one warp: stot[0] is its total
+            rj_scan_fold(P, sw, stot, h, lo, sz, 0, lane);
+            rj_scan_finish(P, sw, stot, carry, h, 0, lane);   // ends with __syncwarp: stot[0] is there
+            rj_sa_combine(carry, stot[0]);
         }
     }
 }
