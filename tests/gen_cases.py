@@ -462,6 +462,13 @@ def layout(values, dt, opts, rng):
     for d in reversed(perm):
         bstride[d] = acc
         acc *= ext[d]
+    if "pitch" in opts:
+        # rows `pitch` elements apart, the gap after each row poison
+        pitch = int(opts["pitch"])
+        if nd != 2 or perm != [0, 1] or steps != [1, 1] or pitch < shape[1]:
+            raise CaseError("pitch= takes a 2-D array with no other layout option, at least a row apart")
+        bstride = [pitch, 1]
+        acc = max(shape[0] - 1, 0) * pitch + shape[1]
     strides = [bstride[d] * steps[d] for d in range(nd)]
     off = pad + sum((ext[d] - 1) * bstride[d] for d in range(nd) if steps[d] < 0)
     total = acc + 2 * pad

@@ -27,6 +27,14 @@ long long cg_scan_smem(const cg_kernel *k, int warps)
     return (states * k->scan_esize + 7) / 8 * 8 + 16;
 }
 
+long long cg_scanv_chunk(const cg_kernel *k)
+{
+    /* rj_scan_warps_v: RJ_SCANV_M stripes of 32 vectors of RJ_VEC elements */
+    if (!k->vec) return 0;
+    int m = k->nvec >= 4 ? 1 : 4 / k->nvec;
+    return 32LL * m * k->vec;
+}
+
 long long cg_scan_scratch(const cg_kernel *k, long long ntiles, long long ngroups)
 {
     /* a published fold: 32 bits of the state a 64-bit word (RJ_SCAN_NW) */
@@ -54,9 +62,48 @@ static void emit_store(gen *g)
     util_buf_puts(o, "}\n");
 }
 
+/* scan_store_v (rj_scan_warps_v): elements t .. t + RJ_VEC - 1 of output o's
+ * row, e[c] element t + c's running fold.  Over one scanned index, a field's
+ * RJ_VEC elements go out as whole 16-byte stores where the index has stride 1
+ * in the result and they sit on 16 bytes, else one store an element; over
+ * several, scan_store an element at a time (argmin and argmax scans take no
+ * 16-byte loads: cg_emit_acc_elem_v). */
+static void emit_store_v(gen *g)
+{
+    const plan_pass *ps = g->ps;
+    util_buf *o = g->o;
+    int vec = g->k->vec, plain = ps->nred == 1;
+    util_buf_puts(o, "__device__ __forceinline__ void scan_store_v(const Params &P, long long o, long long t, const Acc *e)\n{\n");
+    if (!plain) {
+        util_buf_printf(o, "    for (int c = 0; c < %d; c++) scan_store(P, o, t + c, e[c]);\n}\n", vec);
+        return;
+    }
+    int t0 = ps->reds[0].temp[0];
+    int base0 = g->k->lay.temp_base[t0], nd = g->p->temps[t0].ndim;
+    int stride = base0 + 1 + nd + ps->nfree;
+    cg_emit_temp_offset(g, t0, "o");
+    util_buf_printf(o, "    const long long st = P.v[%d];\n    off += t * st;\n", stride);
+    for (int q = 0; q < ps->nreds; q++) {
+        const plan_red *rd = &ps->reds[q];
+        for (int c = 0; c < rd->ncomp; c++) {
+            if (rd->unread >> c & 1u) continue;
+            const char *tn = cg_tname[rd->acc[c]];
+            util_buf_printf(o, "    {\n        %s *p = (%s *)P.v[%d] + off;\n", tn, tn, g->k->lay.temp_base[rd->temp[c]]);
+            util_buf_printf(o, "        if (sizeof(%s) * %d %% 16 == 0 && st == 1 && ((unsigned long long)p & 15) == 0) {\n"
+                               "            rj_vec<%s, %d> w;\n", tn, vec, tn, vec);
+            for (int v = 0; v < vec; v++) util_buf_printf(o, "            w.c[%d] = e[%d].r%d_%d;\n", v, v, q, c);
+            util_buf_printf(o, "            *(rj_vec<%s, %d> *)p = w;\n        } else {\n", tn, vec);
+            for (int v = 0; v < vec; v++) util_buf_printf(o, "            p[%d * st] = e[%d].r%d_%d;\n", v, v, q, c);
+            util_buf_puts(o, "        }\n    }\n");
+        }
+    }
+    util_buf_puts(o, "}\n");
+}
+
 void cg_emit_scan(gen *g)
 {
     scan_sizes(g->k, g->ps->reset != NULL);
     emit_store(g);
+    if (g->k->vec) emit_store_v(g);
     if (g->ps->reset) cg_emit_key_fn(g, "scan_key", g->ps->reset, 1);   /* its rows are outputs too */
 }

@@ -281,11 +281,74 @@ static size_t vec_size(gen *g, const ir *const *loads, int n, int rv)
     return esz;
 }
 
+/* acc_elem_v: vector u's elements folded into `a`, in order, and acc_elem_1,
+ * element t alone, loaded and folded (the domain's last elements past whole
+ * batches of vectors); for a scan, acc_elems_v: each element on its own, e[c]
+ * the fold of element c alone (rj_scan_warps_v). */
+static void emit_elem_v(gen *g, const ir *const *loads, int n, int bc, int vec, int scan)
+{
+    const plan_pass *ps = g->ps;
+    util_buf *o = g->o;
+    if (scan)
+        util_buf_puts(o, "__device__ __forceinline__ void acc_elems_v(Acc *e, const Params &P, const Vld &L, long long o, "
+                         "const long long *lo, long long u)\n{\n    (void)P;\n    (void)o;\n");
+    else
+        util_buf_puts(o, "__device__ __forceinline__ void acc_elem_v(Acc &a, const Params &P, const Vld &L, long long o, "
+                         "const long long *lo, long long u)\n{\n    (void)P;\n    (void)o;\n");
+    for (int c = 0; c < vec; c++) {
+        cg_begin_function(g);
+        util_buf_puts(o, "    {\n");
+        if (scan) util_buf_printf(o, "    Acc &a = e[%d];\n    acc_init(a);\n", c);
+        cg_emit_free_vars(g, "o");
+        /* one reduced index: its value; several: the flat position (for
+         * argmin and argmax), the indices themselves being unused */
+        if (ps->nred == 1)
+            util_buf_printf(o, "    const long long i%d = lo[0] + u * %d + %d;\n    (void)i%d;\n", ps->red[0], vec, c,
+                            ps->red[0]);
+        else
+            util_buf_printf(o, "    const long long t = u * %d + %d;\n    (void)t;\n", vec, c);
+        for (int i = 0; i < n; i++) {
+            g->done[loads[i]->id] = 1;
+            if (g->vkind[i] == CG_V_ONE)
+                util_buf_printf(o, "    const %s v%d = L.s%d;\n", cg_tname[loads[i]->type], loads[i]->id, loads[i]->id);
+            else
+                util_buf_printf(o, "    const %s v%d = L.q%d.c[%d];\n", cg_tname[loads[i]->type], loads[i]->id,
+                                loads[i]->id, c);
+        }
+        cg_emit_fold(g);
+        util_buf_puts(o, "    }\n");
+    }
+    if (scan) {
+        util_buf_puts(o, "}\n");
+        return;
+    }
+    util_buf_puts(o, "}\n__device__ __forceinline__ void acc_elem_1(Acc &a, const Params &P, long long o, "
+                     "const long long *lo, long long t)\n{\n");
+    cg_begin_function(g);
+    emit_vec_bases(g, loads, n);
+    if (ps->nred == 1) util_buf_printf(o, "    const long long i%d = lo[0] + t;\n    (void)i%d;\n", ps->red[0], ps->red[0]);
+    if (bc) emit_bc_decode(g, "t");
+    for (int i = 0; i < n; i++) {
+        char dst[64];
+        g->done[loads[i]->id] = 1;
+        snprintf(dst, sizeof dst, "const %s v%d", cg_tname[loads[i]->type], loads[i]->id);
+        if (g->vkind[i] == CG_V_ONE)
+            emit_bc_load(g, loads[i], dst);
+        else if (g->vkind[i] == CG_V_LAST)
+            util_buf_printf(o, "    %s = b%d[rb%d];\n", dst, loads[i]->id, ps->nred - 1);
+        else
+            util_buf_printf(o, "    %s = b%d[t];\n", dst, loads[i]->id);
+    }
+    cg_emit_fold(g);
+    util_buf_puts(o, "}\n");
+}
+
 /* acc_load_v and acc_elem_v: the elements u*RJ_VEC .. u*RJ_VEC + RJ_VEC-1
  * of output o's domain (flat positions, the last reduced index fastest),
  * from one 16-byte load of each array (acc_load_v), folded into `a` in
- * order (acc_elem_v); acc_elem_1 one element; for rj_run_v.  Emitted only
- * where the pass qualifies (no ordered operator, no ranged reduced index,
+ * order (acc_elem_v); acc_elem_1 one element; for rj_run_v; a scan's
+ * acc_elems_v each element on its own.  Emitted only where the pass
+ * qualifies (no ordered operator but in a scan, no ranged reduced index,
  * loads as vec_loads takes them, all of one size); the runtime takes them
  * only where, in every such array, the reduced dimensions make one
  * contiguous run ending in stride 1, every other dimension has a stride of
@@ -296,7 +359,16 @@ void cg_emit_acc_elem_v(gen *g)
     const plan_pass *ps = g->ps;
     cg_kernel *k = g->k;
     util_buf *o = g->o;
-    if ((k->kind != CG_FULL && k->kind != CG_PARTIAL && k->kind != CG_KEYED) || k->ordered || ps->nred < 1)
+    /* a scan keeps every element on its own (acc_elems_v), in order, so an
+     * ordered operator is no obstacle; a restarting one is not taken, nor a
+     * state over 24 bytes (a lane holds 2 x RJ_VEC of them: the 96-byte state
+     * of twelve fused scans spilled 4.6 KB; a user operator's pair of 8-byte
+     * values and its flag, 8 bytes), nor argmin or argmax (236 bytes spilled,
+     * and their results stored an element at a time) */
+    int scan = k->kind == CG_SCAN, arg = 0;
+    for (int q = 0; q < ps->nreds; q++) arg |= cg_is_arg(ps->reds[q].rop);
+    if ((k->kind != CG_FULL && k->kind != CG_PARTIAL && k->kind != CG_KEYED && !scan) || (k->ordered && !scan) ||
+        ps->nred < 1 || (scan && (ps->reset || k->acc_size > 24 || arg)))
         return;
     if (ps->key && g->tun->kvt < 0) return;
     /* a ranged reduced index: rj_seg1a's candidates only (ranged_vec_pass) */
@@ -392,48 +464,6 @@ void cg_emit_acc_elem_v(gen *g)
         k->rvec = 1;
         return;
     }
-    util_buf_puts(o, "__device__ __forceinline__ void acc_elem_v(Acc &a, const Params &P, const Vld &L, long long o, "
-                     "const long long *lo, long long u)\n{\n    (void)P;\n    (void)o;\n");
-    for (int c = 0; c < vec; c++) {
-        cg_begin_function(g);
-        util_buf_puts(o, "    {\n");
-        cg_emit_free_vars(g, "o");
-        /* one reduced index: its value; several: the flat position (for
-         * argmin and argmax), the indices themselves being unused */
-        if (ps->nred == 1)
-            util_buf_printf(o, "    const long long i%d = lo[0] + u * %d + %d;\n    (void)i%d;\n", ps->red[0], vec, c,
-                            ps->red[0]);
-        else
-            util_buf_printf(o, "    const long long t = u * %d + %d;\n    (void)t;\n", vec, c);
-        for (int i = 0; i < n; i++) {
-            g->done[loads[i]->id] = 1;
-            if (g->vkind[i] == CG_V_ONE)
-                util_buf_printf(o, "    const %s v%d = L.s%d;\n", cg_tname[loads[i]->type], loads[i]->id, loads[i]->id);
-            else
-                util_buf_printf(o, "    const %s v%d = L.q%d.c[%d];\n", cg_tname[loads[i]->type], loads[i]->id,
-                                loads[i]->id, c);
-        }
-        cg_emit_fold(g);
-        util_buf_puts(o, "    }\n");
-    }
-    util_buf_puts(o, "}\n__device__ __forceinline__ void acc_elem_1(Acc &a, const Params &P, long long o, "
-                     "const long long *lo, long long t)\n{\n");
-    cg_begin_function(g);
-    emit_vec_bases(g, loads, n);
-    if (ps->nred == 1) util_buf_printf(o, "    const long long i%d = lo[0] + t;\n    (void)i%d;\n", ps->red[0], ps->red[0]);
-    if (bc) emit_bc_decode(g, "t");
-    for (int i = 0; i < n; i++) {
-        char dst[64];
-        g->done[loads[i]->id] = 1;
-        snprintf(dst, sizeof dst, "const %s v%d", cg_tname[loads[i]->type], loads[i]->id);
-        if (g->vkind[i] == CG_V_ONE)
-            emit_bc_load(g, loads[i], dst);
-        else if (g->vkind[i] == CG_V_LAST)
-            util_buf_printf(o, "    %s = b%d[rb%d];\n", dst, loads[i]->id, ps->nred - 1);
-        else
-            util_buf_printf(o, "    %s = b%d[t];\n", dst, loads[i]->id);
-    }
-    cg_emit_fold(g);
-    util_buf_puts(o, "}\n");
+    emit_elem_v(g, loads, n, bc, vec, scan);
 }
 

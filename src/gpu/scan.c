@@ -15,25 +15,35 @@ int gpu_run_scan(run_ctx *r, pass_entry *e, long long nout, long long L, int str
     long long T = cdiv(L, tile), nt = nout * T, ng = nout * cdiv(T, 32);
     /* tiles (or rows) are taken from the ticket: a grid of resident blocks walks them all */
     long long grid = 8LL * g->nsm;
-    /* Three ways: each warp walks whole rows (sequential; rj_scanw), a block
-     * walks whole rows tile by tile (persistent), or tiles go to blocks one by
-     * one and look back for their carry (tree: the tiles' folds combined in
-     * groups of 32).  Otherwise from the shape (H200, bench/TUNING.md "Scans"):
-     * - a warp a row where every resident warp gets two rows: no barrier, and a
-     *   short row fills a warp's share of a tile, not a block's tile (2^20 rows
-     *   of 256 f32: 1.4 ms against 9.4 a block a row);
+    /* Three ways: each warp walks whole rows (sequential; rj_scanwv in
+     * registers over 16-byte loads where every array allows them, else
+     * rj_scanw through shared memory), a block walks whole rows tile by tile
+     * (persistent), or tiles go to blocks one by one and look back for their
+     * carry (tree: the tiles' folds combined in groups of 32).  Otherwise from
+     * the shape (H200, 2^28 f32, bench/TUNING.md "Scans"):
+     * - a warp a row where every resident warp gets two rows, or over 16-byte
+     *   loads half a row: no barrier, and a short row fills a warp's share of
+     *   a tile, not a block's tile (2^20 rows of 256: 1.4 ms against 9.4 a
+     *   block a row; over 16-byte loads, 4096 rows of 2^16: 0.61 ms against
+     *   0.76, but 1024 rows of 2^18: 0.88 against 0.78); in registers where
+     *   a row fills at least one of rj_scanwv's chunks (rows of 4096: 0.58-0.59
+     *   ms against 0.79; of 512, its chunk: 1.08-1.09 against 1.11; of 256:
+     *   1.65 against 1.38 through shared memory);
      * - else a block a row where a row is one tile or there are at least 1.5
      *   rows an SM: the look-back over many rows took twice the time of one
      *   row's (256 rows of 2^20 f32: 1.05 ms a block a row, 1.49 the look-back);
      * - else the look-back. */
     long long warps = (long long)CG_SCANW_MINB * (BLOCK / 32) * g->nsm;
-    int rows = strategy == RED_STRATEGY_SEQUENTIAL  ? 2
-             : strategy == RED_STRATEGY_PERSISTENT ? 1
-             : strategy == RED_STRATEGY_TREE       ? 0
-             : nout >= 2 * warps                   ? 2
-                                                   : T == 1 || 2 * nout >= 3LL * g->nsm;
+    int vec_ok = gpu_vec_ok(r, e) && L >= cg_scanv_chunk(&e->k);
+    int rows = strategy == RED_STRATEGY_SEQUENTIAL                 ? 2
+             : strategy == RED_STRATEGY_PERSISTENT                ? 1
+             : strategy == RED_STRATEGY_TREE                      ? 0
+             : nout >= 2 * warps || (vec_ok && 2 * nout >= warps) ? 2
+                                                                  : T == 1 || 2 * nout >= 3LL * g->nsm;
     size_t bytes = (size_t)cg_scan_scratch(&e->k, rows ? 0 : nt, rows ? 0 : ng);
-    long long smem = cg_scan_smem(&e->k, rows == 2);
+    /* a warp a row over 16-byte loads (rj_scanwv) where every array allows them */
+    int vec = rows == 2 && vec_ok;
+    long long smem = vec ? 0 : cg_scan_smem(&e->k, rows == 2);
     if (smem > g->smem_optin)
         return util_diag_set(r->diag, RED_ERR_LIMIT, "scan: its state (%d bytes an element) needs %lld bytes of shared memory a block, the device has %d",
                              e->k.scan_esize, smem, g->smem_optin);
@@ -47,6 +57,6 @@ int gpu_run_scan(run_ctx *r, pass_entry *e, long long nout, long long L, int str
     P[RJ_NOUT] = nout;
     P[RJ_NBLK] = T;
     P[RJ_PER] = rows;
-    if (rows == 2) return gpu_launch_block(r, e, GPU_E_SCANW, grid, (int)smem, BLOCK);
+    if (rows == 2) return gpu_launch_block(r, e, vec ? GPU_E_SCANWV : GPU_E_SCANW, grid, (int)smem, BLOCK);
     return gpu_launch_block(r, e, GPU_E_SCAN, grid, (int)smem, BLOCK + 32);
 }

@@ -413,6 +413,109 @@ __device__ __forceinline__ void rj_scan_warps(const Params &P)
     }
 }
 
+#if RJ_VEC
+// rj_scanwv: whole rows a warp, as rj_scanw, where every array the pass loads
+// is read 16 bytes at a time (the runtime's gpu_vec_ok: the scanned index
+// contiguous, each row on 16 bytes).  A lane takes vectors of RJ_VEC
+// consecutive elements, a warp 32 neighbouring vectors a stripe and
+// RJ_SCANV_M stripes a chunk, their loads all issued first; everything is in
+// registers: the lane's elements folded in order, a warp scan of the lanes'
+// folds, the carry of the stripes before.  A row's last elements past whole
+// vectors go a lane each.  No shared memory, no barrier.
+// about four vectors of loads a lane in flight (cg_scanv_chunk counts the same)
+enum { RJ_SCANV_M = RJ_SCANV_NV >= 4 ? 1 : 4 / RJ_SCANV_NV };
+
+// The elements of a stripe that lane `lane` holds (e, each its own fold),
+// given the fold of everything before the stripe (carry): their results into
+// out, and carry moved past the stripe.
+__device__ __forceinline__ void rj_scanv_stripe(Acc *e, Acc *out, RjSA &carry, int lane)
+{
+#pragma unroll
+    for (int c = 1; c < RJ_VEC; c++) {   // the lane's elements folded in place, in order
+        Acc x = e[c - 1];
+        acc_combine(x, e[c]);
+        e[c] = x;
+    }
+    RjSA run;
+    run.a = e[RJ_VEC - 1];
+    const RjSA inc = rj_warp_inclusive(run);
+    const RjSA exc = rj_sa_shfl_idx(inc, lane > 0 ? lane - 1 : 0);
+    const RjSA tot = rj_sa_shfl_idx(inc, 31);
+    RjSA pre = carry;
+    if (lane > 0) rj_sa_combine(pre, exc);
+#pragma unroll
+    for (int c = 0; c < RJ_VEC; c++) {
+        Acc x = pre.a;
+#if RJ_SCAN_EXCL
+        if (c > 0) acc_combine(x, e[c - 1]);
+#else
+        acc_combine(x, e[c]);
+#endif
+        out[c] = x;
+    }
+    rj_sa_combine(carry, tot);
+}
+
+__device__ __forceinline__ void rj_scan_warps_v(const Params &P)
+{
+    const int lane = threadIdx.x & 31;
+    const long long nout = P.v[RJ_NOUT];
+    unsigned long long *ticket = (unsigned long long *)P.v[RJ_PARTIALS];
+    for (;;) {
+        long long o = 0;
+        if (lane == 0) o = (long long)atomicAdd(ticket, 1ull);
+        o = __shfl_sync(0xffffffffu, o, 0);
+        if (o >= nout) return;
+        long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+        const long long cnt = out_range(P, o, lo, sz), nv = cnt / RJ_VEC;
+        RjSA carry;
+        rj_sa_init(carry);
+        for (long long u0 = 0; u0 < nv; u0 += 32 * RJ_SCANV_M) {
+            Vld L[RJ_SCANV_M];
+#pragma unroll
+            for (int m = 0; m < RJ_SCANV_M; m++) {
+                const long long u = u0 + m * 32 + lane;
+                if (u < nv) acc_load_v(L[m], P, o, lo, u);
+            }
+#pragma unroll
+            for (int m = 0; m < RJ_SCANV_M; m++) {
+                if (u0 + m * 32 >= nv) break;   // (the same for every lane)
+                const long long u = u0 + m * 32 + lane;
+                Acc e[RJ_VEC], out[RJ_VEC];
+                if (u < nv) {
+                    acc_elems_v(e, P, L[m], o, lo, u);
+                } else {
+#pragma unroll
+                    for (int c = 0; c < RJ_VEC; c++) acc_init(e[c]);
+                }
+                rj_scanv_stripe(e, out, carry, lane);
+                if (u < nv) scan_store_v(P, o, u * RJ_VEC, out);
+            }
+        }
+        const long long rem = cnt - nv * RJ_VEC;   // fewer than RJ_VEC: a lane each
+        if (rem > 0) {
+            const long long t = nv * RJ_VEC + lane;
+            rj_flt F;
+            rj_flt_init(F);
+            RjSA x;
+            rj_sa_init(x);
+            if (lane < rem) acc_elem(x.a, F, P, o, lo, sz, t);
+            rj_flush(P, F);
+            const RjSA inc = rj_warp_inclusive(x);
+            const RjSA exc = rj_sa_shfl_idx(inc, lane > 0 ? lane - 1 : 0);
+            RjSA v = carry;
+#if RJ_SCAN_EXCL
+            if (lane > 0) rj_sa_combine(v, exc);
+#else
+            (void)exc;
+            rj_sa_combine(v, inc);
+#endif
+            if (lane < rem) scan_store(P, o, t, v.a);
+        }
+    }
+}
+#endif // RJ_VEC
+
 // Two tiles in flight a block: RJ_BLOCK threads of data warps load and fold
 // tile n+1 while the block's last warp looks back for tile n's carry; then they
 // finish tile n.  Named barriers: 1 among the data warps, 2 + b "tile of buffer
