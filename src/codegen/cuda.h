@@ -20,8 +20,7 @@
 #define CG_PUB 10
 #define CG_BLOCK 256   /* threads a block: every kernel's RJ_BLOCK (the runtime's BLOCK) */
 #define CG_SCAN_MINB 4  /* blocks an SM rj_scan is built for (RJ_SCAN_MINB) */
-#define CG_SCANW_MINB 4 /* and rj_scanw, a warp a row (RJ_SCANW_MINB; the runtime counts its warps by it) */
-#define CG_SCANWV_MINB 4 /* and rj_scanwv, the same over 16-byte loads (RJ_SCANWV_MINB) */
+#define CG_SCANW_MINB 4 /* and rj_scanw and rj_scanwv, a warp a row (RJ_SCANW_MINB; the runtime counts their warps by it) */
 #define CG_MAX_PARAMS 4000
 
 typedef struct cg_layout {

@@ -50,10 +50,10 @@ static const struct {
     /* two blocks an SM: one stages while the other folds (at most 128 registers) */
     /* RJ_SCAN_MINB blocks an SM at least: a block waits while its first warp looks back */
     {"rj_scan", "extern \"C\" __global__ void __launch_bounds__(RJ_SCAN_THREADS, RJ_SCAN_MINB) rj_scan(Params P) { rj_scan_run(P); }\n"},
-    /* a warp a row, no look-back warp: RJ_SCANW_MINB blocks an SM */
+    /* a warp a row, no look-back warp: RJ_SCANW_MINB blocks an SM (both) */
     {"rj_scanw", "extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK, RJ_SCANW_MINB) rj_scanw(Params P) { rj_scan_warps(P); }\n"},
     /* the same over 16-byte loads, all in registers (no shared memory) */
-    {"rj_scanwv", "extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK, RJ_SCANWV_MINB) rj_scanwv(Params P) { rj_scan_warps_v(P); }\n"},
+    {"rj_scanwv", "extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK, RJ_SCANW_MINB) rj_scanwv(Params P) { rj_scan_warps_v(P); }\n"},
     {"rj_tile2", "extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK, 2) rj_tile2(Params P) { rj_tile2_run(P); }\n"},
 };
 

@@ -34,7 +34,8 @@ int gpu_run_scan(run_ctx *r, pass_entry *e, long long nout, long long L, int str
      *   row's (256 rows of 2^20 f32: 1.05 ms a block a row, 1.49 the look-back);
      * - else the look-back. */
     long long warps = (long long)CG_SCANW_MINB * (BLOCK / 32) * g->nsm;
-    int vec_ok = gpu_vec_ok(r, e) && L >= cg_scanv_chunk(&e->k);
+    int vec_ok = strategy != RED_STRATEGY_PERSISTENT && strategy != RED_STRATEGY_TREE && gpu_vec_ok(r, e) &&
+                 L >= cg_scanv_chunk(&e->k);   /* (only a warp a row reads it) */
     int rows = strategy == RED_STRATEGY_SEQUENTIAL                 ? 2
              : strategy == RED_STRATEGY_PERSISTENT                ? 1
              : strategy == RED_STRATEGY_TREE                      ? 0

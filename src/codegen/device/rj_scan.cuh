@@ -375,6 +375,14 @@ __device__ __forceinline__ void rj_scan_rows(const Params &P, long long nout, lo
     }
 }
 
+// The next row for the calling warp, from the ticket (lane 0 takes it).
+__device__ __forceinline__ long long rj_scan_warp_ticket(unsigned long long *ticket, int lane)
+{
+    long long o = 0;
+    if (lane == 0) o = (long long)atomicAdd(ticket, 1ull);
+    return __shfl_sync(0xffffffffu, o, 0);
+}
+
 // rj_scanw: whole rows a warp, for rows many enough that every warp gets
 // several.  Each warp takes a row from the ticket and walks it RJ_SCAN_WT
 // elements at a time in its own slots, the carry in registers.  No barrier at
@@ -391,9 +399,7 @@ __device__ __forceinline__ void rj_scan_warps(const Params &P)
     const long long nout = P.v[RJ_NOUT];
     unsigned long long *ticket = (unsigned long long *)P.v[RJ_PARTIALS];
     for (;;) {
-        long long o = 0;
-        if (lane == 0) o = (long long)atomicAdd(ticket, 1ull);
-        o = __shfl_sync(0xffffffffu, o, 0);
+        const long long o = rj_scan_warp_ticket(ticket, lane);
         if (o >= nout) return;
         long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
         const long long cnt = out_range(P, o, lo, sz);
@@ -462,9 +468,7 @@ __device__ __forceinline__ void rj_scan_warps_v(const Params &P)
     const long long nout = P.v[RJ_NOUT];
     unsigned long long *ticket = (unsigned long long *)P.v[RJ_PARTIALS];
     for (;;) {
-        long long o = 0;
-        if (lane == 0) o = (long long)atomicAdd(ticket, 1ull);
-        o = __shfl_sync(0xffffffffu, o, 0);
+        const long long o = rj_scan_warp_ticket(ticket, lane);
         if (o >= nout) return;
         long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
         const long long cnt = out_range(P, o, lo, sz), nv = cnt / RJ_VEC;
