@@ -537,11 +537,12 @@ static void check_launches(red_ctx *ctx, const launch_case *t, size_t n, const c
 /* Scans (src/gpu/scan.c): rj_scan in blocks of 256 data threads and a look-back
  * warp; whole rows a warp (RJ_PER 2) under sequential and where every resident
  * warp (4 blocks of 8 on each of the stand-in's 132 SMs) gets two rows (half a
- * row over 16-byte loads), in a grid of a block for every 8 rows where that is
- * fewer than 8 blocks an SM, in
- * rj_scanwv (blocks of 8 warps, in registers over 16-byte loads) where every
- * row sits on 16 bytes with stride 1 and fills one of its chunks, else rj_scanw (the same through shared
- * memory); whole rows a block (RJ_PER 1) under persistent, where a row is one
+ * row over 16-byte loads): in rj_scanwv (blocks of 8 warps, in registers over
+ * 16-byte loads) where every row sits on 16 bytes with stride 1, whatever its
+ * length, in a grid of what fits at once (the stand-in: 8 blocks an SM) or a
+ * block for every 8 rows where that is fewer, else rj_scanw (the same through
+ * shared memory, rows from a ticket, a grid of 8 blocks an SM or fewer the
+ * same way); whole rows a block (RJ_PER 1) under persistent, where a row is one
  * tile, or from 1.5 rows an SM; tiles through the look-back (RJ_PER 0) under
  * tree and for a few long rows; a state too large for 48 KiB of shared memory
  * asks for more first (the stand-in refuses it otherwise). */
@@ -554,7 +555,7 @@ static void test_scan_ways(red_ctx *ctx)
     const int64_t few[2] = {198, 5200}, fewer[2] = {197, 5200};   /* 1.5 rows an SM, and one fewer */
     const int64_t odd[2] = {60, 65}, orm[2] = {65, 1};              /* rows of 65 f32: off 16 bytes */
     const int64_t s2[2] = {0, 2};                                   /* every other element */
-    const int64_t wide[2] = {3000, 512}, narrow[2] = {3000, 511};   /* rj_scanwv's chunk, and one less */
+    const int64_t wide[2] = {3000, 512}, tiny[2] = {3000, 3};   /* 16-byte loads whatever the length */
     const char *rows = "cumsum(A[i,j]) over j";
     const struct {
         const int64_t *shape, *strides;
@@ -562,29 +563,34 @@ static void test_scan_ways(red_ctx *ctx)
         long long want_rows;
         unsigned want_grid;
         int want_vec;   /* a warp a row over 16-byte loads (rj_scanwv): rows on 16 bytes, stride 1 */
+        int off;        /* the first element's offset in A, in elements */
     } t[] = {
-        {sq, rm, RED_STRATEGY_AUTO, 1, ROWS, 0},   /* a row is one tile */
-        {sq, rm, RED_STRATEGY_TREE, 0, ROWS, 0},
-        {sq, rm, RED_STRATEGY_SEQUENTIAL, 2, ROWS / 8, 0},   /* rows shorter than rj_scanwv's chunk */
-        {lg, bc, RED_STRATEGY_AUTO, 0, 40, 0},   /* long rows: the look-back, a block a tile */
-        {lg, bc, RED_STRATEGY_SEQUENTIAL, 2, 1, 0},   /* stride 0: no 16-byte loads */
-        {lg, bc, RED_STRATEGY_PERSISTENT, 1, 2, 0},
-        {many, mbc, RED_STRATEGY_SEGMENTED, 2, 8 * 132, 0},
-        {wide, mbc, RED_STRATEGY_SEGMENTED, 2, 375, 1},   /* a chunk (32 x 4 vectors of 4) a row: from 2112 rows */
-        {narrow, mbc, RED_STRATEGY_SEGMENTED, 1, 8 * 132, 0},   /* less: from 8448 rows */
-        {many, mbc, RED_STRATEGY_AUTO, 2, 8 * 132, 0},
-        {many, mbc, RED_STRATEGY_PERSISTENT, 1, 8 * 132, 0},
-        {many, mbc, RED_STRATEGY_TREE, 0, 8 * 132, 0},
-        {mid, mbc, RED_STRATEGY_AUTO, 2, (4300 + 7) / 8, 1},   /* 16-byte loads: a warp a row from half a row a warp */
-        {mid, s2, RED_STRATEGY_AUTO, 1, 8 * 132, 0},    /* none: from two rows a warp */
-        {few, mbc, RED_STRATEGY_AUTO, 1, 198, 0},
-        {fewer, mbc, RED_STRATEGY_AUTO, 0, 197 * 2, 0},
-        {odd, orm, RED_STRATEGY_SEQUENTIAL, 2, 8, 0},   /* rows off 16 bytes: rj_scanw */
+        {sq, rm, RED_STRATEGY_AUTO, 1, ROWS, 0, 0},   /* a row is one tile */
+        {sq, rm, RED_STRATEGY_TREE, 0, ROWS, 0, 0},
+        {sq, rm, RED_STRATEGY_SEQUENTIAL, 2, ROWS / 8, 1, 0},
+        {sq, rm, RED_STRATEGY_SEQUENTIAL, 2, ROWS / 8, 0, 1},   /* one element off 16 bytes: rj_scanw */
+        {lg, bc, RED_STRATEGY_AUTO, 0, 40, 0, 0},   /* long rows: the look-back, a block a tile */
+        {lg, bc, RED_STRATEGY_SEQUENTIAL, 2, 1, 0, 0},   /* stride 0: no 16-byte loads */
+        {lg, bc, RED_STRATEGY_PERSISTENT, 1, 2, 0, 0},
+        {many, mbc, RED_STRATEGY_SEGMENTED, 2, 8 * 132, 1, 0},
+        {many, mbc, RED_STRATEGY_SEGMENTED, 2, 8 * 132, 0, 1},
+        {wide, mbc, RED_STRATEGY_SEGMENTED, 2, 375, 1, 0},   /* from 2112 rows */
+        {tiny, mbc, RED_STRATEGY_SEGMENTED, 2, 375, 1, 0},   /* rows shorter than a vector */
+        {wide, mbc, RED_STRATEGY_SEGMENTED, 1, 8 * 132, 0, 1},   /* none: from 8448 rows */
+        {many, mbc, RED_STRATEGY_AUTO, 2, 8 * 132, 1, 0},
+        {many, mbc, RED_STRATEGY_AUTO, 2, 8 * 132, 0, 1},
+        {many, mbc, RED_STRATEGY_PERSISTENT, 1, 8 * 132, 0, 0},
+        {many, mbc, RED_STRATEGY_TREE, 0, 8 * 132, 0, 0},
+        {mid, mbc, RED_STRATEGY_AUTO, 2, (4300 + 7) / 8, 1, 0},   /* 16-byte loads: a warp a row from half a row a warp */
+        {mid, s2, RED_STRATEGY_AUTO, 1, 8 * 132, 0, 0},    /* none: from two rows a warp */
+        {few, mbc, RED_STRATEGY_AUTO, 1, 198, 0, 0},
+        {fewer, mbc, RED_STRATEGY_AUTO, 0, 197 * 2, 0, 0},
+        {odd, orm, RED_STRATEGY_SEQUENTIAL, 2, 8, 0, 0},   /* rows off 16 bytes: rj_scanw */
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         red_set_option(ctx, RED_OPT_STRATEGY, t[i].strategy);
         unsigned grid = 0, block = 0;
-        const char *k = kernel_for(ctx, rows, 2, t[i].shape, t[i].strides, 0);
+        const char *k = kernel_for(ctx, rows, 2, t[i].shape, t[i].strides, t[i].off);
         fc_last_launch(&grid, &block);
         /* rj_scanw: 8 warps of 20 f32 elements a lane and a slot of padding every 32, their totals; 16 bytes of tickets */
         const int warps = t[i].want_rows == 2;

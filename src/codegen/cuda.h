@@ -130,9 +130,6 @@ enum { CG_V_FULL, CG_V_LAST, CG_V_ONE };   /* cg_kernel.vec_kind */
 /* A scan pass's dynamic shared memory: rj_scan's two tiles of element states,
  * or (warps nonzero) rj_scanw's one share of a tile a warp. */
 long long cg_scan_smem(const cg_kernel *k, int warps);
-/* The elements rj_scanwv takes a warp at a time (its chunk: RJ_SCANV_M stripes of
- * 32 vectors), 0 where the pass has no 16-byte loads. */
-long long cg_scanv_chunk(const cg_kernel *k);
 /* And its scratch (rj_scan.cuh): the ticket, then the published folds of ntiles
  * tiles and ngroups groups (none where blocks take whole rows). */
 long long cg_scan_scratch(const cg_kernel *k, long long ntiles, long long ngroups);

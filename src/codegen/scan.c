@@ -27,14 +27,6 @@ long long cg_scan_smem(const cg_kernel *k, int warps)
     return (states * k->scan_esize + 7) / 8 * 8 + 16;
 }
 
-long long cg_scanv_chunk(const cg_kernel *k)
-{
-    /* rj_scan_warps_v: RJ_SCANV_M stripes of 32 vectors of RJ_VEC elements */
-    if (!k->vec) return 0;
-    int m = k->nvec >= 4 ? 1 : 4 / k->nvec;
-    return 32LL * m * k->vec;
-}
-
 long long cg_scan_scratch(const cg_kernel *k, long long ntiles, long long ngroups)
 {
     /* a published fold: 32 bits of the state a 64-bit word (RJ_SCAN_NW) */

@@ -9,6 +9,7 @@ int gpu_run_scan(run_ctx *r, pass_entry *e, long long nout, long long L, int str
 {
     gpu_dev *g = r->g;
     long long *P = r->params;
+    int rc;
     r->pub_words = 0;   /* the results come back the plain way */
     if (nout <= 0 || L <= 0) return 0;
     long long tile = (long long)BLOCK * e->k.scan_items;
@@ -23,19 +24,17 @@ int gpu_run_scan(run_ctx *r, pass_entry *e, long long nout, long long L, int str
      * the shape (H200, 2^28 f32, bench/TUNING.md "Scans"):
      * - a warp a row where every resident warp gets two rows, or over 16-byte
      *   loads half a row: no barrier, and a short row fills a warp's share of
-     *   a tile, not a block's tile (2^20 rows of 256: 1.4 ms against 9.4 a
-     *   block a row; over 16-byte loads, 4096 rows of 2^16: 0.61 ms against
-     *   0.76, but 1024 rows of 2^18: 0.88 against 0.78); in registers where
-     *   a row fills at least one of rj_scanwv's chunks (rows of 4096: 0.58-0.59
-     *   ms against 0.79; of 512, its chunk: 1.08-1.09 against 1.11; of 256:
-     *   1.65 against 1.38 through shared memory);
+     *   a tile, not a block's tile (2^20 rows of 256: 1.4 ms through shared
+     *   memory, 0.56 in registers, 9.4 a block a row; in registers, 4096 rows
+     *   of 2^16: 0.61 ms against 0.76, but 1024 rows of 2^18: 0.88 against
+     *   0.78); in registers at every row length (rows of 4096: 0.57-0.59 ms
+     *   against 0.79 through shared memory; of 64: 1.05 against 4.9);
      * - else a block a row where a row is one tile or there are at least 1.5
      *   rows an SM: the look-back over many rows took twice the time of one
      *   row's (256 rows of 2^20 f32: 1.05 ms a block a row, 1.49 the look-back);
      * - else the look-back. */
     long long warps = (long long)CG_SCANW_MINB * (BLOCK / 32) * g->nsm;
-    int vec_ok = strategy != RED_STRATEGY_PERSISTENT && strategy != RED_STRATEGY_TREE && gpu_vec_ok(r, e) &&
-                 L >= cg_scanv_chunk(&e->k);   /* (only a warp a row reads it) */
+    int vec_ok = strategy != RED_STRATEGY_PERSISTENT && strategy != RED_STRATEGY_TREE && gpu_vec_ok(r, e);
     int rows = strategy == RED_STRATEGY_SEQUENTIAL                 ? 2
              : strategy == RED_STRATEGY_PERSISTENT                ? 1
              : strategy == RED_STRATEGY_TREE                      ? 0
@@ -48,11 +47,14 @@ int gpu_run_scan(run_ctx *r, pass_entry *e, long long nout, long long L, int str
     if (smem > g->smem_optin)
         return util_diag_set(r->diag, RED_ERR_LIMIT, "scan: its state (%d bytes an element) needs %lld bytes of shared memory a block, the device has %d",
                              e->k.scan_esize, smem, g->smem_optin);
+    /* rj_scanwv deals rows to warps by their place in the grid, so its grid is
+     * what fits on the device at once (a second wave would idle the first's
+     * SMs); the others take rows or tiles from a ticket */
+    if (vec && (rc = gpu_occupancy_grid(r, e, GPU_E_SCANWV, &grid))) return rc;
     long long work = rows == 2 ? cdiv(nout, BLOCK / 32) : rows ? nout : nt;
     if (work < grid) grid = work;
     CUdeviceptr s;
-    int rc = gpu_run_get(r, bytes, &s, 1);
-    if (rc) return rc;
+    if ((rc = gpu_run_get(r, bytes, &s, 1))) return rc;
     if (g->cu.MemsetD8Async(s, 0, bytes, r->s)) return util_diag_set(r->diag, RED_ERR_DEVICE, "cuMemsetD8Async failed");
     P[RJ_PARTIALS] = (long long)s;
     P[RJ_NOUT] = nout;

@@ -427,8 +427,11 @@ __device__ __forceinline__ void rj_scan_warps(const Params &P)
 // RJ_SCANV_M stripes a chunk, their loads all issued first; everything is in
 // registers: the lane's elements folded in order, a warp scan of the lanes'
 // folds, the carry of the stripes before.  A row's last elements past whole
-// vectors go a lane each.  No shared memory, no barrier.
-// about four vectors of loads a lane in flight (cg_scanv_chunk counts the same)
+// vectors go a lane each.  No shared memory, no barrier.  Warp w of the grid's
+// W takes rows w, w + W, ...: the runtime's grid is what fits on the device at
+// once, and short rows are not held back by a ticket (one atomic on one word
+// a row; 2^20 rows of 256 f32 took 1.39 ms with it, 0.56 without).
+// about four vectors of loads a lane in flight
 enum { RJ_SCANV_M = RJ_SCANV_NV >= 4 ? 1 : 4 / RJ_SCANV_NV };
 
 // The elements of a stripe that lane `lane` holds (e, each its own fold),
@@ -465,11 +468,8 @@ __device__ __forceinline__ void rj_scanv_stripe(Acc *e, Acc *out, RjSA &carry, i
 __device__ __forceinline__ void rj_scan_warps_v(const Params &P)
 {
     const int lane = threadIdx.x & 31;
-    const long long nout = P.v[RJ_NOUT];
-    unsigned long long *ticket = (unsigned long long *)P.v[RJ_PARTIALS];
-    for (;;) {
-        const long long o = rj_scan_warp_ticket(ticket, lane);
-        if (o >= nout) return;
+    const long long nout = P.v[RJ_NOUT], step = (long long)gridDim.x * RJ_SCAN_WARPS;
+    for (long long o = (long long)blockIdx.x * RJ_SCAN_WARPS + (threadIdx.x >> 5); o < nout; o += step) {
         long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
         const long long cnt = out_range(P, o, lo, sz), nv = cnt / RJ_VEC;
         RjSA carry;
