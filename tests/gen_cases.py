@@ -237,6 +237,22 @@ def segscan(vals, keys, fn, axis=-1):
     return np.moveaxis(out, -1, axis)
 
 
+def rangescan(ptr, vals, fn):
+    """A scan over CSR rows: fn (e.g. np.cumsum) of each row's vals[ptr[r]:ptr[r+1]],
+    each at its range of the result (the ranges tile 0..len(vals))."""
+    ptr, vals = np.asarray(ptr).astype(np.int64), np.asarray(vals)
+    out = None
+    for r in range(len(ptr) - 1):
+        lo, hi = int(ptr[r]), int(ptr[r + 1])
+        if hi == lo:
+            continue
+        part = np.asarray(fn(vals[lo:hi]))
+        if out is None:
+            out = np.zeros(len(vals), part.dtype)
+        out[lo:hi] = part
+    return out if out is not None else np.asarray(fn(vals[:0]))
+
+
 def scanloop(fn, seq, init=None):
     """The inclusive scan of a Python two-argument function over seq."""
     out, acc = [], init
@@ -256,7 +272,7 @@ def pmag(*xs):
 
 HELPERS = dict(np=np, math=math, f64=f64, cdiv=cdiv, crem=crem, sat=sat,
                round_away=round_away, shl=shl, shr=shr, fold=fold, keyed=keyed,
-               segs=segs, segscan=segscan, scanloop=scanloop, rne_bf16=rne_bf16, pmag=pmag,
+               segs=segs, segscan=segscan, rangescan=rangescan, scanloop=scanloop, rne_bf16=rne_bf16, pmag=pmag,
                i32=np.int32, i64=np.int64, u32=np.uint32, u64=np.uint64)
 
 

@@ -100,12 +100,18 @@ int ck_add_constraint(ck *c, int var, int buf, int dim, int64_t off, util_pos po
     return copy_constraint(c, var, &k);
 }
 
-int ck_take_constraints(ck *c, int to, int from)
+int ck_share_constraints(ck *c, int to, int from)
 {
-    if (to == from || c->p->vars[from].lo) return 0;   /* a range's extent is its own */
+    if (to == from) return 0;
     for (int q = 0; q < c->p->vars[from].nconstraints; q++)
         TRY(copy_constraint(c, to, &c->p->vars[from].constraints[q]));
     return 0;
+}
+
+int ck_take_constraints(ck *c, int to, int from)
+{
+    if (c->p->vars[from].lo) return 0;   /* a range's extent is its own */
+    return ck_share_constraints(c, to, from);
 }
 
 int ck_new_temp(ck *c, int type, int ndim, const int *dims)

@@ -122,6 +122,8 @@ int ck_add_constraint(ck *c, int var, int buf, int dim, int64_t off, util_pos po
 /* index `to` takes on every shape check of index `from` (a merged pass's
  * indices; nothing for the same index or a ranged one) */
 int ck_take_constraints(ck *c, int to, int from);
+/* The same from any index, ranged ones too (a ranged scan's result index). */
+int ck_share_constraints(ck *c, int to, int from);
 int ck_new_temp(ck *c, int type, int ndim, const int *dims);
 
 /* ---- lowering: the dispatcher and the depth of the IR (check.c) ------------- */

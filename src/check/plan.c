@@ -336,6 +336,32 @@ static int plain_load(const ir *x, int ct, int n)
     return 1;
 }
 
+/* x as `v + c` (c >= 0 or not) over index v: v's id, or -1. */
+static int index_plus(const ir *x, int64_t *c)
+{
+    *c = 0;
+    if (x->kind == IR_OP && x->op == OP_ADD && x->args[1]->kind == IR_CONST && x->args[0]->kind == IR_INDEX) {
+        *c = x->args[1]->c.i;
+        x = x->args[0];
+    }
+    return x->kind == IR_INDEX ? x->slot : -1;
+}
+
+int plan_csr_bounds(const ir *lo, const ir *hi, int r)
+{
+    for (; lo->kind == IR_CAST || hi->kind == IR_CAST; lo = lo->args[0], hi = hi->args[0])
+        if (lo->kind != hi->kind || lo->type != hi->type) return 0;
+    if (lo->kind != IR_LOAD || hi->kind != IR_LOAD || lo->slot < 0 || lo->slot != hi->slot || lo->nargs != 1) return 0;
+    int64_t ca, cb;
+    int a = index_plus(lo->args[0], &ca), b = index_plus(hi->args[0], &cb);
+    return a >= 0 && a == r && b == a && cb == ca + 1;
+}
+
+int plan_scan_ranged(const plan *p, const plan_pass *ps)
+{
+    return ps->scan && ps->nred == 1 && p->vars[ps->red[0]].lo != NULL;
+}
+
 int plan_find_product(const plan *p, const plan_pass *ps, plan_product *out)
 {
     int nf = ps->nfree;

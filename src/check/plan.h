@@ -251,6 +251,18 @@ typedef struct plan_product {
 } plan_product;
 int plan_find_product(const plan *p, const plan_pass *ps, plan_product *out);
 
+/* Whether lo and hi are the same conversions of loads of one 1-D bound array at
+ * `r + c` and `r + c + 1` (index r): range r ends where range r + 1 begins (CSR
+ * offsets, `ptr[r]..ptr[r+1]`). */
+int plan_csr_bounds(const ir *lo, const ir *hi, int r);
+
+/* A scan over ranged rows (`cumsum(v[k]) over k in ptr[r]..ptr[r+1]`): one
+ * free index r, one scanned index k over CSR bounds in r.  Its temporaries
+ * are indexed by k alone (k's extent: the arrays k subscripts), each row's
+ * results written at its own range, and the ranges must tile 0..K in order;
+ * r is the pass's output, not an index of the result. */
+int plan_scan_ranged(const plan *p, const plan_pass *ps);
+
 /* Readable description (red_explain): passes, domains, maps, operators. */
 void plan_explain(util_buf *out, const plan *p);
 void ir_print(util_buf *out, const plan *p, const ir *x);

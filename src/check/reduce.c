@@ -298,7 +298,10 @@ int ck_add_reduction(ck *c, int pass, const plan_red *rd, int ncomp_out, int *te
         nd = 1;
         dims[0] = ps->key_var;
     }
-    if (ps->scan) {   /* a scan's result has an element per element walked */
+    if (plan_scan_ranged(p, ps)) {   /* indexed by k alone: the ranges tile it */
+        nd = 1;
+        dims[0] = ps->red[0];
+    } else if (ps->scan) {   /* a scan's result has an element per element walked */
         memcpy(dims + nd, ps->red, ps->nred * sizeof *dims);
         nd += ps->nred;
     }
@@ -542,12 +545,24 @@ static int split_domain(ck *c, const ast_node *n, const scope *rs, const plan_re
         /* its result has the free indices and the scanned ones */
         if (nfree + nred > RED_MAX_DIMS)
             return ck_err_at(c, n->pos, RED_ERR_LIMIT, "a result with more than %d dimensions", RED_MAX_DIMS);
-        for (int k = 0; k < nred; k++)
-            if (p->vars[red[k]].lo)
-                return ck_err_at(c, p->vars[red[k]].pos, RED_ERR_SHAPE,
-                                 "a scan over a ranged index ('%s') is not supported; scan the whole index "
-                                 "by a key that tells the segments apart (cumsum(v[k]) by row[k])",
-                                 p->vars[red[k]].name);
+        for (int k = 0; k < nred; k++) {
+            const plan_var *pv = &p->vars[red[k]];
+            if (!pv->lo) continue;
+            /* rows that follow each other, each scanned into its own range of
+             * a result indexed by k (plan_scan_ranged) */
+            if (nred != 1 || nfree != 1 || key || !plan_csr_bounds(pv->lo, pv->hi, fr[0]))
+                return ck_err_at(c, pv->pos, RED_ERR_SHAPE,
+                                 "a scan over the ranged index '%s' needs ranges that follow each other, "
+                                 "one a row: 'over %s in ptr[r]..ptr[r+1]', '%s' the only index scanned and "
+                                 "'r' the only other index (or scan the whole index by a key: "
+                                 "cumsum(v[k]) by row[k])",
+                                 pv->name, pv->name, pv->name);
+            if (!pv->nconstraints)
+                return ck_err_at(c, pv->pos, RED_ERR_SHAPE,
+                                 "a scan over the ranged index '%s' takes its result's length from the "
+                                 "arrays '%s' subscripts, and none does",
+                                 pv->name, pv->name);
+        }
     }
     /* range bounds may use free indices only (checked when lowered) */
     if (key && nfree && !scan)
@@ -623,9 +638,10 @@ static int read_result(ck *c, const ast_node *n, int pass, plan_red *rd, int nre
     const int *at = ps->key ? &ps->key_var : ps->free;
     int scan_idx[2 * RED_MAX_DIMS];
     if (scan_at) {   /* a scan's result: at its free indices and where the text reads its scanned ones */
-        memcpy(scan_idx, ps->free, ps->nfree * sizeof *scan_idx);
-        memcpy(scan_idx + ps->nfree, scan_at, nred * sizeof *scan_idx);
-        dims = ps->nfree + nred;
+        int nf = plan_scan_ranged(p, ps) ? 0 : ps->nfree;   /* over ranged rows: k alone */
+        memcpy(scan_idx, ps->free, nf * sizeof *scan_idx);
+        memcpy(scan_idx + nf, scan_at, nred * sizeof *scan_idx);
+        dims = nf + nred;
         at = scan_idx;
     }
     val r = {.n = nres, .tuple = nres > 1};
@@ -833,6 +849,17 @@ static int scan_targets(ck *c, scope *s, const ast_node *n, const scope *rs, int
         if (w < 0) {
             w = ck_find_var(s, p, p->vars[v].name);
             if (w >= 0) TRY(ck_take_constraints(c, w, v));
+        }
+        if (w < 0 && p->vars[v].lo) {
+            /* a ranged index's rows tile the result: around the scan it is a
+             * plain index over the arrays' length (ck_take_constraints takes
+             * none from a ranged one) */
+            const plan_var *pv = &p->vars[v];
+            w = ck_new_var(c, pv->name, pv->pos);
+            if (w == -2) return ck_nomem(c);
+            if (w < 0) return ck_err_at(c, n->pos, RED_ERR_LIMIT, "too many index variables");
+            TRY(ck_share_constraints(c, w, v));
+            TRY(ck_scope_add(c, home, w, p->vars[w].pos));
         }
         if (w < 0) {
             w = v;

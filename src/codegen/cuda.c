@@ -109,9 +109,9 @@ int cg_generate(const plan *p, int pi, const cg_tuning *t, util_arena *a, cg_ker
          * H100 (bench/TUNING.md, "Scans") */
         util_buf_printf(o, "#define RJ_SCAN 1\n#define RJ_SCAN_ITEMS %d\n#define RJ_SCAN_RESET %d\n#define RJ_SCAN_EXCL %d\n"
                            "#define RJ_SCAN_MINB %d\n#define RJ_SCANW_MINB %d\n#define RJ_SCAN_ESIZE %d\n"
-                           "#define RJ_VEC %d\n#define RJ_SCANV_NV %d\n",
+                           "#define RJ_VEC %d\n#define RJ_SCANV_NV %d\n#define RJ_SCAN_RANGED %d\n",
                         out->scan_items, ps->reset != NULL, ps->scan == 2, CG_SCAN_MINB, CG_SCANW_MINB,
-                        out->scan_esize, out->vec, out->nvec);
+                        out->scan_esize, out->vec, out->nvec, plan_scan_ranged(p, ps));
         for (const cg_device_file *f = cg_strategy_files; f->name; f++)
             if (strcmp(f->name, "rj_scan.cuh") == 0) util_buf_puts(o, f->text);
         util_buf_puts(o, "#define RJ_ENTRY extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK)\n");

@@ -4,6 +4,7 @@
  * partial pass's ranged subscripts checked here once an output.
  */
 #include "gen.h"
+#include "core/extents.h"
 
 #include <string.h>
 
@@ -33,21 +34,26 @@ static void emit_range_checks(gen *g, const ir *x)
     }
 }
 
-/* Whether lo and hi are the same conversions of loads of one 1-D array at
- * `r + c` and `r + c + 1`, r the pass's free index: row o's range ends where
- * row o + 1's begins (CSR offsets, `ptr[r]..ptr[r+1]`). */
-static int csr_bounds(const gen *g, const ir *lo, const ir *hi)
+/* A scan over ranged rows (plan_scan_ranged) writes row o's results at its
+ * range: the rows must tile the result's 0..K in order (core_scan_tile_error's
+ * rules, in its order), and a row that breaks them writes nothing, so that no
+ * row writes outside the result.  A fault's node word is the pass and the
+ * rule (<< 16), its dimension word the row. */
+static void emit_tiling_check(gen *g)
 {
-    for (; lo->kind == IR_CAST || hi->kind == IR_CAST; lo = lo->args[0], hi = hi->args[0])
-        if (lo->kind != hi->kind || lo->type != hi->type) return 0;
-    if (lo->kind != IR_LOAD || hi->kind != IR_LOAD || lo->slot < 0 || lo->slot != hi->slot || lo->nargs != 1) return 0;
-    int64_t ca, cb;
-    const ir *ia = cg_index_plus_const(lo->args[0], &ca), *ib = cg_index_plus_const(hi->args[0], &cb);
-    return ia && ib && ia->slot == g->ps->free[0] && ib->slot == ia->slot && cb == ca + 1;
+    int base = g->k->lay.temp_base[g->ps->reds[0].temp[0]];
+    util_buf_printf(g->o,
+                    "      { const long long K = P.v[%d], last = P.v[RJ_NOUT] - 1, e = lo[0] + sz[0]; int bad = -1; long long val = 0;\n"
+                    "        if (o == 0 && lo[0] != 0) { bad = %d; val = lo[0]; }\n"
+                    "        else if (o < last && h < lo[0]) { bad = %d; val = h; }\n"
+                    "        else if (o == last && e != K) { bad = %d; val = e; }\n"
+                    "        else if (lo[0] < 0 || e > K) { bad = %d; val = e; }\n"
+                    "        if (bad >= 0) { rj_fault(P, %d, %d | (unsigned long long)bad << 16, (unsigned long long)o, val); sz[0] = 0; } }\n",
+                    base + 1, CORE_TILE_START, CORE_TILE_BACK, CORE_TILE_END, CORE_TILE_END, RED_ERR_SHAPE, g->pi);
 }
 
 /* A candidate for rj_segm (rj_segment.cuh, the merge path over CSR rows): one
- * output index r, one reduced index over `ptr[r]..ptr[r+1]` (csr_bounds),
+ * output index r, one reduced index over `ptr[r]..ptr[r+1]` (plan_csr_bounds),
  * no keys, an element code that does not read r (rj_segm evaluates elements
  * before it knows their rows), no epilogue, and an accumulator small enough
  * for a tile of them in shared memory.  The runtime checks that the offsets
@@ -57,7 +63,7 @@ static int merge_pass(const gen *g)
     const plan_pass *ps = g->ps;
     if (g->k->kind != CG_PARTIAL || ps->nfree != 1 || ps->nred != 1 || ps->key || g->k->acc_size > 64) return 0;
     const plan_var *pv = &g->p->vars[ps->red[0]];
-    return pv->lo && csr_bounds(g, pv->lo, pv->hi) && !cg_fold_reads_free(ps);
+    return pv->lo && plan_csr_bounds(pv->lo, pv->hi, ps->free[0]) && !cg_fold_reads_free(ps);
 }
 
 /* out_range: the domain of output o; lo[d], sz[d] per reduced index, and for
@@ -91,10 +97,12 @@ void cg_emit_out_range(gen *g)
             /* an extent past 2^40 (a stray bound) is a fault, reported
              * like an index error, rather than a loop for days */
             util_buf_printf(o, "; sz[%d] = h > lo[%d] ? (long long)((unsigned long long)h - (unsigned long long)lo[%d]) : 0; "
-                               "if ((unsigned long long)sz[%d] > (1ull << 40)) { rj_fault(P, %d, %d, %d, h); sz[%d] = 0; }%s }\n",
+                               "if ((unsigned long long)sz[%d] > (1ull << 40)) { rj_fault(P, %d, %d, %d, h); sz[%d] = 0; }%s\n",
                             d, d, d, d, RED_ERR_LIMIT, g->pi, d, d,
                             /* rj_segm's test of the offsets: the raw end */
                             g->k->merge ? " sz[RJ_NRED] = h;" : "");
+            if (plan_scan_ranged(p, ps)) emit_tiling_check(g);
+            util_buf_puts(o, "    }\n");
         } else {
             util_buf_printf(o, "    lo[%d] = P.v[%d]; sz[%d] = P.v[%d];\n", d, g->k->lay.var_lo[ps->red[d]], d,
                             g->k->lay.var_sz[ps->red[d]]);

@@ -42,6 +42,14 @@ static void emit_store(gen *g)
     int t0 = ps->reds[0].temp[0];
     int base = g->k->lay.temp_base[t0], nd = g->p->temps[t0].ndim;
     util_buf_puts(o, "__device__ __forceinline__ void scan_store(const Params &P, long long o, long long t, const Acc &a)\n{\n");
+    if (plan_scan_ranged(g->p, ps)) {
+        /* over ranged rows t is the element's place in the result (the
+         * kernels add the row's start), which is indexed by k alone */
+        util_buf_printf(o, "    (void)o;\n    long long off = t * P.v[%d];\n", base + 2);
+        cg_emit_acc_stores(g);
+        util_buf_puts(o, "}\n");
+        return;
+    }
     cg_emit_temp_offset(g, t0, "o");
     util_buf_puts(o, "    { long long r = t;\n");
     for (int d = ps->nred - 1; d >= 0; d--) {

@@ -364,11 +364,12 @@ void cg_emit_acc_elem_v(gen *g)
      * state over 24 bytes (a lane holds 2 x RJ_VEC of them: the 96-byte state
      * of twelve fused scans spilled 4.6 KB; a user operator's pair of 8-byte
      * values and its flag, 8 bytes), nor argmin or argmax (236 bytes spilled,
-     * and their results stored an element at a time) */
+     * and their results stored an element at a time), nor ranged rows (their
+     * starts anywhere) */
     int scan = k->kind == CG_SCAN, arg = 0;
     for (int q = 0; q < ps->nreds; q++) arg |= cg_is_arg(ps->reds[q].rop);
     if ((k->kind != CG_FULL && k->kind != CG_PARTIAL && k->kind != CG_KEYED && !scan) || (k->ordered && !scan) ||
-        ps->nred < 1 || (scan && (ps->reset || k->acc_size > 24 || arg)))
+        ps->nred < 1 || (scan && (ps->reset || k->acc_size > 24 || arg || plan_scan_ranged(g->p, ps))))
         return;
     if (ps->key && g->tun->kvt < 0) return;
     /* a ranged reduced index: rj_seg1a's candidates only (ranged_vec_pass) */

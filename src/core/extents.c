@@ -4,6 +4,8 @@
  */
 #include "core/extents.h"
 
+#include <stdio.h>
+
 #include <string.h>
 
 static int ext_mul_ok(int64_t a, int64_t b, int64_t *r) { return !__builtin_mul_overflow(a, b, r); }
@@ -140,6 +142,15 @@ int core_resolve_pass(const plan *p, int pass, const core_buf *bufs, const core_
         if (rc) return rc;
         if (ranged) {
             dom->ranged = 1;
+            if (plan_scan_ranged(p, ps)) {
+                /* its result: k over the arrays' length, which the rows tile */
+                int64_t K;
+                rc = core_infer_extent(p, var, bufs, &K, diag);
+                if (rc) return rc;
+                v->lo[var] = 0;
+                v->hi[var] = K;
+                v->done[var] = 1;
+            }
             continue;
         }
         if (!ext_mul_ok(dom->L, dom->rsz[d], &dom->L))
@@ -152,6 +163,8 @@ int core_resolve_pass(const plan *p, int pass, const core_buf *bufs, const core_
     }
     if (!ext_mul_ok(dom->nout, dom->L, &dom->N))
         return util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large (more than 2^63 elements)");
+    if (plan_scan_ranged(p, ps) && dom->nout == 0 && v->hi[ps->red[0]] > 0)   /* no rows to cover it */
+        return core_scan_tile_error(p, pass, CORE_TILE_END, -1, 0, v->hi[ps->red[0]], diag);
     if (dom->N > CORE_MAX_DOMAIN)
         return util_diag_set(diag, RED_ERR_LIMIT, "reduction domain too large: %lld elements (at most 2^40)",
                              (long long)dom->N);
@@ -218,3 +231,19 @@ int core_infer_extent(const plan *p, int var, const core_buf *bufs, int64_t *ext
     return 0;
 }
 
+
+int core_scan_tile_error(const plan *p, int pass, int what, int64_t row, int64_t value, int64_t K, util_diag *diag)
+{
+    const plan_var *pv = &p->vars[p->passes[pass].red[0]];
+    char why[96];
+    if (what == CORE_TILE_START)
+        snprintf(why, sizeof why, "the first range starts at %lld", (long long)value);
+    else if (what == CORE_TILE_BACK)
+        snprintf(why, sizeof why, "range %lld ends at %lld, before it starts", (long long)row, (long long)value);
+    else
+        snprintf(why, sizeof why, "the last range ends at %lld", (long long)value);
+    return util_diag_at(diag, p->src, pv->pos, RED_ERR_SHAPE,
+                        "a scan over ranged rows writes each row's results at its range, so the ranges of '%s' must "
+                        "cover 0..%lld (the length of the arrays '%s' subscripts) one after another: %s",
+                        pv->name, (long long)K, pv->name, why);
+}

@@ -78,4 +78,13 @@ int core_temp_shape(const plan *p, int t, const core_vars *v, core_buf *out, siz
  * naming both conflicting arrays. */
 int core_infer_extent(const plan *p, int var, const core_buf *bufs, int64_t *ext, util_diag *diag);
 
+/* A scan over ranged rows (plan_scan_ranged) writes row r's results at its
+ * range, so the ranges must tile the result's 0..K in order: the first starts
+ * at 0, none ends before it starts (CSR bounds: each starts where the one
+ * before ends) and the last ends at K.  The error for the broken rule `what`
+ * at row `row` (`value`: the range's start or end), worded the same for both
+ * backends. */
+enum { CORE_TILE_START, CORE_TILE_BACK, CORE_TILE_END };
+int core_scan_tile_error(const plan *p, int pass, int what, int64_t row, int64_t value, int64_t K, util_diag *diag);
+
 #endif

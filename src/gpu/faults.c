@@ -75,6 +75,15 @@ int gpu_report_device_fault(run_ctx *r, const unsigned long long err[4], const c
     if ((int)err[0] == RED_ERR_LIMIT)
         return util_diag_set(r->diag, RED_ERR_LIMIT, "reduction domain too large: a range of index values has more "
                              "than 2^40 elements (upper bound %lld)", (long long)err[3]);
+    if ((int)err[0] == RED_ERR_SHAPE) {   /* out_range: ranged rows that do not tile a scan's result */
+        int pi = (int)(err[1] & 0xffff);
+        if (pi < p->npasses && plan_scan_ranged(p, &p->passes[pi])) {
+            int64_t K = 0;   /* the result's length, as the run found it */
+            if (bufs) core_infer_extent(p, p->passes[pi].red[0], bufs, &K, r->diag);
+            return core_scan_tile_error(p, pi, (int)(err[1] >> 16), (int64_t)err[2], (int64_t)err[3], K, r->diag);
+        }
+        return util_diag_set(r->diag, RED_ERR_SHAPE, "a scan's ranges do not cover its result one after another");
+    }
     const ir *node = plan_node(p, (int)err[1]);
     if (!node || node->kind != IR_LOAD)
         return util_diag_set(r->diag, RED_ERR_INDEX, "a subscript is out of range (value %lld)", (long long)err[3]);

@@ -32,14 +32,19 @@ int gpu_run_scan(run_ctx *r, pass_entry *e, long long nout, long long L, int str
      * - else a block a row where a row is one tile or there are at least 1.5
      *   rows an SM: the look-back over many rows took twice the time of one
      *   row's (256 rows of 2^20 f32: 1.05 ms a block a row, 1.49 the look-back);
-     * - else the look-back. */
+     * - else the look-back.
+     * Ranged rows (plan_scan_ranged: rows of their own lengths, each written
+     * at its range) never take the look-back, whose tiles are uniform, nor
+     * 16-byte loads: under tree a block a row, under auto a warp a row from
+     * two rows a resident warp, else a block a row. */
     long long warps = (long long)CG_SCANW_MINB * (BLOCK / 32) * g->nsm;
-    int vec_ok = strategy != RED_STRATEGY_PERSISTENT && strategy != RED_STRATEGY_TREE && gpu_vec_ok(r, e);
+    int ranged = plan_scan_ranged(r->p, &r->p->passes[e->pi]);
+    int vec_ok = !ranged && strategy != RED_STRATEGY_PERSISTENT && strategy != RED_STRATEGY_TREE && gpu_vec_ok(r, e);
     int rows = strategy == RED_STRATEGY_SEQUENTIAL                 ? 2
              : strategy == RED_STRATEGY_PERSISTENT                ? 1
-             : strategy == RED_STRATEGY_TREE                      ? 0
+             : strategy == RED_STRATEGY_TREE                      ? ranged
              : nout >= 2 * warps || (vec_ok && 2 * nout >= warps) ? 2
-                                                                  : T == 1 || 2 * nout >= 3LL * g->nsm;
+                                                                  : ranged || T == 1 || 2 * nout >= 3LL * g->nsm;
     size_t bytes = (size_t)cg_scan_scratch(&e->k, rows ? 0 : nt, rows ? 0 : ng);
     /* a warp a row over 16-byte loads (rj_scanwv) where every array allows them */
     int vec = rows == 2 && vec_ok;

@@ -248,6 +248,7 @@ __device__ __forceinline__ void rj_bar_arrive(int id, int n)
 // A data warp's share of a tile that waits for its carry.
 struct RjScanHeld {
     long long tile, o, cnt, wbase;
+    long long at;      // where the row's results start: its range's start over ranged rows, else 0
     RjSA exc;          // the lane's runs before it in the warp
     unsigned heads;    // which of the lane's run start a segment (RJ_SCAN_RESET)
 };
@@ -285,7 +286,7 @@ __device__ __forceinline__ void rj_scan_finish(const Params &P, RjSA *sw, const 
 #pragma unroll
     for (int k = 0; k < RJ_SCAN_ITEMS; k++) {
         long long t = h.wbase + k * 32 + lane;
-        if (t < h.cnt) scan_store(P, h.o, t, sw[rj_sx(k * 32 + lane)].a);
+        if (t < h.cnt) scan_store(P, h.o, h.at + t, sw[rj_sx(k * 32 + lane)].a);
     }
     __syncwarp();
 }
@@ -358,14 +359,17 @@ __device__ __forceinline__ void rj_scan_rows(const Params &P, long long nout, lo
         if (o >= nout) return;
         long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
         const long long cnt = out_range(P, o, lo, sz);
+        // ranged rows differ in length: each its own count of tiles
+        const long long Tr = RJ_SCAN_RANGED ? (cnt + RJ_SCAN_TILE - 1) / RJ_SCAN_TILE : T;
         RjSA carry;
         rj_sa_init(carry);
-        for (long long tt = 0; tt < T; tt++) {
+        for (long long tt = 0; tt < Tr; tt++) {
             const int b = (int)(tt & 1);
             RjScanHeld h;
             h.tile = tt;
             h.o = o;
             h.cnt = cnt;
+            h.at = RJ_SCAN_RANGED ? lo[0] : 0;
             h.wbase = tt * RJ_SCAN_TILE + warp * RJ_SCAN_WT;
             rj_scan_fold(P, rj_scan_sw(s_x, b, warp), s_warp[b], h, lo, sz, warp, lane);
             rj_bar_sync(1, RJ_BLOCK);
@@ -410,6 +414,7 @@ __device__ __forceinline__ void rj_scan_warps(const Params &P)
             h.tile = base;
             h.o = o;
             h.cnt = cnt;
+            h.at = RJ_SCAN_RANGED ? lo[0] : 0;
             h.wbase = base;
             // as warp 0 of a block of one warp: stot[0] is its total
             rj_scan_fold(P, sw, stot, h, lo, sz, 0, lane);
@@ -579,6 +584,7 @@ __device__ __forceinline__ void rj_scan_run(const Params &P)
         const long long tt = tile - h.o * T;
         long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
         h.cnt = out_range(P, h.o, lo, sz);
+        h.at = 0;   // (ranged rows never take the look-back: their tiles are not uniform)
         h.wbase = tt * RJ_SCAN_TILE + warp * RJ_SCAN_WT;
 
         rj_scan_fold(P, sw, s_warp[b], h, lo, sz, warp, lane);
