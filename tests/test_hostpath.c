@@ -556,17 +556,20 @@ static void test_scan_ways(red_ctx *ctx)
     const int64_t odd[2] = {60, 65}, orm[2] = {65, 1};              /* rows of 65 f32: off 16 bytes */
     const int64_t s2[2] = {0, 2};                                   /* every other element */
     const int64_t wide[2] = {3000, 512}, tiny[2] = {3000, 3};   /* 16-byte loads whatever the length */
+    const int64_t one[2] = {1, 100000};                        /* one long row */
     const char *rows = "cumsum(A[i,j]) over j";
     const struct {
         const int64_t *shape, *strides;
         int strategy;
         long long want_rows;
         unsigned want_grid;
-        int want_vec;   /* a warp a row over 16-byte loads (rj_scanwv): rows on 16 bytes, stride 1 */
+        int want_vec;   /* 16-byte loads (rows on 16 bytes, stride 1): a warp a row in rj_scanwv, the look-back in rj_scanlv */
         int off;        /* the first element's offset in A, in elements */
     } t[] = {
         {sq, rm, RED_STRATEGY_AUTO, 1, ROWS, 0, 0},   /* a row is one tile */
-        {sq, rm, RED_STRATEGY_TREE, 0, ROWS, 0, 0},
+        {sq, rm, RED_STRATEGY_TREE, 0, ROWS, 1, 0},   /* several rows: rj_scanlv */
+        {one, mbc, RED_STRATEGY_AUTO, 0, 20, 0, 0},   /* one row of a 4-byte state: rj_scan */
+        {one, mbc, RED_STRATEGY_TREE, 0, 20, 0, 0},
         {sq, rm, RED_STRATEGY_SEQUENTIAL, 2, ROWS / 8, 1, 0},
         {sq, rm, RED_STRATEGY_SEQUENTIAL, 2, ROWS / 8, 0, 1},   /* one element off 16 bytes: rj_scanw */
         {lg, bc, RED_STRATEGY_AUTO, 0, 40, 0, 0},   /* long rows: the look-back, a block a tile */
@@ -580,11 +583,12 @@ static void test_scan_ways(red_ctx *ctx)
         {many, mbc, RED_STRATEGY_AUTO, 2, 8 * 132, 1, 0},
         {many, mbc, RED_STRATEGY_AUTO, 2, 8 * 132, 0, 1},
         {many, mbc, RED_STRATEGY_PERSISTENT, 1, 8 * 132, 0, 0},
-        {many, mbc, RED_STRATEGY_TREE, 0, 8 * 132, 0, 0},
+        {many, mbc, RED_STRATEGY_TREE, 0, 8 * 132, 1, 0},
         {mid, mbc, RED_STRATEGY_AUTO, 2, (4300 + 7) / 8, 1, 0},   /* 16-byte loads: a warp a row from half a row a warp */
         {mid, s2, RED_STRATEGY_AUTO, 1, 8 * 132, 0, 0},    /* none: from two rows a warp */
         {few, mbc, RED_STRATEGY_AUTO, 1, 198, 0, 0},
-        {fewer, mbc, RED_STRATEGY_AUTO, 0, 197 * 2, 0, 0},
+        {fewer, mbc, RED_STRATEGY_AUTO, 0, 197 * 2, 1, 0},   /* tiles of 4096: two a row */
+        {fewer, s2, RED_STRATEGY_AUTO, 0, 197 * 2, 0, 0},     /* every other element: rj_scan */
         {odd, orm, RED_STRATEGY_SEQUENTIAL, 2, 8, 0, 0},   /* rows off 16 bytes: rj_scanw */
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
@@ -594,7 +598,7 @@ static void test_scan_ways(red_ctx *ctx)
         fc_last_launch(&grid, &block);
         /* rj_scanw: 8 warps of 20 f32 elements a lane and a slot of padding every 32, their totals; 16 bytes of tickets */
         const int warps = t[i].want_rows == 2;
-        const char *want = t[i].want_vec ? "rj_scanwv" : warps ? "rj_scanw" : "rj_scan";
+        const char *want = t[i].want_vec ? (warps ? "rj_scanwv" : "rj_scanlv") : warps ? "rj_scanw" : "rj_scan";
         unsigned want_block = warps ? 256 : 288;
         unsigned want_smem = t[i].want_vec ? 0 : warps ? (8 * 33 * 20 + 8) * 4 + 16 : fc_last_smem();
         CHECK(strcmp(k, want) == 0 && block == want_block && fc_last_param(RJ_PER) == t[i].want_rows &&
@@ -603,8 +607,9 @@ static void test_scan_ways(red_ctx *ctx)
               "%u bytes, %lld",
               i, k, grid, block, fc_last_smem(), fc_last_param(RJ_PER), want, t[i].want_grid, want_block, want_smem,
               t[i].want_rows);
-        /* the rows: the scanned output's; the tiles: 256 threads of 20 f32 elements */
-        long long tiles = (t[i].shape[1] + 5119) / 5120;
+        /* the rows: the scanned output's; the tiles: 256 threads of 20 f32 elements, or
+         * rj_scanlv's of 8 warps of 4 stripes of 32 vectors of 4 */
+        long long tile = !warps && t[i].want_vec ? 4096 : 5120, tiles = (t[i].shape[1] + tile - 1) / tile;
         CHECK(fc_last_param(RJ_NOUT) == t[i].shape[0] && fc_last_param(RJ_NBLK) == tiles,
               "scan case %zu: RJ_NOUT %lld, RJ_NBLK %lld; expected %lld, %lld", i, fc_last_param(RJ_NOUT),
               fc_last_param(RJ_NBLK), (long long)t[i].shape[0], tiles);

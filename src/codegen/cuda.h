@@ -130,6 +130,9 @@ enum { CG_V_FULL, CG_V_LAST, CG_V_ONE };   /* cg_kernel.vec_kind */
 /* A scan pass's dynamic shared memory: rj_scan's two tiles of element states,
  * or (warps nonzero) rj_scanw's one share of a tile a warp. */
 long long cg_scan_smem(const cg_kernel *k, int warps);
+/* The elements of one of rj_scanlv's tiles (8 warps of RJ_SCANLV_M stripes of 32
+ * vectors), 0 where the pass has no 16-byte loads. */
+long long cg_scanlv_tile(const cg_kernel *k);
 /* And its scratch (rj_scan.cuh): the ticket, then the published folds of ntiles
  * tiles and ngroups groups (none where blocks take whole rows). */
 long long cg_scan_scratch(const cg_kernel *k, long long ntiles, long long ngroups);
@@ -148,7 +151,7 @@ int cg_generate(const plan *p, int pi, const cg_tuning *t, util_arena *a, cg_ker
  * body made by cg_generate.  CG_ALL_GROUPS: every usable group at once (for
  * red_precompile and red_explain). */
 enum { CG_G_MAP, CG_G_TREE, CG_G_SEQ, CG_G_PERSIST, CG_G_PERSISTV, CG_G_SEG1, CG_G_SEG32, CG_G_SEG1V, CG_G_SEG32V, CG_G_SEGB, CG_G_COUNT,
-       CG_G_KSORTED, CG_G_KOFFS, CG_G_KPRIV, CG_G_SPLIT1, CG_G_SPLITB, CG_G_KSORTEDV, CG_G_SEGBV, CG_G_SEG1A, CG_G_SEG1S, CG_G_SEGNV, CG_G_SPLITBV, CG_G_SEGM, CG_G_SEGBS, CG_G_TILE, CG_G_TILE2, CG_G_SCAN, CG_G_SCANW, CG_G_SCANWV, CG_NGROUPS, CG_ALL_GROUPS = -1 };
+       CG_G_KSORTED, CG_G_KOFFS, CG_G_KPRIV, CG_G_SPLIT1, CG_G_SPLITB, CG_G_KSORTEDV, CG_G_SEGBV, CG_G_SEG1A, CG_G_SEG1S, CG_G_SEGNV, CG_G_SPLITBV, CG_G_SEGM, CG_G_SEGBS, CG_G_TILE, CG_G_TILE2, CG_G_SCAN, CG_G_SCANW, CG_G_SCANWV, CG_G_SCANLV, CG_NGROUPS, CG_ALL_GROUPS = -1 };
 int cg_group_of(const char *entry);
 int cg_group_has(int group, const char *entry);
 int cg_group_usable(int group, const cg_kernel *k);

@@ -54,6 +54,8 @@ static const struct {
     {"rj_scanw", "extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK, RJ_SCANW_MINB) rj_scanw(Params P) { rj_scan_warps(P); }\n"},
     /* the same over 16-byte loads, all in registers (no shared memory) */
     {"rj_scanwv", "extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK, RJ_SCANW_MINB) rj_scanwv(Params P) { rj_scan_warps_v(P); }\n"},
+    /* the look-back over 16-byte loads, two tiles in registers: RJ_SCANLV_MINB blocks an SM */
+    {"rj_scanlv", "extern \"C\" __global__ void __launch_bounds__(RJ_SCAN_THREADS, RJ_SCANLV_MINB) rj_scanlv(Params P) { rj_scan_run_v(P); }\n"},
     {"rj_tile2", "extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK, 2) rj_tile2(Params P) { rj_tile2_run(P); }\n"},
 };
 
@@ -87,6 +89,7 @@ static const char *const group_entries[CG_NGROUPS] = {   /* names, each NUL-term
     [CG_G_SCAN] = "rj_scan\0",
     [CG_G_SCANW] = "rj_scanw\0",
     [CG_G_SCANWV] = "rj_scanwv\0",
+    [CG_G_SCANLV] = "rj_scanlv\0",
 };
 
 int cg_group_has(int group, const char *entry)
@@ -109,8 +112,9 @@ int cg_group_usable(int group, const cg_kernel *k)
     int kind = k->kind;
     if (group < 0 || group >= CG_NGROUPS) return 0;
     if (kind == CG_MAP) return group == CG_G_MAP;
-    if (kind == CG_SCAN || group == CG_G_SCAN || group == CG_G_SCANW || group == CG_G_SCANWV)
-        return kind == CG_SCAN && (group == CG_G_SCAN || group == CG_G_SCANW || (group == CG_G_SCANWV && k->vec > 0));
+    if (kind == CG_SCAN || group == CG_G_SCAN || group == CG_G_SCANW || group == CG_G_SCANWV || group == CG_G_SCANLV)
+        return kind == CG_SCAN && (group == CG_G_SCAN || group == CG_G_SCANW ||
+                                   ((group == CG_G_SCANWV || group == CG_G_SCANLV) && k->vec > 0));
     if (group == CG_G_MAP) return 0;
     if (group == CG_G_PERSISTV) return k->vec > 0 && kind == CG_FULL;
     if (group == CG_G_SEG1V || group == CG_G_SEG32V || group == CG_G_SEGBV || group == CG_G_SEGNV ||

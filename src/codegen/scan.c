@@ -27,6 +27,14 @@ long long cg_scan_smem(const cg_kernel *k, int warps)
     return (states * k->scan_esize + 7) / 8 * 8 + 16;
 }
 
+long long cg_scanlv_tile(const cg_kernel *k)
+{
+    /* RJ_SCANLV_TILE: RJ_SCAN_WARPS * 32 * RJ_SCANLV_M vectors of RJ_VEC elements */
+    if (!k->vec) return 0;
+    int m = k->nvec >= 4 ? 1 : 4 / k->nvec;
+    return (long long)CG_BLOCK * m * k->vec;
+}
+
 long long cg_scan_scratch(const cg_kernel *k, long long ntiles, long long ngroups)
 {
     /* a published fold: 32 bits of the state a 64-bit word (RJ_SCAN_NW) */

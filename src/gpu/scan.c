@@ -4,6 +4,7 @@
  * (the ticket, then each tile's and each group's published fold) starts at zero.
  */
 #include "gpu_internal.h"
+#include "tuning.h"
 
 int gpu_run_scan(run_ctx *r, pass_entry *e, long long nout, long long L, int strategy)
 {
@@ -39,16 +40,28 @@ int gpu_run_scan(run_ctx *r, pass_entry *e, long long nout, long long L, int str
      * two rows a resident warp, else a block a row. */
     long long warps = (long long)CG_SCANW_MINB * (BLOCK / 32) * g->nsm;
     int ranged = plan_scan_ranged(r->p, &r->p->passes[e->pi]);
-    int vec_ok = !ranged && strategy != RED_STRATEGY_PERSISTENT && strategy != RED_STRATEGY_TREE && gpu_vec_ok(r, e);
+    int vok = !ranged && gpu_vec_ok(r, e);   /* every array allows 16-byte loads */
+    int vec_ok = vok && strategy != RED_STRATEGY_PERSISTENT && strategy != RED_STRATEGY_TREE;
     int rows = strategy == RED_STRATEGY_SEQUENTIAL                 ? 2
              : strategy == RED_STRATEGY_PERSISTENT                ? 1
              : strategy == RED_STRATEGY_TREE                      ? ranged
              : nout >= 2 * warps || (vec_ok && 2 * nout >= warps) ? 2
                                                                   : ranged || T == 1 || 2 * nout >= 3LL * g->nsm;
+    /* the look-back over 16-byte loads (rj_scanlv), in tiles of its own, where
+     * every array allows them and it was faster (H200, bench/TUNING.md
+     * "Scans"): over several rows (16384 rows of 16384 f32 under tree: 0.89
+     * ms against 1.75 through shared memory) and for states over 8 bytes (the
+     * linear recurrence over 2^26 f32: 0.51 against 0.58); not for one row of
+     * 4- or 8-byte states (2^28 f32: 0.94 against 0.79) */
+    int lv = rows == 0 && vok && gpu_tuning_get()->scanlv && (nout > 1 || e->k.acc_size > 8);
+    if (lv) {
+        tile = cg_scanlv_tile(&e->k);
+        T = cdiv(L, tile), nt = nout * T, ng = nout * cdiv(T, 32);
+    }
     size_t bytes = (size_t)cg_scan_scratch(&e->k, rows ? 0 : nt, rows ? 0 : ng);
     /* a warp a row over 16-byte loads (rj_scanwv) where every array allows them */
     int vec = rows == 2 && vec_ok;
-    long long smem = vec ? 0 : cg_scan_smem(&e->k, rows == 2);
+    long long smem = vec || lv ? 0 : cg_scan_smem(&e->k, rows == 2);
     if (smem > g->smem_optin)
         return util_diag_set(r->diag, RED_ERR_LIMIT, "scan: its state (%d bytes an element) needs %lld bytes of shared memory a block, the device has %d",
                              e->k.scan_esize, smem, g->smem_optin);
@@ -66,5 +79,5 @@ int gpu_run_scan(run_ctx *r, pass_entry *e, long long nout, long long L, int str
     P[RJ_NBLK] = T;
     P[RJ_PER] = rows;
     if (rows == 2) return gpu_launch_block(r, e, vec ? GPU_E_SCANWV : GPU_E_SCANW, grid, (int)smem, BLOCK);
-    return gpu_launch_block(r, e, GPU_E_SCAN, grid, (int)smem, BLOCK + 32);
+    return gpu_launch_block(r, e, lv ? GPU_E_SCANLV : GPU_E_SCAN, grid, (int)smem, BLOCK + 32);
 }

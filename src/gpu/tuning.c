@@ -41,6 +41,8 @@ static void tuning_load(void)
     t->tile2_kmin = v ? atof(v) : 1;
     v = getenv("REDJIT_MERGE");
     t->merge = !v || atoi(v) != 0;
+    v = getenv("REDJIT_SCANLV");
+    t->scanlv = !v || atoi(v) != 0;
     v = getenv("REDJIT_EPI");
     t->epi = !v || atoi(v) != 0;
     v = getenv("REDJIT_NVRTC_OPTS");

@@ -35,6 +35,9 @@ typedef struct gpu_tuning {
      * gpu_choose_segments picks, not along the merge path (rj_segm), for comparing them. */
     int merge;
     double merge_min;   /* REDJIT_MERGE_MIN: auto's merge path from this average row length */
+    /* REDJIT_SCANLV=0: a scan's look-back through shared memory (rj_scan) even where its
+     * arrays allow 16-byte loads (rj_scanlv), for comparing the two. */
+    int scanlv;
     /* REDJIT_NVRTC_OPTS: up to 4 more NVRTC options, separated by spaces ("" none). */
     char nvrtc_opts[256];
     /* REDJIT_DUMP_CUBIN: the folder each compiled kernel's source and cubin go to ("" none). */

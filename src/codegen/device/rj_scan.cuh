@@ -525,6 +525,24 @@ __device__ __forceinline__ void rj_scan_warps_v(const Params &P)
 }
 #endif // RJ_VEC
 
+// The look-back warp of a block with two tiles in flight: for each tile the data
+// warps have folded (barrier 2 + b), the fold of the elements before it into
+// s_pre[b] (barrier 4 + b), until the tickets run out.
+__device__ __forceinline__ void rj_scan_lookback_warp(unsigned long long *D, unsigned long long *G, long long T, long long NG,
+                                                      long long ntiles, const long long *s_tile,
+                                                      RjSA (*s_warp)[RJ_SCAN_WARPS], RjSA *s_pre, int lane)
+{
+    for (int b = 0;; b ^= 1) {
+        rj_bar_sync(2 + b, RJ_SCAN_THREADS);
+        const long long tile = s_tile[b];
+        if (tile >= ntiles) return;
+        const long long o = tile / T, tt = tile - o * T;
+        RjSA pre = rj_scan_lookback(D, G, tile, o, tt, T, NG, rj_scan_tile_total(s_warp[b]));
+        if (lane == 0) s_pre[b] = pre;
+        rj_bar_arrive(4 + b, RJ_SCAN_THREADS);
+    }
+}
+
 // Two tiles in flight a block: RJ_BLOCK threads of data warps load and fold
 // tile n+1 while the block's last warp looks back for tile n's carry; then they
 // finish tile n.  Named barriers: 1 among the data warps, 2 + b "tile of buffer
@@ -553,15 +571,8 @@ __device__ __forceinline__ void rj_scan_run(const Params &P)
         return;
     }
     if (warp == RJ_SCAN_WARPS) {   // the look-back warp
-        for (int b = 0;; b ^= 1) {
-            rj_bar_sync(2 + b, RJ_SCAN_THREADS);
-            const long long tile = s_tile[b];
-            if (tile >= ntiles) return;
-            const long long o = tile / T, tt = tile - o * T;
-            RjSA pre = rj_scan_lookback(D, G, tile, o, tt, T, NG, rj_scan_tile_total(s_warp[b]));
-            if (lane == 0) s_pre[b] = pre;
-            rj_bar_arrive(4 + b, RJ_SCAN_THREADS);
-        }
+        rj_scan_lookback_warp(D, G, T, NG, ntiles, s_tile, s_warp, s_pre, lane);
+        return;
     }
     RjScanHeld held;
     held.tile = -1;
@@ -600,5 +611,164 @@ __device__ __forceinline__ void rj_scan_run(const Params &P)
     }
 }
 
+
+#if RJ_VEC
+// rj_scanlv: rj_scan_run's look-back over 16-byte loads, a tile's elements in
+// registers rather than in shared memory, where every array the pass loads
+// allows them (as for rj_scanwv).  A data warp's share of a tile is
+// RJ_SCANLV_M stripes of 32 vectors of RJ_VEC consecutive elements, loaded
+// first; each lane folds its vector's elements in place, a warp scan of the
+// lanes' folds and the stripes' carry give the fold before each of the
+// lane's vectors (pre), and the warp's total goes to shared memory, as in
+// rj_scan_fold.  The tile's aggregate, the look-back warp and the two tiles in
+// flight are rj_scan_run's; finishing a tile folds the carry (the tiles
+// before, the warps before) into pre and the elements, and stores them 16
+// bytes at a time.  A row's last elements past whole vectors are the first
+// vector past them, element by element.
+// two blocks an SM: 96 registers, where four spilled 164 bytes (f32 cumsum)
+#ifndef RJ_SCANLV_MINB
+#define RJ_SCANLV_MINB 2
+#endif
+enum {
+    RJ_SCANLV_M = RJ_SCANV_NV >= 4 ? 1 : 4 / RJ_SCANV_NV,   // stripes a warp a tile (cg_scanlv_tile)
+    RJ_SCANLV_WV = 32 * RJ_SCANLV_M,                       // a warp's vectors of a tile
+    RJ_SCANLV_TILE = RJ_SCAN_WARPS * RJ_SCANLV_WV * RJ_VEC
+};
+
+struct RjScanHeldV {
+    long long tile, o, cnt, u0;        // u0: the warp's first vector of the tile in its row
+    Acc e[RJ_SCANLV_M][RJ_VEC];        // the lane's elements, each folded with those before it in its vector
+    RjSA pre[RJ_SCANLV_M];             // the fold of the warp's share before each of the lane's vectors
+};
+
+// A data warp's share of tile h (h.o, h.cnt, h.u0 set), into h.e and h.pre;
+// the warp's total into *swarp.
+__device__ __forceinline__ void rj_scanlv_fold(const Params &P, RjScanHeldV &h, const long long *lo, const long long *sz,
+                                               RjSA *swarp, int lane)
+{
+    const long long nv = h.cnt / RJ_VEC, rem = h.cnt - nv * RJ_VEC;
+    Vld L[RJ_SCANLV_M];
+#pragma unroll
+    for (int m = 0; m < RJ_SCANLV_M; m++) {
+        const long long u = h.u0 + m * 32 + lane;
+        if (u < nv) acc_load_v(L[m], P, h.o, lo, u);
+    }
+    RjSA sc;   // the stripes before, folded
+    rj_sa_init(sc);
+#pragma unroll
+    for (int m = 0; m < RJ_SCANLV_M; m++) {
+        const long long u = h.u0 + m * 32 + lane;
+        Acc *e = h.e[m];
+        if (u < nv) {
+            acc_elems_v(e, P, L[m], h.o, lo, u);
+        } else {   // past whole vectors: the row's last elements, one by one
+            rj_flt F;
+            rj_flt_init(F);
+#pragma unroll
+            for (int c = 0; c < RJ_VEC; c++) {
+                acc_init(e[c]);
+                if (u == nv && c < rem) acc_elem(e[c], F, P, h.o, lo, sz, nv * RJ_VEC + c);
+            }
+            rj_flush(P, F);
+        }
+#pragma unroll
+        for (int c = 1; c < RJ_VEC; c++) {
+            Acc x = e[c - 1];
+            acc_combine(x, e[c]);
+            e[c] = x;
+        }
+        RjSA run;
+        run.a = e[RJ_VEC - 1];
+        const RjSA inc = rj_warp_inclusive(run);
+        const RjSA exc = rj_sa_shfl_idx(inc, lane > 0 ? lane - 1 : 0);
+        h.pre[m] = sc;
+        if (lane > 0) rj_sa_combine(h.pre[m], exc);
+        rj_sa_combine(sc, rj_sa_shfl_idx(inc, 31));
+    }
+    if (lane == 0) *swarp = sc;
+}
+
+// Tile h's results, given the fold of the tiles before it (tpre) and its warps' totals.
+__device__ __forceinline__ void rj_scanlv_finish(const Params &P, const RjScanHeldV &h, const RjSA *swarp, const RjSA &tpre,
+                                                 int warp, int lane)
+{
+    const long long nv = h.cnt / RJ_VEC, rem = h.cnt - nv * RJ_VEC;
+    RjSA carry = tpre;
+    for (int w = 0; w < warp; w++) rj_sa_combine(carry, swarp[w]);
+#pragma unroll
+    for (int m = 0; m < RJ_SCANLV_M; m++) {
+        const long long u = h.u0 + m * 32 + lane;
+        RjSA base = carry;
+        rj_sa_combine(base, h.pre[m]);
+        Acc out[RJ_VEC];
+#pragma unroll
+        for (int c = 0; c < RJ_VEC; c++) {
+            Acc x = base.a;
+#if RJ_SCAN_EXCL
+            if (c > 0) acc_combine(x, h.e[m][c - 1]);
+#else
+            acc_combine(x, h.e[m][c]);
+#endif
+            out[c] = x;
+        }
+        if (u < nv) {
+            scan_store_v(P, h.o, u * RJ_VEC, out);
+        } else if (u == nv) {
+#pragma unroll
+            for (int c = 0; c < RJ_VEC; c++)
+                if (c < rem) scan_store(P, h.o, nv * RJ_VEC + c, out[c]);
+        }
+    }
+}
+
+// rj_scan_run with rj_scanlv's tiles (RJ_NBLK counts tiles of RJ_SCANLV_TILE).
+__device__ __forceinline__ void rj_scan_run_v(const Params &P)
+{
+    __shared__ RjSA s_warp[2][RJ_SCAN_WARPS];
+    __shared__ RjSA s_pre[2];
+    __shared__ long long s_tile[2];
+    const long long nout = P.v[RJ_NOUT], T = P.v[RJ_NBLK];
+    const long long ntiles = nout * T, NG = (T + 31) / 32;
+    unsigned long long *ticket = (unsigned long long *)P.v[RJ_PARTIALS];
+    unsigned long long *D = ticket + 2, *G = D + ntiles * RJ_SCAN_NW;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    if (warp == RJ_SCAN_WARPS) {
+        rj_scan_lookback_warp(D, G, T, NG, ntiles, s_tile, s_warp, s_pre, lane);
+        return;
+    }
+    RjScanHeldV held;
+    held.tile = -1;
+    for (int b = 0;; b ^= 1) {
+        if (tid == 0) s_tile[b] = (long long)atomicAdd(ticket, 1ull);
+        rj_bar_sync(1, RJ_BLOCK);
+        const long long tile = s_tile[b];
+        if (tile >= ntiles) {
+            rj_bar_arrive(2 + b, RJ_SCAN_THREADS);   // the look-back warp stops
+            if (held.tile >= 0) {
+                rj_bar_sync(4 + (b ^ 1), RJ_SCAN_THREADS);
+                rj_scanlv_finish(P, held, s_warp[b ^ 1], s_pre[b ^ 1], warp, lane);
+            }
+            return;
+        }
+        RjScanHeldV h;
+        h.tile = tile;
+        h.o = tile / T;
+        const long long tt = tile - h.o * T;
+        long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+        h.cnt = out_range(P, h.o, lo, sz);
+        h.u0 = tt * (RJ_SCANLV_TILE / RJ_VEC) + warp * RJ_SCANLV_WV;
+        rj_scanlv_fold(P, h, lo, sz, &s_warp[b][warp], lane);
+        rj_bar_sync(1, RJ_BLOCK);
+        // the tile's aggregate, published at once (a group's last tile publishes none)
+        if (tid == 0 && (tt & 31) != 31 && tt != T - 1) rj_scan_put(D + tile * RJ_SCAN_NW, rj_scan_tile_total(s_warp[b]), 1);
+        rj_bar_arrive(2 + b, RJ_SCAN_THREADS);
+        if (held.tile >= 0) {
+            rj_bar_sync(4 + (b ^ 1), RJ_SCAN_THREADS);
+            rj_scanlv_finish(P, held, s_warp[b ^ 1], s_pre[b ^ 1], warp, lane);
+        }
+        held = h;
+    }
+}
+#endif // RJ_VEC
 
 #endif // RJ_SCAN
