@@ -614,6 +614,23 @@ static void test_scan_ways(red_ctx *ctx)
               "scan case %zu: RJ_NOUT %lld, RJ_NBLK %lld; expected %lld, %lld", i, fc_last_param(RJ_NOUT),
               fc_last_param(RJ_NBLK), (long long)t[i].shape[0], tiles);
     }
+    /* within CSR rows (64 rows of 64 of x, on 16 bytes): rows of their own lengths,
+     * so never the look-back (uniform tiles) nor 16-byte loads (rows start anywhere) */
+    red_binding rb[2] = {dev_binds[0], dev_binds[2]};
+    const struct {
+        int strategy;
+        const char *want;
+        long long per;
+    } rt[] = {{RED_STRATEGY_AUTO, "rj_scan", 1},       {RED_STRATEGY_TREE, "rj_scan", 1},
+              {RED_STRATEGY_PERSISTENT, "rj_scan", 1}, {RED_STRATEGY_SEGMENTED, "rj_scan", 1},
+              {RED_STRATEGY_SEQUENTIAL, "rj_scanw", 2}};
+    for (size_t i = 0; i < sizeof rt / sizeof rt[0]; i++) {
+        red_set_option(ctx, RED_OPT_STRATEGY, rt[i].strategy);
+        const char *k = last_kernel(ctx, "cumsum(x[k]) over k in ptr[r]..ptr[r+1]", rb, 2);
+        CHECK(strcmp(k, rt[i].want) == 0 && fc_last_param(RJ_PER) == rt[i].per && fc_last_param(RJ_NOUT) == ROWS,
+              "CSR scan case %zu: launched %s, RJ_PER %lld, RJ_NOUT %lld; expected %s, %lld, %d", i, k,
+              fc_last_param(RJ_PER), fc_last_param(RJ_NOUT), rt[i].want, rt[i].per, ROWS);
+    }
     red_set_option(ctx, RED_OPT_STRATEGY, RED_STRATEGY_AUTO);
     /* 12 f64 scans of one array in one pass: a 96-byte state, one element a thread; two
      * tiles of 256 + 8 padding slots, 16 warps' totals, 2 carries, 2 tickets: 52432 bytes */
