@@ -354,7 +354,7 @@ int plan_csr_bounds(const ir *lo, const ir *hi, int r)
     if (lo->kind != IR_LOAD || hi->kind != IR_LOAD || lo->slot < 0 || lo->slot != hi->slot || lo->nargs != 1) return 0;
     int64_t ca, cb;
     int a = index_plus(lo->args[0], &ca), b = index_plus(hi->args[0], &cb);
-    return a >= 0 && a == r && b == a && cb == ca + 1;
+    return a >= 0 && a == r && b == a && ca < INT64_MAX && cb == ca + 1;
 }
 
 int plan_scan_ranged(const plan *p, const plan_pass *ps)

@@ -509,9 +509,22 @@ static int map_builtin(ck *c, const ast_node *n, const char *opname, int is_mean
     return 0;
 }
 
+/* Index v out of the nearest scope from s up that has it. */
+static void drop_index(scope *s, int v)
+{
+    for (; s; s = s->parent)
+        for (int i = 0; i < s->nvars; i++)
+            if (s->vars[i] == v) {
+                memmove(&s->vars[i], &s->vars[i + 1], (size_t)(s->nvars - i - 1) * sizeof s->vars[0]);
+                s->nvars--;
+                return;
+            }
+}
+
 /* What is reduced (the variables of the reduction's scope, red[]) and what
- * stays free (every other variable the map, the key or the bounds read, fr[]). */
-static int split_domain(ck *c, const ast_node *n, const scope *rs, const plan_red *rd, ir *key, int scan,
+ * stays free (every other variable the map, the key or the bounds read, fr[]);
+ * nv0: the first index the reduction's own text introduced. */
+static int split_domain(ck *c, const ast_node *n, const scope *rs, const plan_red *rd, ir *key, int scan, int nv0,
                         int *red, int *nred_out, int *fr, int *nfree_out)
 {
     plan *p = c->p;
@@ -562,6 +575,11 @@ static int split_domain(ck *c, const ast_node *n, const scope *rs, const plan_re
                                  "a scan over the ranged index '%s' takes its result's length from the "
                                  "arrays '%s' subscripts, and none does",
                                  pv->name, pv->name);
+            /* its rows are its own: a row index its bounds introduced (an
+             * implicit index of the reduction around it) is no index there,
+             * or sum(cumsum(v[k]) over k in ptr[r]..ptr[r+1]) would count each
+             * element once a row */
+            if (fr[0] >= nv0) drop_index(rs->parent, fr[0]);
         }
     }
     /* range bounds may use free indices only (checked when lowered) */
@@ -713,6 +731,7 @@ typedef struct red_form {
     const ast_stmt *uop;
     int scan;                  /* 0, AST_SCAN or AST_EXSCAN */
     const int *scan_at;        /* a scan: the indices its result is read at (scan_targets) */
+    int nv0;                   /* the plan's indices before its own (split_domain) */
 } red_form;
 
 /* The phases after the operand: the map expressions and accumulator types,
@@ -735,7 +754,7 @@ static int reduce_body(ck *c, scope *s, const ast_node *n, const scope *rs, cons
 
     /* what is reduced, what stays free */
     int red[RED_MAX_DIMS], nred = 0, fr[RED_MAX_DIMS], nfree = 0;
-    TRY(split_domain(c, n, rs, &rd, key, f->scan, red, &nred, fr, &nfree));
+    TRY(split_domain(c, n, rs, &rd, key, f->scan, f->nv0, red, &nred, fr, &nfree));
 
     int done = 0;
     if (online && !f->scan && !f->is_mean && !f->is_nan)
@@ -774,7 +793,7 @@ static int cplx_prod(ck *c, scope *s, const ast_node *n, const scope *rs, const 
     rd.combine[1] = ck_op2(c, OP_ADD, ft, ck_op2(c, OP_MUL, ft, ar, bi), ck_op2(c, OP_MUL, ft, ai, br));
     if (!rd.combine[0] || !rd.combine[1]) return ck_nomem(c);
     int red[RED_MAX_DIMS], nred = 0, fr[RED_MAX_DIMS], nfree = 0, pass = -1;
-    TRY(split_domain(c, n, rs, &rd, key, f->scan, red, &nred, fr, &nfree));
+    TRY(split_domain(c, n, rs, &rd, key, f->scan, f->nv0, red, &nred, fr, &nfree));
     TRY(place_in_pass(c, s, n, &rd, key, f->scan, nfree, fr, nred, red, &pass));
     TRY(read_result(c, n, pass, &rd, 2, nred, red, 0, NULL, f->scan_at, out));
     *out = ck_cplx_mk(out->c[0], out->c[1]);
@@ -848,7 +867,8 @@ static int scan_targets(ck *c, scope *s, const ast_node *n, const scope *rs, int
             if (rs->anon[d] == v) w = home->anon[d];
         if (w < 0) {
             w = ck_find_var(s, p, p->vars[v].name);
-            if (w >= 0) TRY(ck_take_constraints(c, w, v));
+            /* (a ranged scanned index's rows tile the result: its arrays' length is the result's) */
+            if (w >= 0) TRY(p->vars[v].lo ? ck_share_constraints(c, w, v) : ck_take_constraints(c, w, v));
         }
         if (w < 0 && p->vars[v].lo) {
             /* a ranged index's rows tile the result: around the scan it is a
@@ -893,7 +913,7 @@ static int lower_red(ck *c, scope *s, const ast_node *n, const char *opname, int
                          c->in_op->name, scan ? "scan" : "reduction");
     /* nansum, nanprod, nanmin, nanmax, nanmean: the same over the elements
      * that are not NaN (nan_form); "nan" and a built-in name, not a user's */
-    red_form f = {.name = opname, .scan = scan};
+    red_form f = {.name = opname, .scan = scan, .nv0 = c->p->nvars};
     f.is_nan = strncmp(opname, "nan", 3) == 0 && ck_find_op(c, opname) < 0 &&
                (ck_op_from_name(opname + 3) >= 0 || strcmp(opname + 3, "mean") == 0);
     if (f.is_nan) opname += 3;

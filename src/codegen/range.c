@@ -36,8 +36,11 @@ static void emit_range_checks(gen *g, const ir *x)
 
 /* A scan over ranged rows (plan_scan_ranged) writes row o's results at its
  * range: the rows must tile the result's 0..K in order (core_scan_tile_error's
- * rules, in its order), and a row that breaks them writes nothing, so that no
- * row writes outside the result.  A fault's node word is the pass and the
+ * rules).  A row that breaks one faults and writes nothing; a row that would
+ * write outside 0..K writes nothing either but does not fault, since with CSR
+ * bounds some row then breaks a rule (a first start past 0, a range ending
+ * before it starts, a last end other than K), so that one bad offset is one
+ * fault, the one the CPU reports.  A fault's node word is the pass and the
  * rule (<< 16), its dimension word the row. */
 static void emit_tiling_check(gen *g)
 {
@@ -47,9 +50,9 @@ static void emit_tiling_check(gen *g)
                     "        if (o == 0 && lo[0] != 0) { bad = %d; val = lo[0]; }\n"
                     "        else if (o < last && h < lo[0]) { bad = %d; val = h; }\n"
                     "        else if (o == last && e != K) { bad = %d; val = e; }\n"
-                    "        else if (lo[0] < 0 || e > K) { bad = %d; val = e; }\n"
-                    "        if (bad >= 0) { rj_fault(P, %d, %d | (unsigned long long)bad << 16, (unsigned long long)o, val); sz[0] = 0; } }\n",
-                    base + 1, CORE_TILE_START, CORE_TILE_BACK, CORE_TILE_END, CORE_TILE_END, RED_ERR_SHAPE, g->pi);
+                    "        if (bad >= 0) rj_fault(P, %d, %d | (unsigned long long)bad << 16, (unsigned long long)o, val);\n"
+                    "        if (bad >= 0 || lo[0] < 0 || e > K) sz[0] = 0; }\n",
+                    base + 1, CORE_TILE_START, CORE_TILE_BACK, CORE_TILE_END, RED_ERR_SHAPE, g->pi);
 }
 
 /* A candidate for rj_segm (rj_segment.cuh, the merge path over CSR rows): one
@@ -96,12 +99,14 @@ void cg_emit_out_range(gen *g)
             cg_ref(g, pv->hi);
             /* an extent past 2^40 (a stray bound) is a fault, reported
              * like an index error, rather than a loop for days */
-            util_buf_printf(o, "; sz[%d] = h > lo[%d] ? (long long)((unsigned long long)h - (unsigned long long)lo[%d]) : 0; "
-                               "if ((unsigned long long)sz[%d] > (1ull << 40)) { rj_fault(P, %d, %d, %d, h); sz[%d] = 0; }%s\n",
-                            d, d, d, d, RED_ERR_LIMIT, g->pi, d, d,
-                            /* rj_segm's test of the offsets: the raw end */
-                            g->k->merge ? " sz[RJ_NRED] = h;" : "");
-            if (plan_scan_ranged(p, ps)) emit_tiling_check(g);
+            util_buf_printf(o, "; sz[%d] = h > lo[%d] ? (long long)((unsigned long long)h - (unsigned long long)lo[%d]) : 0;", d, d, d);
+            if (plan_scan_ranged(p, ps))   /* (the tiling check holds the row to 0..K instead) */
+                emit_tiling_check(g);
+            else
+                util_buf_printf(o, " if ((unsigned long long)sz[%d] > (1ull << 40)) { rj_fault(P, %d, %d, %d, h); sz[%d] = 0; }%s\n",
+                                d, RED_ERR_LIMIT, g->pi, d, d,
+                                /* rj_segm's test of the offsets: the raw end */
+                                g->k->merge ? " sz[RJ_NRED] = h;" : "");
             util_buf_puts(o, "    }\n");
         } else {
             util_buf_printf(o, "    lo[%d] = P.v[%d]; sz[%d] = P.v[%d];\n", d, g->k->lay.var_lo[ps->red[d]], d,

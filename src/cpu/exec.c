@@ -111,6 +111,8 @@ static int pass_domain(pass_ctx *pc, int pi, core_bounds *bounds, core_vars *var
 {
     int rc = core_resolve_pass(pc->p, pi, pc->bufs, bounds, CORE_EVAL_UNIFORM_RANGES, vars, &pc->dom, diag);
     if (rc) return rc;
+    pc->tiled = plan_scan_ranged(pc->p, pc->ps);
+    pc->tile_len = pc->tiled ? vars->hi[pc->ps->red[0]] : 0;
     if (pc->dom.ranged) rc = cpu_eval_ranges(pc, a, diag);
     if (!pc->ps->nreds) {
         pc->dom.L = 1;

@@ -44,6 +44,7 @@ typedef struct pass_ctx {
     int64_t *olo, *osz;             /* ranged: [o * nr + d]               */
     int tiled;                      /* a scan over ranged rows, whose results
                                        lie at their ranges (plan_scan_ranged) */
+    int64_t tile_len;               /* and the length K its rows tile      */
     int64_t *offs;                  /* ranged: prefix of counts, nout + 1 */
     int flat, flat_ramp;            /* blocks run flat (cpu_flat_walk), the
                                        index at walk position flat_ramp

@@ -219,33 +219,11 @@ static int scan_chunk(const pass_ctx *pc, tstate *ts, void *scratch, int64_t c, 
     return walk_chunk(pc, ts, cs, ce, 1, acc, c > 0, c > 0 ? ch[c - 1].last_key : 0, NULL);
 }
 
-/* Ranged rows (plan_scan_ranged) tile the result's 0..K in order: the first
- * broken rule, in row order (core_scan_tile_error; the GPU checks the same in
- * out_range).  Row o ends where row o + 1 starts (CSR bounds); the last row's
- * end is its start and its count. */
-static int check_tiling(const pass_ctx *pc, util_diag *diag)
-{
-    const int64_t nout = pc->dom.nout, K = pc->temps[pc->reds[0].temp[0]].shape[0];
-    for (int64_t o = 0; o < nout; o++) {
-        int64_t lo = pc->olo[o], e = lo + pc->osz[o];
-        if (o == 0 && lo != 0) return core_scan_tile_error(pc->p, pc->pi, CORE_TILE_START, o, lo, K, diag);
-        if (o < nout - 1 && pc->olo[o + 1] < lo)
-            return core_scan_tile_error(pc->p, pc->pi, CORE_TILE_BACK, o, pc->olo[o + 1], K, diag);
-        if (o == nout - 1 && e != K) return core_scan_tile_error(pc->p, pc->pi, CORE_TILE_END, o, e, K, diag);
-        if (lo < 0 || e > K) return core_scan_tile_error(pc->p, pc->pi, CORE_TILE_END, o, e, K, diag);
-    }
-    return 0;
-}
-
 int cpu_run_scan(pass_ctx *pc, util_diag *diag)
 {
     const plan *p = pc->p;
     int64_t N = pc->dom.N;
-    pc->tiled = plan_scan_ranged(p, pc->ps);
-    if (pc->tiled) {
-        int rc = check_tiling(pc, diag);
-        if (rc) return rc;
-    }
+
     int64_t nchunks = N / CHUNK + (N % CHUNK != 0);
     if (nchunks == 0) return 0;
     int nr = pc->nreds;

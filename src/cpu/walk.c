@@ -421,6 +421,28 @@ static void take_ranges(const pass_ctx *sweep, const vm_state *st, int64_t pos, 
     }
 }
 
+/* Ranged rows (plan_scan_ranged) tile the result's 0..K in order: the first
+ * broken rule, in row order (core_scan_tile_error; the GPU checks the same
+ * rules in out_range, one fault for one bad offset).  Row o ends where row
+ * o + 1 starts (CSR bounds); the last row's end is its start and its count.
+ * Where no rule is broken every row lies inside 0..K; the second loop holds
+ * the walk to that all the same. */
+static int check_tiling(const pass_ctx *pc, util_diag *diag)
+{
+    const int64_t nout = pc->dom.nout, K = pc->tile_len;
+    for (int64_t o = 0; o < nout; o++) {
+        int64_t lo = pc->olo[o], e = lo + pc->osz[o];
+        if (o == 0 && lo != 0) return core_scan_tile_error(pc->p, pc->pi, CORE_TILE_START, o, lo, K, diag);
+        if (o < nout - 1 && pc->olo[o + 1] < lo)
+            return core_scan_tile_error(pc->p, pc->pi, CORE_TILE_BACK, o, pc->olo[o + 1], K, diag);
+        if (o == nout - 1 && e != K) return core_scan_tile_error(pc->p, pc->pi, CORE_TILE_END, o, e, K, diag);
+    }
+    for (int64_t o = 0; o < nout; o++)
+        if (pc->olo[o] < 0 || pc->olo[o] + pc->osz[o] > K)
+            return util_diag_set(diag, RED_ERR_INTERNAL, "scan row %lld outside its result", (long long)o);
+    return 0;
+}
+
 /* Evaluate the ranged reduced variables' bounds for every output. */
 int cpu_eval_ranges(pass_ctx *pc, util_arena *a, util_diag *diag)
 {
@@ -465,6 +487,7 @@ int cpu_eval_ranges(pass_ctx *pc, util_arena *a, util_diag *diag)
     rc = map_blocks(&sweep, take_ranges, &ta, diag);
     if (rc) return rc;
     if (core_cancelled(pc->cancel)) return util_diag_set(diag, RED_ERR_INTERRUPTED, "interrupted");
+    if (pc->tiled && (rc = check_tiling(pc, diag))) return rc;
     /* the counts' prefix, pc's fields read once: the stores into offs could
      * alias them, a load each per output (cachegrind) */
     const int64_t nout = pc->dom.nout, *osz = pc->osz;

@@ -51,9 +51,10 @@ int gpu_run_scan(run_ctx *r, pass_entry *e, long long nout, long long L, int str
      * every array allows them and it was faster (H200, bench/TUNING.md
      * "Scans"): over several rows (16384 rows of 16384 f32 under tree: 0.89
      * ms against 1.75 through shared memory) and for states over 8 bytes (the
-     * linear recurrence over 2^26 f32: 0.51 against 0.58); not for one row of
-     * 4- or 8-byte states (2^28 f32: 0.94 against 0.79) */
-    int lv = rows == 0 && vok && gpu_tuning_get()->scanlv && (nout > 1 || e->k.acc_size > 8);
+     * linear recurrence over 2^26 f32, a 12-byte state: 0.51 against 0.58);
+     * not for one row of 4- or 8-byte states (2^28 f32: 0.94 against 0.79),
+     * nor for states over 12 bytes, whose two tiles a thread holds would spill */
+    int lv = rows == 0 && vok && gpu_tuning_get()->scanlv && e->k.acc_size <= 12 && (nout > 1 || e->k.acc_size > 8);
     if (lv) {
         tile = cg_scanlv_tile(&e->k);
         T = cdiv(L, tile), nt = nout * T, ng = nout * cdiv(T, 32);

@@ -181,6 +181,12 @@ static int pass_split(rw *w, int pi, int *out)
                                 "index '%s' has a range of its own and indexes the results along a split axis: "
                                 "not supported (bind the arrays whole, or split them along another axis)",
                                 p->vars[v].name);
+        /* a scan within CSR rows: its rows are cut where its result is not (k, whole) */
+        if (plan_scan_ranged(p, ps))
+            return util_diag_at(w->diag, p->src, pos, RED_ERR_UNSUPPORTED,
+                                "this scans within rows over the split index '%s': not supported; bind the "
+                                "arrays whole",
+                                p->vars[v].name);
         if (k >= ps->nfree && ps->scan)
             return util_diag_at(w->diag, p->src, pos, RED_ERR_UNSUPPORTED,
                                 "this scans along the split index '%s': a scan across ranks is not supported; "

@@ -359,8 +359,11 @@ __device__ __forceinline__ void rj_scan_rows(const Params &P, long long nout, lo
         if (o >= nout) return;
         long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
         const long long cnt = out_range(P, o, lo, sz);
-        // ranged rows differ in length: each its own count of tiles
+        // ranged rows differ in length: each its own count of tiles; an empty one
+        // still meets the barrier, so that no warp reads *s_row after thread 0
+        // wrote the next row there (every thread has the same cnt)
         const long long Tr = RJ_SCAN_RANGED ? (cnt + RJ_SCAN_TILE - 1) / RJ_SCAN_TILE : T;
+        if (RJ_SCAN_RANGED && Tr == 0) rj_bar_sync(1, RJ_BLOCK);
         RjSA carry;
         rj_sa_init(carry);
         for (long long tt = 0; tt < Tr; tt++) {
