@@ -339,3 +339,15 @@ def test_scans_against_numpy(cpu):
     starts = np.r_[0, np.flatnonzero(np.diff(k)) + 1]
     want = np.arange(len(k)) - np.repeat(starts, np.diff(np.r_[starts, len(k)])) + 1
     assert np.array_equal(seg, want)
+    # within CSR rows: shaped as the values, each row's running sum at its range; a bad offset
+    # is a shape error that points at the scanned index
+    ptr = np.r_[0, np.cumsum(rng.integers(0, 40, 300))].astype(np.int32)
+    v = rng.standard_normal(int(ptr[-1]))
+    got = cpu.eval("cumsum(v[k]) over k in ptr[r]..ptr[r+1]", v=v, ptr=ptr)
+    want = np.concatenate([np.cumsum(v[a:b]) for a, b in zip(ptr[:-1], ptr[1:])])
+    assert got.shape == v.shape and np.allclose(got, want, rtol=1e-12, atol=1e-9)
+    assert cpu.eval("sum(cumsum(v[k]) over k in ptr[r]..ptr[r+1])", v=v, ptr=ptr) == pytest.approx(np.sum(want))
+    bad = ptr.copy()
+    bad[-1] -= 1
+    with pytest.raises(redjit.BindingError, match="the last range ends at"):
+        cpu.eval("cumsum(v[k]) over k in ptr[r]..ptr[r+1]", v=v, ptr=bad)
