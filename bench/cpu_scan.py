@@ -1,5 +1,5 @@
 """cpu_scan.py -- the CPU executor's scans against NumPy's (np.cumsum, np.maximum.accumulate, and
-a cumsum minus each segment's base for the keyed scan), in one process on the same arrays,
+a cumsum minus each segment's base for the keyed and CSR-row scans), in one process on the same arrays,
 every result checked against a float64 reference.
 
     PYTHONPATH=build/python/pkg python3 bench/cpu_scan.py [--reps N] [--out FILE.md]
@@ -37,6 +37,7 @@ def main():
     starts = np.concatenate([[0], np.cumsum(lens)])
     starts = starts[starts < n]
     seg = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, n))).astype(np.int32)
+    ptr = np.append(starts, n).astype(np.int32)   # the same segments as CSR rows
     x64 = x.astype(np.float64)
     ctx = redjit.Context(device="cpu")
     cases = [
@@ -45,6 +46,8 @@ def main():
         ("cumsum(A[i,j]) over j", "4096 x 4096 f32", dict(A=A), lambda: np.cumsum(A, axis=1),
          np.cumsum(A.astype(np.float64), axis=1), np.cumsum(np.abs(A.astype(np.float64)), axis=1)),
         ("cumsum(x[i]) by seg[i]", "2^24 f32, segments of 10..50", dict(x=x, seg=seg),
+         lambda: segmented_cumsum(x, starts), segmented_cumsum(x64, starts), segmented_cumsum(np.abs(x64), starts)),
+        ("cumsum(x[k]) over k in ptr[r]..ptr[r+1]", "2^24 f32, CSR rows of 10..50", dict(x=x, ptr=ptr),
          lambda: segmented_cumsum(x, starts), segmented_cumsum(x64, starts), segmented_cumsum(np.abs(x64), starts)),
     ]
     lines = ["| expression | size | redjit ms | NumPy ms | NumPy/redjit | max error (redjit, NumPy) |",
@@ -64,8 +67,8 @@ def main():
         print(lines[-1], flush=True)
     head = [f"## Scans ({time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs, NumPy {np.__version__})", "",
             "`PYTHONPATH=build/python/pkg python3 bench/cpu_scan.py`: the CPU executor's scans "
-            "(src/cpu/scan.c, all threads) against NumPy's, medians in ms; the keyed scan's NumPy form "
-            "is a cumsum minus each segment's base; error = |result - f64 reference| / (the running "
+            "(src/cpu/scan.c, all threads) against NumPy's, medians in ms; the keyed and CSR-row scans' "
+            "NumPy form is a cumsum minus each segment's base; error = |result - f64 reference| / (the running "
             "sum of magnitudes, or max(|reference|, 1) for cummax).", ""]
     finish(head, lines, opt.out)
     return 0 if ok else 1
