@@ -442,24 +442,26 @@ __device__ __forceinline__ void rj_scan_warps(const Params &P)
 // about four vectors of loads a lane in flight
 enum { RJ_SCANV_M = RJ_SCANV_NV >= 4 ? 1 : 4 / RJ_SCANV_NV };
 
-// The elements of a stripe that lane `lane` holds (e, each its own fold),
-// given the fold of everything before the stripe (carry): their results into
-// out, and carry moved past the stripe.
-__device__ __forceinline__ void rj_scanv_stripe(Acc *e, Acc *out, RjSA &carry, int lane)
+// The elements of a stripe that a lane holds (e, each its own fold), folded
+// in place (each with those before it in the lane's vector); returns the warp's
+// inclusive scan of the lanes' folds (lane l: lanes 0..l).
+__device__ __forceinline__ RjSA rj_scanv_lanes(Acc *e)
 {
 #pragma unroll
-    for (int c = 1; c < RJ_VEC; c++) {   // the lane's elements folded in place, in order
+    for (int c = 1; c < RJ_VEC; c++) {
         Acc x = e[c - 1];
         acc_combine(x, e[c]);
         e[c] = x;
     }
     RjSA run;
     run.a = e[RJ_VEC - 1];
-    const RjSA inc = rj_warp_inclusive(run);
-    const RjSA exc = rj_sa_shfl_idx(inc, lane > 0 ? lane - 1 : 0);
-    const RjSA tot = rj_sa_shfl_idx(inc, 31);
-    RjSA pre = carry;
-    if (lane > 0) rj_sa_combine(pre, exc);
+    return rj_warp_inclusive(run);
+}
+
+// The results of a lane's vector (e as rj_scanv_lanes leaves it), given the
+// fold of everything before it (pre).
+__device__ __forceinline__ void rj_scanv_out(const Acc *e, const RjSA &pre, Acc *out)
+{
 #pragma unroll
     for (int c = 0; c < RJ_VEC; c++) {
         Acc x = pre.a;
@@ -470,6 +472,18 @@ __device__ __forceinline__ void rj_scanv_stripe(Acc *e, Acc *out, RjSA &carry, i
 #endif
         out[c] = x;
     }
+}
+
+// A stripe's results into out, given the fold of everything before the
+// stripe (carry), which moves past it.
+__device__ __forceinline__ void rj_scanv_stripe(Acc *e, Acc *out, RjSA &carry, int lane)
+{
+    const RjSA inc = rj_scanv_lanes(e);
+    const RjSA exc = rj_sa_shfl_idx(inc, lane > 0 ? lane - 1 : 0);
+    const RjSA tot = rj_sa_shfl_idx(inc, 31);
+    RjSA pre = carry;
+    if (lane > 0) rj_sa_combine(pre, exc);
+    rj_scanv_out(e, pre, out);
     rj_sa_combine(carry, tot);
 }
 
@@ -633,7 +647,7 @@ __device__ __forceinline__ void rj_scan_run(const Params &P)
 #define RJ_SCANLV_MINB 2
 #endif
 enum {
-    RJ_SCANLV_M = RJ_SCANV_NV >= 4 ? 1 : 4 / RJ_SCANV_NV,   // stripes a warp a tile (cg_scanlv_tile)
+    RJ_SCANLV_M = RJ_SCANV_M,                              // stripes a warp a tile (cg_scanlv_tile)
     RJ_SCANLV_WV = 32 * RJ_SCANLV_M,                       // a warp's vectors of a tile
     RJ_SCANLV_TILE = RJ_SCAN_WARPS * RJ_SCANLV_WV * RJ_VEC
 };
@@ -674,15 +688,7 @@ __device__ __forceinline__ void rj_scanlv_fold(const Params &P, RjScanHeldV &h, 
             }
             rj_flush(P, F);
         }
-#pragma unroll
-        for (int c = 1; c < RJ_VEC; c++) {
-            Acc x = e[c - 1];
-            acc_combine(x, e[c]);
-            e[c] = x;
-        }
-        RjSA run;
-        run.a = e[RJ_VEC - 1];
-        const RjSA inc = rj_warp_inclusive(run);
+        const RjSA inc = rj_scanv_lanes(e);
         const RjSA exc = rj_sa_shfl_idx(inc, lane > 0 ? lane - 1 : 0);
         h.pre[m] = sc;
         if (lane > 0) rj_sa_combine(h.pre[m], exc);
@@ -704,16 +710,7 @@ __device__ __forceinline__ void rj_scanlv_finish(const Params &P, const RjScanHe
         RjSA base = carry;
         rj_sa_combine(base, h.pre[m]);
         Acc out[RJ_VEC];
-#pragma unroll
-        for (int c = 0; c < RJ_VEC; c++) {
-            Acc x = base.a;
-#if RJ_SCAN_EXCL
-            if (c > 0) acc_combine(x, h.e[m][c - 1]);
-#else
-            acc_combine(x, h.e[m][c]);
-#endif
-            out[c] = x;
-        }
+        rj_scanv_out(h.e[m], base, out);
         if (u < nv) {
             scan_store_v(P, h.o, u * RJ_VEC, out);
         } else if (u == nv) {
