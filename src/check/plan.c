@@ -336,15 +336,14 @@ static int plain_load(const ir *x, int ct, int n)
     return 1;
 }
 
-/* x as `v + c` (c >= 0 or not) over index v: v's id, or -1. */
-static int index_plus(const ir *x, int64_t *c)
+const ir *plan_index_plus(const ir *x, int64_t *c)
 {
     *c = 0;
     if (x->kind == IR_OP && x->op == OP_ADD && x->args[1]->kind == IR_CONST && x->args[0]->kind == IR_INDEX) {
         *c = x->args[1]->c.i;
         x = x->args[0];
     }
-    return x->kind == IR_INDEX ? x->slot : -1;
+    return x->kind == IR_INDEX ? x : NULL;
 }
 
 int plan_csr_bounds(const ir *lo, const ir *hi, int r)
@@ -353,8 +352,8 @@ int plan_csr_bounds(const ir *lo, const ir *hi, int r)
         if (lo->kind != hi->kind || lo->type != hi->type) return 0;
     if (lo->kind != IR_LOAD || hi->kind != IR_LOAD || lo->slot < 0 || lo->slot != hi->slot || lo->nargs != 1) return 0;
     int64_t ca, cb;
-    int a = index_plus(lo->args[0], &ca), b = index_plus(hi->args[0], &cb);
-    return a >= 0 && a == r && b == a && ca < INT64_MAX && cb == ca + 1;
+    const ir *a = plan_index_plus(lo->args[0], &ca), *b = plan_index_plus(hi->args[0], &cb);
+    return a && b && a->slot == r && b->slot == r && ca < INT64_MAX && cb == ca + 1;
 }
 
 int plan_scan_ranged(const plan *p, const plan_pass *ps)

@@ -251,6 +251,9 @@ typedef struct plan_product {
 } plan_product;
 int plan_find_product(const plan *p, const plan_pass *ps, plan_product *out);
 
+/* The index of a subscript `v` or `v + c` (c a constant, stored in *c), or NULL. */
+const ir *plan_index_plus(const ir *x, int64_t *c);
+
 /* Whether lo and hi are the same conversions of loads of one 1-D bound array at
  * `r + c` and `r + c + 1` (index r): range r ends where range r + 1 begins (CSR
  * offsets, `ptr[r]..ptr[r+1]`). */

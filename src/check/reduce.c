@@ -867,8 +867,8 @@ static int scan_targets(ck *c, scope *s, const ast_node *n, const scope *rs, int
             if (rs->anon[d] == v) w = home->anon[d];
         if (w < 0) {
             w = ck_find_var(s, p, p->vars[v].name);
-            /* (a ranged scanned index's rows tile the result: its arrays' length is the result's) */
-            if (w >= 0) TRY(p->vars[v].lo ? ck_share_constraints(c, w, v) : ck_take_constraints(c, w, v));
+            /* (a ranged scanned index's too: its rows tile the result, as long as its arrays) */
+            if (w >= 0) TRY(ck_share_constraints(c, w, v));
         }
         if (w < 0 && p->vars[v].lo) {
             /* a ranged index's rows tile the result: around the scan it is a

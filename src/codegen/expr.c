@@ -144,24 +144,12 @@ static void emit_cast(gen *g, const ir *x)
     }
 }
 
-/* The index of a subscript `v` or `v + c` (c a constant, stored in *c), or
- * NULL for any other subscript. */
-const ir *cg_index_plus_const(const ir *s, int64_t *c)
-{
-    *c = 0;
-    if (s->kind == IR_OP && s->op == OP_ADD && s->args[1]->kind == IR_CONST && s->args[0]->kind == IR_INDEX) {
-        *c = s->args[1]->c.i;
-        s = s->args[0];
-    }
-    return s->kind == IR_INDEX ? s : NULL;
-}
-
 /* Whether subscript s is `v` or `v + c` for a ranged reduced index v of the
  * pass (v is its position among the reduced ones): over one output's
  * elements it runs over [lo[v] + c, lo[v] + c + sz[v]). */
 int cg_ranged_subscript(const gen *g, const ir *s, int *v, int64_t *c)
 {
-    s = cg_index_plus_const(s, c);
+    s = plan_index_plus(s, c);
     if (!s) return 0;
     for (int d = 0; d < g->ps->nred; d++)
         if (g->ps->red[d] == s->slot && g->p->vars[s->slot].lo) {
@@ -182,7 +170,7 @@ int cg_proven_in_range(gen *g, const ir *x, int d)
     int64_t c;
     int rv;
     if (g->hoisted && g->in_elem && cg_ranged_subscript(g, x->args[d], &rv, &c)) return 1;
-    const ir *s = cg_index_plus_const(x->args[d], &c);
+    const ir *s = plan_index_plus(x->args[d], &c);
     if (!s) return 0;
     const plan_var *v = &g->p->vars[s->slot];
     if (v->lo || v->key_pass >= 0) return 0;

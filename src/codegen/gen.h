@@ -47,8 +47,6 @@ void cg_begin_function(gen *g);
 int cg_ranged_subscript(const gen *g, const ir *s, int *v, int64_t *c);
 /* Does any reduction of pass ps read an index other than its reduced ones (vec.c)? */
 int cg_fold_reads_free(const plan_pass *ps);
-/* The index of a subscript `v` or `v + c` (c a constant, stored in *c), or NULL. */
-const ir *cg_index_plus_const(const ir *s, int64_t *c);
 int cg_proven_in_range(gen *g, const ir *x, int d);
 /* A load whose element is its value (storage of its compute type, 4 or 8 bytes), and the
  * load of such an element straight into shared memory at dst (cp.async; rj_cp_async_wait_all) */

@@ -5,7 +5,6 @@
 #include "core/extents.h"
 
 #include <stdio.h>
-
 #include <string.h>
 
 static int ext_mul_ok(int64_t a, int64_t b, int64_t *r) { return !__builtin_mul_overflow(a, b, r); }
@@ -230,7 +229,6 @@ int core_infer_extent(const plan *p, int var, const core_buf *bufs, int64_t *ext
     *ext = e;
     return 0;
 }
-
 
 int core_scan_tile_error(const plan *p, int pass, int what, int64_t row, int64_t value, int64_t K, util_diag *diag)
 {

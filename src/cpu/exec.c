@@ -239,7 +239,6 @@ static int pass_setup(pass_ctx *pc, int pi, core_bounds *bounds, core_vars *vars
     const plan *p = pc->p;
     const plan_pass *ps = &p->passes[pi];
     pc->ps = ps;
-    pc->pi = pi;
     pc->key_root = -1;
     int rc = 0;
     if (core_cancelled(pc->cancel)) rc = util_diag_set(diag, RED_ERR_INTERRUPTED, "interrupted");

@@ -40,7 +40,6 @@ typedef struct pass_ctx {
                                        the walk changes nout, L and N where a
                                        pass is walked as one output (keys) or
                                        ranged (N: the sum of the ranges)   */
-    int pi;                         /* the pass's index in the plan       */
     int64_t *olo, *osz;             /* ranged: [o * nr + d]               */
     int tiled;                      /* a scan over ranged rows, whose results
                                        lie at their ranges (plan_scan_ranged) */

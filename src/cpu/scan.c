@@ -223,7 +223,6 @@ int cpu_run_scan(pass_ctx *pc, util_diag *diag)
 {
     const plan *p = pc->p;
     int64_t N = pc->dom.N;
-
     int64_t nchunks = N / CHUNK + (N % CHUNK != 0);
     if (nchunks == 0) return 0;
     int nr = pc->nreds;

@@ -430,12 +430,13 @@ static void take_ranges(const pass_ctx *sweep, const vm_state *st, int64_t pos, 
 static int check_tiling(const pass_ctx *pc, util_diag *diag)
 {
     const int64_t nout = pc->dom.nout, K = pc->tile_len;
+    const int pi = (int)(pc->ps - pc->p->passes);
     for (int64_t o = 0; o < nout; o++) {
         int64_t lo = pc->olo[o], e = lo + pc->osz[o];
-        if (o == 0 && lo != 0) return core_scan_tile_error(pc->p, pc->pi, CORE_TILE_START, o, lo, K, diag);
+        if (o == 0 && lo != 0) return core_scan_tile_error(pc->p, pi, CORE_TILE_START, o, lo, K, diag);
         if (o < nout - 1 && pc->olo[o + 1] < lo)
-            return core_scan_tile_error(pc->p, pc->pi, CORE_TILE_BACK, o, pc->olo[o + 1], K, diag);
-        if (o == nout - 1 && e != K) return core_scan_tile_error(pc->p, pc->pi, CORE_TILE_END, o, e, K, diag);
+            return core_scan_tile_error(pc->p, pi, CORE_TILE_BACK, o, pc->olo[o + 1], K, diag);
+        if (o == nout - 1 && e != K) return core_scan_tile_error(pc->p, pi, CORE_TILE_END, o, e, K, diag);
     }
     for (int64_t o = 0; o < nout; o++)
         if (pc->olo[o] < 0 || pc->olo[o] + pc->osz[o] > K)

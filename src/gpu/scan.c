@@ -40,7 +40,7 @@ int gpu_run_scan(run_ctx *r, pass_entry *e, long long nout, long long L, int str
      * two rows a resident warp, else a block a row. */
     long long warps = (long long)CG_SCANW_MINB * (BLOCK / 32) * g->nsm;
     int ranged = plan_scan_ranged(r->p, &r->p->passes[e->pi]);
-    int vok = !ranged && gpu_vec_ok(r, e);   /* every array allows 16-byte loads */
+    int vok = gpu_vec_ok(r, e);   /* every array allows 16-byte loads (never ranged rows: vec.c) */
     int vec_ok = vok && strategy != RED_STRATEGY_PERSISTENT && strategy != RED_STRATEGY_TREE;
     int rows = strategy == RED_STRATEGY_SEQUENTIAL                 ? 2
              : strategy == RED_STRATEGY_PERSISTENT                ? 1
