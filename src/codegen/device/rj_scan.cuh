@@ -382,19 +382,18 @@ __device__ __forceinline__ void rj_scan_rows(const Params &P, long long nout, lo
     }
 }
 
-// The next row for the calling warp, from the ticket (lane 0 takes it).
-__device__ __forceinline__ long long rj_scan_warp_ticket(unsigned long long *ticket, int lane)
-{
-    long long o = 0;
-    if (lane == 0) o = (long long)atomicAdd(ticket, 1ull);
-    return __shfl_sync(0xffffffffu, o, 0);
-}
-
 // rj_scanw: whole rows a warp, for rows many enough that every warp gets
 // several.  Each warp takes a row from the ticket and walks it RJ_SCAN_WT
-// elements at a time in its own slots, the carry in registers.  No barrier at
-// all, so the warps of an SM keep their loads in flight independently; a short
-// row fills a warp's share, not a block's tile.
+// elements at a time in its own slots, the carry in registers.  Its next
+// row's ticket is taken as it starts a row and read when it ends it, so the
+// atomic's round trip overlaps the row (rows do not wait on each other;
+// RJ_SCANW_PREFETCH=0, an NVRTC option through REDJIT_NVRTC_OPTS, takes it
+// after the row instead, for comparing).  No barrier at all, so the warps of
+// an SM keep their loads in flight independently; a short row fills a warp's
+// share, not a block's tile.
+#ifndef RJ_SCANW_PREFETCH
+#define RJ_SCANW_PREFETCH 1
+#endif
 __device__ __forceinline__ void rj_scan_warps(const Params &P)
 {
     // all of it dynamic, as cg_scan_smem counts it: a warp's RJ_SCAN_WS slots
@@ -405,9 +404,11 @@ __device__ __forceinline__ void rj_scan_warps(const Params &P)
     RjSA *stot = (RjSA *)rj_scan_smem + RJ_SCAN_WARPS * RJ_SCAN_WS + warp;
     const long long nout = P.v[RJ_NOUT];
     unsigned long long *ticket = (unsigned long long *)P.v[RJ_PARTIALS];
+    long long next = lane == 0 ? (long long)atomicAdd(ticket, 1ull) : 0;
     for (;;) {
-        const long long o = rj_scan_warp_ticket(ticket, lane);
+        const long long o = __shfl_sync(0xffffffffu, next, 0);
         if (o >= nout) return;
+        if (RJ_SCANW_PREFETCH && lane == 0) next = (long long)atomicAdd(ticket, 1ull);
         long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
         const long long cnt = out_range(P, o, lo, sz);
         RjSA carry;
@@ -424,6 +425,7 @@ __device__ __forceinline__ void rj_scan_warps(const Params &P)
             rj_scan_finish(P, sw, stot, carry, h, 0, lane);   // ends with __syncwarp: stot[0] is there
             rj_sa_combine(carry, stot[0]);
         }
+        if (!RJ_SCANW_PREFETCH && lane == 0) next = (long long)atomicAdd(ticket, 1ull);
     }
 }
 
