@@ -43,7 +43,7 @@ static const struct {
     {"rj_splitb", "RJ_ENTRY rj_splitb(Params P) { rj_split_blocks(P); }\n"},
     {"rj_splitf", "RJ_ENTRY rj_splitf(Params P) { rj_split_final(P); }\n"},
     {"rj_splitbv", "RJ_ENTRY rj_splitbv(Params P) { rj_split_blocks_vec(P); }\n"},
-    {"rj_segm", "RJ_ENTRY rj_segm(Params P) { rj_merge_rows(P); }\n"},
+    {"rj_segm", "extern \"C\" __global__ void __launch_bounds__(RJ_BLOCK, RJ_SEGM_MINB) rj_segm(Params P) { rj_merge_rows(P); }\n"},
     {"rj_segmf", "RJ_ENTRY rj_segmf(Params P) { rj_merge_fix(P); }\n"},
     {"rj_segbs", "RJ_ENTRY rj_segbs(Params P) { rj_segmented_staged(P); }\n"},
     {"rj_tile", "RJ_ENTRY rj_tile(Params P) { rj_tile_run(P); }\n"},

@@ -522,8 +522,21 @@ __device__ __forceinline__ void rj_count_all(const Params &P)
 // (Elements are evaluated before their row is known: the element code does
 // not read the output index, merge_pass's condition.)
 
-// Items a thread: 15 instead of 7 for sums of f32 made every case 5-10% slower (H200)
-#define RJ_MITEMS (sizeof(Acc) <= 8 ? 7 : sizeof(Acc) <= 16 ? 5 : sizeof(Acc) <= 32 ? 3 : 1)
+// Items a thread, and rj_segm's fewest blocks an SM (its __launch_bounds__):
+// for sums of f32, 11 items and 4 blocks (at most 64 registers) took 620-630 us
+// where 7 items and as many blocks as 70 registers allow (3) took 750 (H200,
+// rows of 10..50; bench/TUNING.md).  RJ_MCLAMP 0 guards each item's loads
+// by a branch instead, for comparing (the loads of one item then waited for
+// the one before: 815-830 us).  All three can be set through REDJIT_NVRTC_OPTS.
+#ifndef RJ_MITEMS
+#define RJ_MITEMS (sizeof(Acc) <= 8 ? 11 : sizeof(Acc) <= 16 ? 5 : sizeof(Acc) <= 32 ? 3 : 1)
+#endif
+#ifndef RJ_SEGM_MINB
+#define RJ_SEGM_MINB (sizeof(Acc) <= 8 ? 4 : 1)
+#endif
+#ifndef RJ_MCLAMP
+#define RJ_MCLAMP 1
+#endif
 #define RJ_MT (RJ_BLOCK * RJ_MITEMS)
 
 struct rj_mrec {   // a block's first or last row and its part there
@@ -713,12 +726,19 @@ __device__ __forceinline__ void rj_merge_rows(const Params &P)
         long long nels = nnz - cj;
         int te = rj_msearch_tile(s_end, td, nst, nels);   // rows the tile ends
         int ne = td - te;                                         // its elements
-        {   // every load issued before the first store (which may alias them)
+        if (ne > 0) {   // every load issued before the first store (which may alias them)
             Acc x[RJ_MITEMS];
 #pragma unroll
             for (int u = 0; u < RJ_MITEMS; u++) {
                 acc_init(x[u]);
+#if RJ_MCLAMP
+                // past the tile's elements: its last one again, unguarded, so
+                // that no branch keeps an item's loads behind the one before
+                const int q = t + u * RJ_BLOCK < ne ? t + u * RJ_BLOCK : ne - 1;
+                acc_elem(x[u], F, P, 0, lo0, sz0, k0 + cj + q);
+#else
                 if (t + u * RJ_BLOCK < ne) acc_elem(x[u], F, P, 0, lo0, sz0, k0 + cj + t + u * RJ_BLOCK);
+#endif
             }
 #pragma unroll
             for (int u = 0; u < RJ_MITEMS; u++)
