@@ -793,9 +793,11 @@ static void test_csr_choice(red_ctx *ctx)
 
 /* Forced strategies on CSR rows keep their meaning with a mapping that fits
  * the rows: tree a lane, a warp's tree or a block's by the rows' average
- * length; sequential, persistent and segmented the merge path (each thread
- * folding its run of the rows' elements in order, equal shares for the
- * blocks of an occupancy-sized grid). */
+ * length (a warp a row leaving rows of more than 4096 elements to rj_segl,
+ * a block's tree each, which runs last); sequential, persistent and
+ * segmented the merge path (each thread folding its run of the rows'
+ * elements in order, equal shares for the blocks of an occupancy-sized
+ * grid). */
 static void test_csr_forced(red_ctx *ctx)
 {
     const struct {
@@ -803,7 +805,7 @@ static void test_csr_forced(red_ctx *ctx)
         long long avg;
         const char *want;
     } t[] = {
-        {RED_STRATEGY_TREE, 2, "rj_seg1"},        {RED_STRATEGY_TREE, 5, "rj_seg32"},
+        {RED_STRATEGY_TREE, 2, "rj_seg1"},        {RED_STRATEGY_TREE, 5, "rj_segl"},
         {RED_STRATEGY_TREE, 300, "rj_segb"},      {RED_STRATEGY_SEQUENTIAL, 5, "rj_segmf"},
         {RED_STRATEGY_PERSISTENT, 5, "rj_segmf"}, {RED_STRATEGY_SEGMENTED, 5, "rj_segmf"},
     };

@@ -99,7 +99,9 @@ typedef struct cg_kernel {
      * a block a row staged in shared memory (CG_G_SEGBS) */
     int epi_staged;
     /* rj_segm and rj_segmf (CG_G_SEGM): CSR rows along the merge path
-     * (range.c, merge_pass); out_range leaves the raw end in sz[RJ_NRED] */
+     * (range.c, merge_pass); out_range leaves the raw end in sz[RJ_NRED].
+     * Such passes also have rj_seg32d and rj_segl (CG_G_SEG32D): a warp a
+     * row under the tree strategy, long rows a block each */
     int merge;
     /* rj_tile (CG_G_TILE, tile.c): a partial pass whose operand has parts that
      * read along the reduced indices alone, staged in shared memory a tile at
@@ -151,7 +153,7 @@ int cg_generate(const plan *p, int pi, const cg_tuning *t, util_arena *a, cg_ker
  * body made by cg_generate.  CG_ALL_GROUPS: every usable group at once (for
  * red_precompile and red_explain). */
 enum { CG_G_MAP, CG_G_TREE, CG_G_SEQ, CG_G_PERSIST, CG_G_PERSISTV, CG_G_SEG1, CG_G_SEG32, CG_G_SEG1V, CG_G_SEG32V, CG_G_SEGB, CG_G_COUNT,
-       CG_G_KSORTED, CG_G_KOFFS, CG_G_KPRIV, CG_G_SPLIT1, CG_G_SPLITB, CG_G_KSORTEDV, CG_G_SEGBV, CG_G_SEG1A, CG_G_SEG1S, CG_G_SEGNV, CG_G_SPLITBV, CG_G_SEGM, CG_G_SEGBS, CG_G_TILE, CG_G_TILE2, CG_G_SCAN, CG_G_SCANW, CG_G_SCANWV, CG_G_SCANLV, CG_NGROUPS, CG_ALL_GROUPS = -1 };
+       CG_G_KSORTED, CG_G_KOFFS, CG_G_KPRIV, CG_G_SPLIT1, CG_G_SPLITB, CG_G_KSORTEDV, CG_G_SEGBV, CG_G_SEG1A, CG_G_SEG1S, CG_G_SEGNV, CG_G_SPLITBV, CG_G_SEGM, CG_G_SEGBS, CG_G_TILE, CG_G_TILE2, CG_G_SCAN, CG_G_SCANW, CG_G_SCANWV, CG_G_SCANLV, CG_G_SEG32D, CG_NGROUPS, CG_ALL_GROUPS = -1 };
 int cg_group_of(const char *entry);
 int cg_group_has(int group, const char *entry);
 int cg_group_usable(int group, const cg_kernel *k);

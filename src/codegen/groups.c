@@ -27,6 +27,9 @@ static const struct {
     {"rj_seg1a", "RJ_ENTRY rj_seg1a(Params P) { rj_segmented_ranged_vec(P); }\n"},
     {"rj_seg1s", "RJ_ENTRY rj_seg1s(Params P) { rj_segmented_ranged_s(P); }\n"},
     {"rj_segb", "RJ_ENTRY rj_segb(Params P) { rj_segmented(P, RJ_BLOCK); }\n"},
+    /* a warp a CSR row under the tree strategy, long rows left to rj_segl */
+    {"rj_seg32d", "RJ_ENTRY rj_seg32d(Params P) { rj_segmented(P, 32, true); }\n"},
+    {"rj_segl", "RJ_ENTRY rj_segl(Params P) { rj_segmented_list(P); }\n"},
     {"rj_count", "RJ_ENTRY rj_count(Params P) { rj_count_all(P); }\n"},
     {"rj_kends", "RJ_ENTRY rj_kends(Params P) { rj_key_ends(P); }\n"},
     {"rj_kscan", "RJ_ENTRY rj_kscan(Params P) { rj_key_scan(P); }\n"},
@@ -83,6 +86,7 @@ static const char *const group_entries[CG_NGROUPS] = {   /* names, each NUL-term
     [CG_G_SEGNV] = "rj_segnv\0",
     [CG_G_SPLITBV] = "rj_splitbv\0rj_splitf\0",
     [CG_G_SEGM] = "rj_segm\0rj_segmf\0",
+    [CG_G_SEG32D] = "rj_seg32d\0rj_segl\0",
     [CG_G_SEGBS] = "rj_segbs\0",
     [CG_G_TILE] = "rj_tile\0rj_splitf\0",
     [CG_G_TILE2] = "rj_tile2\0",
@@ -121,7 +125,7 @@ int cg_group_usable(int group, const cg_kernel *k)
         group == CG_G_SPLITBV)
         return k->vec > 0 && kind == CG_PARTIAL && !k->rvec;
     if (group == CG_G_SEG1A || group == CG_G_SEG1S) return k->rvec;
-    if (group == CG_G_SEGM) return k->merge;
+    if (group == CG_G_SEGM || group == CG_G_SEG32D) return k->merge;
     if (group == CG_G_SEGBS) return k->epi_staged;
     if (group == CG_G_TILE) return k->tile;
     if (group == CG_G_TILE2) return k->tile2 > 0;

@@ -146,7 +146,8 @@ const char *const gpu_entry_name[GPU_NENTRIES] = {
     [GPU_E_SPLITBV] = "rj_splitbv", [GPU_E_SEGM] = "rj_segm",       [GPU_E_SEGMF] = "rj_segmf",
     [GPU_E_SEGBS] = "rj_segbs",     [GPU_E_TILE] = "rj_tile",
     [GPU_E_TILE2] = "rj_tile2",     [GPU_E_SCAN] = "rj_scan",     [GPU_E_SCANW] = "rj_scanw",
-    [GPU_E_SCANWV] = "rj_scanwv",   [GPU_E_SCANLV] = "rj_scanlv",
+    [GPU_E_SCANWV] = "rj_scanwv",   [GPU_E_SCANLV] = "rj_scanlv",   [GPU_E_SEG32D] = "rj_seg32d",
+    [GPU_E_SEGL] = "rj_segl",
 };
 
 /* The entry kernel `entry` (enum gpu_entry) of a pass's module, looked up once. */

@@ -252,6 +252,34 @@ static int run_merge(run_ctx *r, pass_entry *e, long long nout)
     return gpu_launch(r, e, GPU_E_SEGMF, fix);
 }
 
+/* CSR rows (cg_kernel.merge) under the tree strategy where they average a warp's width or
+ * more: rj_seg32d, a warp a row, leaves rows of more than `longer` elements to rj_segl, a
+ * block's tree each, through a list of up to LONG_ROOM rows (a row past the room stays the
+ * warp's).  A warp alone on a power-law matrix's rows of 2^17 took 12x the best strategy's
+ * time (bench/RESULTS-sparse.md); the sampled average cannot see such rows. */
+enum { LONG_ROOM = 1 << 16 };
+static int run_rows_deferred(run_ctx *r, pass_entry *e, long long nout, double longer)
+{
+    gpu_dev *g = r->g;
+    util_diag *diag = r->diag;
+    long long *P = r->params;
+    long long room = nout < LONG_ROOM ? nout : LONG_ROOM;
+    CUdeviceptr list;
+    int rc = gpu_run_get(r, (size_t)(room + 1) * 8, &list, 1);
+    if (rc) return rc;
+    CU(g->cu.MemsetD8Async(list, 0, 8, r->s), "cuMemsetD8Async");
+    P[RJ_PARTIALS] = (long long)list;
+    P[RJ_NBLK] = longer < 9e18 ? (long long)longer : (1LL << 62);
+    P[RJ_PER] = room;
+    long long grid = cdiv(nout * 32, BLOCK), cap = (long long)g->nsm * 64;
+    rc = gpu_launch(r, e, GPU_E_SEG32D, grid < cap ? grid : cap);
+    /* as many blocks as rows fit in the room, at most four an SM: each takes rows while any are left */
+    long long lg = room < (long long)g->nsm * 4 ? room : (long long)g->nsm * 4;
+    if (!rc) rc = gpu_launch(r, e, GPU_E_SEGL, lg);
+    P[RJ_PER] = 0;
+    return rc;
+}
+
 /* The elements of all outputs' domains where ranges make them known only on
  * the device: their lengths are in the data; one round trip (tens of
  * microseconds) against a kernel that can be 20x off.  The choice needs the
@@ -278,8 +306,9 @@ static int ranged_total(run_ctx *r, pass_entry *e, long long nout, long long *to
  * `total` is the elements of all outputs' domains, or -1 when ranges make
  * it unknown.  Forced strategies pick the kernel, sized to the outputs: tree
  * a block's tree per output, a warp's where outputs average fewer elements
- * than a block has threads, a lane's where fewer than a warp has (CSR rows:
- * 4); sequential a thread per output; persistent a warp per output (a lane
+ * than a block has threads (CSR rows: their rows of more than
+ * gpu_tuning.tree_long elements a block's each, run_rows_deferred), a lane's where
+ * fewer than a warp has (CSR rows: 4); sequential a thread per output; persistent a warp per output (a lane
  * where they average fewer than 32 elements) on an occupancy-sized grid; auto
  * and segmented ask gpu_choose_segments.  CSR rows (one sequence of their
  * elements, the merge path) under sequential, persistent and segmented: each
@@ -308,6 +337,7 @@ int gpu_run_segments(run_ctx *r, pass_entry *e, long long nout, long long total,
         group = (double)total < (e->k.merge ? 4.0 : 32.0) * (double)nout ? 1
               : (double)total < (double)BLOCK * (double)nout ? 32 : BLOCK;
         k = group == 1 ? GPU_E_SEG1 : group == 32 ? GPU_E_SEG32 : GPU_E_SEGB;
+        if (group == 32 && e->k.merge && tu->tree_long < 1e300) return run_rows_deferred(r, e, nout, tu->tree_long);
         break;
     case RED_STRATEGY_SEQUENTIAL:
         if (e->k.merge && tu->merge) return run_merge(r, e, nout);

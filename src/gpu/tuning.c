@@ -35,6 +35,7 @@ static void tuning_load(void)
     v = getenv("REDJIT_SEGBS_MAX");
     t->segbs_max = v ? atoll(v) : 96 * 1024;
     t->merge_min = env_row_min("REDJIT_MERGE_MIN", 8);
+    t->tree_long = env_row_min("REDJIT_TREE_LONG", 4096);
     v = getenv("REDJIT_TILE_MIN");
     t->tile_min = v ? atof(v) : 256;
     v = getenv("REDJIT_TILE2_KMIN");

@@ -35,6 +35,10 @@ typedef struct gpu_tuning {
      * gpu_choose_segments picks, not along the merge path (rj_segm), for comparing them. */
     int merge;
     double merge_min;   /* REDJIT_MERGE_MIN: auto's merge path from this average row length */
+    /* REDJIT_TREE_LONG: under the tree strategy, a warp a CSR row (cg_kernel.merge) leaves
+     * rows of more than this many elements to a block each (rj_seg32d, rj_segl); 0 or less:
+     * never (1e300) */
+    double tree_long;
     /* REDJIT_SCANLV=0: a scan's look-back through shared memory (rj_scan) even where its
      * arrays allow 16-byte loads (rj_scanlv), for comparing the two. */
     int scanlv;

@@ -165,17 +165,26 @@ __device__ __forceinline__ void rj_segmented_ranged_s(const Params &P)
 
 // ---- one reduction per output: thread, warp or block per segment ------------
 
-__device__ __forceinline__ void rj_segmented(const Params &P, int group)
+// A block's tree over output o.
+__device__ __forceinline__ void rj_block_row(const Params &P, long long o)
+{
+    long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+    long long cnt = out_range(P, o, lo, sz);
+    Acc a = rj_block_range(P, o, lo, sz, 0, cnt);
+    if (threadIdx.x == 0) acc_write(P, o, a);
+    rj_epilogue(P, o, 1, lo, sz, cnt, threadIdx.x, RJ_BLOCK);
+}
+
+// defer (rj_seg32d, a warp a row under the tree strategy): rows of more than
+// P.v[RJ_NBLK] elements are left to rj_segl, a block each, through the list
+// at P.v[RJ_PARTIALS] (its first word the count, then up to P.v[RJ_PER] rows;
+// a row past that room is the warp's).  A warp walked a power-law matrix's
+// rows of 2^17 alone, 12x the best strategy's time.
+__device__ __forceinline__ void rj_segmented(const Params &P, int group, bool defer = false)
 {
     long long nout = P.v[RJ_NOUT];
     if (group >= RJ_BLOCK) {
-        for (long long o = blockIdx.x; o < nout; o += gridDim.x) {
-            long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
-            long long cnt = out_range(P, o, lo, sz);
-            Acc a = rj_block_range(P, o, lo, sz, 0, cnt);
-            if (threadIdx.x == 0) acc_write(P, o, a);
-            rj_epilogue(P, o, 1, lo, sz, cnt, threadIdx.x, RJ_BLOCK);
-        }
+        for (long long o = blockIdx.x; o < nout; o += gridDim.x) rj_block_row(P, o);
         return;
     }
     long long gid = ((long long)blockIdx.x * RJ_BLOCK + threadIdx.x) / group;
@@ -194,6 +203,17 @@ __device__ __forceinline__ void rj_segmented(const Params &P, int group)
         int valid = o < nout;
         long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
         long long cnt = valid ? out_range(P, o, lo, sz) : 0;
+        if (defer && cnt > P.v[RJ_NBLK]) {   // (uniform over the warp: its lanes share o)
+            unsigned long long *list = (unsigned long long *)P.v[RJ_PARTIALS];
+            unsigned long long slot = 0;
+            if (lane == 0) slot = atomicAdd(list, 1ull);
+            slot = __shfl_sync(0xffffffffu, slot, 0);
+            if (slot < (unsigned long long)P.v[RJ_PER]) {
+                if (lane == 0) list[1 + slot] = (unsigned long long)o;
+                valid = 0;
+                cnt = 0;
+            }
+        }
         Acc a;
         acc_init(a);
         {
@@ -219,6 +239,15 @@ __device__ __forceinline__ void rj_segmented(const Params &P, int group)
         if (valid && lane == 0) acc_write(P, o, a);
         rj_epilogue(P, o, valid, lo, sz, cnt, lane, group);
     }
+}
+
+// rj_segl: the rows rj_seg32d left, a block each.
+__device__ __forceinline__ void rj_segmented_list(const Params &P)
+{
+    const unsigned long long *list = (const unsigned long long *)P.v[RJ_PARTIALS];
+    unsigned long long n = list[0], room = (unsigned long long)P.v[RJ_PER];
+    if (n > room) n = room;
+    for (unsigned long long i = blockIdx.x; i < n; i += gridDim.x) rj_block_row(P, (long long)list[1 + i]);
 }
 
 // ---- split: each output's domain cut into RJ_NBLK chunks ---------------------
