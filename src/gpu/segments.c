@@ -254,8 +254,9 @@ static int run_merge(run_ctx *r, pass_entry *e, long long nout)
 
 /* CSR rows (cg_kernel.merge) under the tree strategy where they average a warp's width or
  * more: rj_seg32d, a warp a row, leaves rows of more than `longer` elements to rj_segl, a
- * block's tree each, through a list of up to LONG_ROOM rows (a row past the room stays the
- * warp's).  A warp alone on a power-law matrix's rows of 2^17 took 12x the best strategy's
+ * block's tree each, through a list of up to LONG_ROOM rows (past that, rj_segl reads
+ * every row's range again: a long row is a block's whatever the order of the atomics, so
+ * its bits are the same every run).  A warp alone on a power-law matrix's rows of 2^17 took 12x the best strategy's
  * time (bench/RESULTS-sparse.md); the sampled average cannot see such rows. */
 enum { LONG_ROOM = 1 << 16 };
 static int run_rows_deferred(run_ctx *r, pass_entry *e, long long nout, double longer)

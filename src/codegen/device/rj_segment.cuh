@@ -178,8 +178,9 @@ __device__ __forceinline__ void rj_block_row(const Params &P, long long o)
 // defer (rj_seg32d, a warp a row under the tree strategy): rows of more than
 // P.v[RJ_NBLK] elements are left to rj_segl, a block each, through the list
 // at P.v[RJ_PARTIALS] (its first word the count, then up to P.v[RJ_PER] rows;
-// a row past that room is the warp's).  A warp walked a power-law matrix's
-// rows of 2^17 alone, 12x the best strategy's time.
+// past that room rj_segl finds them itself, so that a long row is always a
+// block's and its bits the same every run).  A warp walked a power-law
+// matrix's rows of 2^17 alone, 12x the best strategy's time.
 __device__ __forceinline__ void rj_segmented(const Params &P, int group, bool defer = false)
 {
     long long nout = P.v[RJ_NOUT];
@@ -208,11 +209,9 @@ __device__ __forceinline__ void rj_segmented(const Params &P, int group, bool de
             unsigned long long slot = 0;
             if (lane == 0) slot = atomicAdd(list, 1ull);
             slot = __shfl_sync(0xffffffffu, slot, 0);
-            if (slot < (unsigned long long)P.v[RJ_PER]) {
-                if (lane == 0) list[1 + slot] = (unsigned long long)o;
-                valid = 0;
-                cnt = 0;
-            }
+            if (lane == 0 && slot < (unsigned long long)P.v[RJ_PER]) list[1 + slot] = (unsigned long long)o;
+            valid = 0;
+            cnt = 0;
         }
         Acc a;
         acc_init(a);
@@ -241,13 +240,21 @@ __device__ __forceinline__ void rj_segmented(const Params &P, int group, bool de
     }
 }
 
-// rj_segl: the rows rj_seg32d left, a block each.
+// rj_segl: the rows rj_seg32d left, a block each; where they were more than
+// its list holds, every row's range is read again and each long one taken.
 __device__ __forceinline__ void rj_segmented_list(const Params &P)
 {
     const unsigned long long *list = (const unsigned long long *)P.v[RJ_PARTIALS];
-    unsigned long long n = list[0], room = (unsigned long long)P.v[RJ_PER];
-    if (n > room) n = room;
-    for (unsigned long long i = blockIdx.x; i < n; i += gridDim.x) rj_block_row(P, (long long)list[1 + i]);
+    const unsigned long long n = list[0], room = (unsigned long long)P.v[RJ_PER];
+    if (n <= room) {
+        for (unsigned long long i = blockIdx.x; i < n; i += gridDim.x) rj_block_row(P, (long long)list[1 + i]);
+        return;
+    }
+    const long long nout = P.v[RJ_NOUT];
+    for (long long o = blockIdx.x; o < nout; o += gridDim.x) {
+        long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
+        if (out_range(P, o, lo, sz) > P.v[RJ_NBLK]) rj_block_row(P, o);   // (uniform over the block)
+    }
 }
 
 // ---- split: each output's domain cut into RJ_NBLK chunks ---------------------
