@@ -68,6 +68,7 @@ void expr_clear_results(red_expr *e)
 {
     expr_clear_results_chain(e, 0);
     core_results_trim(&e->temps);
+    core_scratch_free(&e->temps.scratch);
 }
 
 void expr_init(red_expr *e, red_ctx *ctx, program *pg)

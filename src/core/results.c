@@ -27,6 +27,37 @@ void *core_big_alloc(size_t n)
     return p;
 }
 
+void *core_scratch_take(core_scratch *s, size_t bytes)
+{
+    for (int i = 0; i < CORE_SCRATCH; i++)
+        if (s->p[i] && s->cap[i] == bytes) {
+            void *p = s->p[i];
+            s->p[i] = NULL;
+            return p;
+        }
+    return core_big_alloc(bytes);
+}
+
+void core_scratch_put(core_scratch *s, void *p, size_t bytes)
+{
+    if (!p) return;
+    for (int i = 0; i < CORE_SCRATCH; i++)
+        if (!s->p[i]) {
+            s->p[i] = p;
+            s->cap[i] = bytes;
+            return;
+        }
+    free(p);
+}
+
+void core_scratch_free(core_scratch *s)
+{
+    for (int i = 0; i < CORE_SCRATCH; i++) {
+        free(s->p[i]);
+        s->p[i] = NULL;
+    }
+}
+
 void core_results_leave(core_results *t, void *p, size_t bytes)
 {
     if (p && t->leave && bytes >= CORE_SPARE_MIN) t->leave(t->leave_arg, p);

@@ -16,6 +16,16 @@
  * work of a short run (bench/TUNING.md). */
 #define CORE_SPARES 4
 
+/* A backend's work buffers kept from one run to the next (the CPU's per-output
+ * ranges, 24 bytes a CSR row: new memory each run, faulted in again, took
+ * most of the run's time): a run takes them back by size, frees at its end
+ * those it did not, and keeps its own; the expression frees the last. */
+#define CORE_SCRATCH 4
+typedef struct core_scratch {
+    void *p[CORE_SCRATCH];
+    size_t cap[CORE_SCRATCH];
+} core_scratch;
+
 typedef struct core_results {
     int n;
     core_buf *t;        /* one per plan temporary; data malloc'd (or device
@@ -29,6 +39,7 @@ typedef struct core_results {
      * buffer of CORE_SPARE_MIN or more is freed or handed to the caller. */
     void (*leave)(void *arg, void *p);
     void *leave_arg;
+    core_scratch scratch;   /* the last run's work buffers (core_scratch_*) */
 } core_results;
 
 /* Buffers from this size up are kept as spares (glibc serves them with mmap,
@@ -46,6 +57,14 @@ void core_results_free(core_results *t);
 void core_results_trim(core_results *t);
 /* Buffer p, of `bytes`, leaves the store for the caller (t->leave). */
 void core_results_leave(core_results *t, void *p, size_t bytes);
+
+/* A buffer of `bytes`: one of s's of that very size where there is one (taken
+ * out of s), else new (core_big_alloc).  NULL when out of memory. */
+void *core_scratch_take(core_scratch *s, size_t bytes);
+/* Keep p, of `bytes`, in s (freed where s is full); p may be NULL. */
+void core_scratch_put(core_scratch *s, void *p, size_t bytes);
+/* Free s's buffers. */
+void core_scratch_free(core_scratch *s);
 
 /* Memory for a buffer of `n` bytes about to be written whole: from 32 MiB up
  * 2 MiB-aligned with transparent huge pages asked for, so that its first

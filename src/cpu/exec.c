@@ -343,12 +343,13 @@ static int epilogue_pair(const plan *p, int pi)
 
 /* ---- the driver --------------------------------------------------------------------------- */
 
-/* A pass's per-output ranges, freed. */
+/* A pass's per-output ranges, kept for the next run (freed where its store is full). */
 static void ctx_free(pass_ctx *c)
 {
-    free(c->olo);
-    free(c->osz);
-    free(c->offs);
+    core_scratch_put(c->scratch_out, c->olo, c->range_bytes);
+    core_scratch_put(c->scratch_out, c->osz, c->range_bytes);
+    core_scratch_put(c->scratch_out, c->offs, c->offs_bytes);
+    c->olo = c->osz = c->offs = NULL;
 }
 
 int cpu_execute(const plan *p, const core_buf *bufs, const plan_value *scalars, int nthreads,
@@ -374,15 +375,20 @@ int cpu_execute_hooked(const plan *p, const core_buf *bufs, const plan_value *sc
     cpu_bound_arg barg = {bufs, scalars, out->t, NULL};
     core_bounds bounds = {cpu_eval_bound, &barg};
 
-    /* a pass's per-output ranges (olo, osz, offs) are freed before the next
-     * pass and after the last, whatever way it ends */
+    /* a pass's per-output ranges (olo, osz, offs) are let go before the next
+     * pass and after the last, whatever way it ends: kept for the next run,
+     * which takes back those of its sizes (the run before's, in prev; the
+     * ones it does not take are freed at its end) */
+    core_scratch prev = out->scratch;
+    memset(&out->scratch, 0, sizeof out->scratch);
     pass_ctx pc, qc;   /* (qc: an epilogue's map) */
     memset(&pc, 0, sizeof pc);
     memset(&qc, 0, sizeof qc);
+    pc.scratch_out = qc.scratch_out = &out->scratch;
     if (rc) rc = core_hook_failed_early(hook, p, rc, 1, diag);
     for (int pi = 0; !rc && pi < p->npasses; pi++) {
         pass_ctx base = {.p = p, .bufs = bufs, .scalars = scalars, .temps = out->t, .nthreads = nthreads,
-                         .cancel = cancel};
+                         .cancel = cancel, .scratch_in = &prev, .scratch_out = &out->scratch};
         ctx_free(&pc);
         ctx_free(&qc);
         pc = qc = base;
@@ -395,6 +401,7 @@ int cpu_execute_hooked(const plan *p, const core_buf *bufs, const plan_value *sc
     }
     ctx_free(&pc);
     ctx_free(&qc);
+    core_scratch_free(&prev);
     util_arena_free(&a);
     free(vlo);
     free(vhi);

@@ -41,6 +41,9 @@ typedef struct pass_ctx {
                                        pass is walked as one output (keys) or
                                        ranged (N: the sum of the ranges)   */
     int64_t *olo, *osz;             /* ranged: [o * nr + d]               */
+    size_t range_bytes, offs_bytes; /* olo's and osz's size, offs'        */
+    core_scratch *scratch_in,       /* where they are taken from (the run */
+                 *scratch_out;      /* before's) and kept for the next    */
     int tiled;                      /* a scan over ranged rows, whose results
                                        lie at their ranges (plan_scan_ranged) */
     int64_t tile_len;               /* and the length K its rows tile      */

@@ -478,9 +478,12 @@ int cpu_eval_ranges(pass_ctx *pc, util_arena *a, util_diag *diag)
     sweep.dom.N = pc->dom.nout;
     sweep.prog = prog;
     sweep.nreds = 0;
-    pc->olo = core_big_alloc((size_t)pc->dom.nout * pc->dom.nr * sizeof(int64_t) + 8);
-    pc->osz = core_big_alloc((size_t)pc->dom.nout * pc->dom.nr * sizeof(int64_t) + 8);
-    pc->offs = core_big_alloc((size_t)(pc->dom.nout + 1) * sizeof(int64_t));
+    /* the run before's where it left them (each written whole below) */
+    pc->range_bytes = (size_t)pc->dom.nout * pc->dom.nr * sizeof(int64_t) + 8;
+    pc->offs_bytes = (size_t)(pc->dom.nout + 1) * sizeof(int64_t);
+    pc->olo = core_scratch_take(pc->scratch_in, pc->range_bytes);
+    pc->osz = core_scratch_take(pc->scratch_in, pc->range_bytes);
+    pc->offs = core_scratch_take(pc->scratch_in, pc->offs_bytes);
     if (!pc->olo || !pc->osz || !pc->offs) return util_diag_set(diag, RED_ERR_NOMEM, "out of memory");
     /* in parallel (map_blocks): on one thread, short CSR ranges took as
      * long as the reduction after them */
