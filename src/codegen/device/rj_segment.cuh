@@ -705,6 +705,31 @@ __device__ __forceinline__ Acc rj_mscan(Acc a, long long myrow, long long *wrow,
     return a;
 }
 
+// A tile's ne > 0 elements from element k (the first ones of rows that
+// follow each other) evaluated into v, a thread's items t, t + RJ_BLOCK, ...:
+// every load issued before the first store (which may alias them).
+__device__ __forceinline__ void rj_mvalues(const Params &P, rj_flt &F, long long k, int ne, Acc *v)
+{
+    const int t = threadIdx.x;
+    const long long lo0[RJ_NRED + 1] = {0}, sz0[RJ_NRED + 1] = {0};
+    Acc x[RJ_MITEMS];
+#pragma unroll
+    for (int u = 0; u < RJ_MITEMS; u++) {
+        acc_init(x[u]);
+#if RJ_MCLAMP
+        // past the tile's elements: its last one again, unguarded, so that
+        // no branch keeps an item's loads behind the one before
+        const int q = t + u * RJ_BLOCK < ne ? t + u * RJ_BLOCK : ne - 1;
+        acc_elem(x[u], F, P, 0, lo0, sz0, k + q);
+#else
+        if (t + u * RJ_BLOCK < ne) acc_elem(x[u], F, P, 0, lo0, sz0, k + t + u * RJ_BLOCK);
+#endif
+    }
+#pragma unroll
+    for (int u = 0; u < RJ_MITEMS; u++)
+        if (t + u * RJ_BLOCK < ne) v[t + u * RJ_BLOCK] = x[u];
+}
+
 __device__ __forceinline__ void rj_merge_rows(const Params &P)
 {
     // the staged rows' ends, relative to the tile's first element and held
@@ -720,7 +745,6 @@ __device__ __forceinline__ void rj_merge_rows(const Params &P)
     rj_mrec *rec = (rj_mrec *)P.v[RJ_PARTIALS];   // heads, then tails
     long long nout = P.v[RJ_NOUT], nb = gridDim.x, b = blockIdx.x;
     const int t = threadIdx.x;
-    const long long lo0[RJ_NRED + 1] = {0}, sz0[RJ_NRED + 1] = {0};
     long long k0;
     {
         long long lo[RJ_NRED + 1], sz[RJ_NRED + 1];
@@ -762,24 +786,7 @@ __device__ __forceinline__ void rj_merge_rows(const Params &P)
         long long nels = nnz - cj;
         int te = rj_msearch_tile(s_end, td, nst, nels);   // rows the tile ends
         int ne = td - te;                                         // its elements
-        if (ne > 0) {   // every load issued before the first store (which may alias them)
-            Acc x[RJ_MITEMS];
-#pragma unroll
-            for (int u = 0; u < RJ_MITEMS; u++) {
-                acc_init(x[u]);
-#if RJ_MCLAMP
-                // past the tile's elements: its last one again, unguarded, so
-                // that no branch keeps an item's loads behind the one before
-                const int q = t + u * RJ_BLOCK < ne ? t + u * RJ_BLOCK : ne - 1;
-                acc_elem(x[u], F, P, 0, lo0, sz0, k0 + cj + q);
-#else
-                if (t + u * RJ_BLOCK < ne) acc_elem(x[u], F, P, 0, lo0, sz0, k0 + cj + t + u * RJ_BLOCK);
-#endif
-            }
-#pragma unroll
-            for (int u = 0; u < RJ_MITEMS; u++)
-                if (t + u * RJ_BLOCK < ne) s_val[t + u * RJ_BLOCK] = x[u];
-        }
+        if (ne > 0) rj_mvalues(P, F, k0 + cj, ne, s_val);
         __syncthreads();
         // this thread's items [a0, a1) of the tile, walked in order
         int a0 = t * RJ_MITEMS < td ? t * RJ_MITEMS : td, a1 = a0 + RJ_MITEMS < td ? a0 + RJ_MITEMS : td;
