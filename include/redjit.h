@@ -57,6 +57,10 @@
  *     until the next red_run or red_finalize on it (the next run may write its
  *     own results into the same memory); red_result_detach hands a copy to the
  *     caller, who releases it with red_free.
+ *   - An expression keeps its large host buffers from one run for the next
+ *     (its results, and on the CPU a ranged pass's per-output ranges, 24 bytes
+ *     an output row), so that the next run need not fault in new memory;
+ *     red_finalize frees them.
  *   - Messages from red_errmsg / red_expr_errmsg are owned by the library (see
  *     ERRORS for how long they stay).
  *
