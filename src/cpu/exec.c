@@ -384,7 +384,6 @@ int cpu_execute_hooked(const plan *p, const core_buf *bufs, const plan_value *sc
     pass_ctx pc, qc;   /* (qc: an epilogue's map) */
     memset(&pc, 0, sizeof pc);
     memset(&qc, 0, sizeof qc);
-    pc.scratch_out = qc.scratch_out = &out->scratch;
     if (rc) rc = core_hook_failed_early(hook, p, rc, 1, diag);
     for (int pi = 0; !rc && pi < p->npasses; pi++) {
         pass_ctx base = {.p = p, .bufs = bufs, .scalars = scalars, .temps = out->t, .nthreads = nthreads,

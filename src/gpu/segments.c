@@ -256,8 +256,9 @@ static int run_merge(run_ctx *r, pass_entry *e, long long nout)
  * more: rj_seg32d, a warp a row, leaves rows of more than `longer` elements to rj_segl, a
  * block's tree each, through a list of up to LONG_ROOM rows (past that, rj_segl reads
  * every row's range again: a long row is a block's whatever the order of the atomics, so
- * its bits are the same every run).  A warp alone on a power-law matrix's rows of 2^17 took 12x the best strategy's
- * time (bench/RESULTS-sparse.md); the sampled average cannot see such rows. */
+ * its bits are the same every run).  A warp alone on a power-law matrix's rows of 2^17
+ * took 12x the best strategy's time (bench/RESULTS-sparse.md); the sampled average cannot
+ * see such rows. */
 enum { LONG_ROOM = 1 << 16 };
 static int run_rows_deferred(run_ctx *r, pass_entry *e, long long nout, double longer)
 {
@@ -307,9 +308,9 @@ static int ranged_total(run_ctx *r, pass_entry *e, long long nout, long long *to
  * `total` is the elements of all outputs' domains, or -1 when ranges make
  * it unknown.  Forced strategies pick the kernel, sized to the outputs: tree
  * a block's tree per output, a warp's where outputs average fewer elements
- * than a block has threads (CSR rows: their rows of more than
- * gpu_tuning.tree_long elements a block's each, run_rows_deferred), a lane's where
- * fewer than a warp has (CSR rows: 4); sequential a thread per output; persistent a warp per output (a lane
+ * than a block has threads (CSR rows: their rows of more than gpu_tuning.tree_long
+ * elements a block's each, run_rows_deferred), a lane's where fewer than a warp has (CSR
+ * rows: 4); sequential a thread per output; persistent a warp per output (a lane
  * where they average fewer than 32 elements) on an occupancy-sized grid; auto
  * and segmented ask gpu_choose_segments.  CSR rows (one sequence of their
  * elements, the merge path) under sequential, persistent and segmented: each
